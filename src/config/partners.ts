@@ -1,0 +1,52 @@
+// The partners file (PARTNERS_FILE): the operator's way to declare partners without the admin
+// service. Validated at start; a bad file stops start-up with a message naming the field.
+import { readFileSync } from 'node:fs';
+import { z } from 'zod';
+
+const sha256Hex = z.string().regex(/^[0-9a-f]{64}$/, 'must be the lowercase hex SHA-256 of an API key');
+const decimalText = z.string().regex(/^\d+(\.\d+)?$/, 'must be a non-negative decimal string');
+
+export const partnerSchema = z.strictObject({
+  id: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1-64 of A-Z a-z 0-9 _ -'),
+  name: z.string().min(1).max(200),
+  apiKeySha256: z.array(sha256Hex).min(1).max(16),
+  kycEnabled: z.boolean(),
+  kybApproved: z.boolean(),
+  disabledUsers: z.array(z.string().min(1).max(200)).max(100_000).default([]),
+  webhook: z.strictObject({ url: z.url(), secret: z.string().min(16).max(256) }).optional(),
+  fees: z.strictObject({ percentage: decimalText, fixed: decimalText }).optional(),
+});
+
+export const partnersFileSchema = z.strictObject({
+  partners: z.array(partnerSchema).max(10_000),
+});
+
+export type PartnerConfig = z.infer<typeof partnerSchema>;
+
+/** Human-readable list of what is wrong, one line per issue, naming the field path. */
+export function describeZodError(error: z.ZodError, source: string): string {
+  return error.issues
+    .map((issue) => `${source}: ${issue.path.length > 0 ? issue.path.join('.') : '(root)'}: ${issue.message}`)
+    .join('\n');
+}
+
+export function parsePartners(json: unknown, source: string): PartnerConfig[] {
+  const parsed = partnersFileSchema.safeParse(json);
+  if (!parsed.success) throw new Error(describeZodError(parsed.error, source));
+  const ids = new Set<string>();
+  for (const partner of parsed.data.partners) {
+    if (ids.has(partner.id)) throw new Error(`${source}: partners: duplicate id ${partner.id}`);
+    ids.add(partner.id);
+  }
+  return parsed.data.partners;
+}
+
+export function loadPartnersFile(path: string): PartnerConfig[] {
+  let json: unknown;
+  try {
+    json = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (error) {
+    throw new Error(`${path}: cannot read partners file: ${(error as Error).message}`);
+  }
+  return parsePartners(json, path);
+}
