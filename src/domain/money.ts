@@ -26,6 +26,8 @@ export const integerDigitsMax = 15;
  * shortest text gives those digits back), so amounts within this bound survive JSON both ways.
  */
 export const significantDigitsMax = 15;
+/** Longest amount text read (a JSON number's shortest text is at most 24 characters). */
+export const amountTextLengthMax = 64;
 
 export type AmountParseError =
   | { kind: 'not_a_number'; reason: string }
@@ -46,13 +48,6 @@ function pow10(exponent: number): bigint {
 
 function assert(condition: boolean, what: string): asserts condition {
   if (!condition) throw new Error(`money invariant violated: ${what}`);
-}
-
-function significantDigits(units: bigint): number {
-  let rest = units < 0n ? -units : units;
-  if (rest === 0n) return 1;
-  while (rest % 10n === 0n) rest /= 10n;
-  return rest.toString().length;
 }
 
 export function decimal(units: bigint, scale: number): Decimal {
@@ -88,45 +83,37 @@ export function parseAmount(
   } else {
     return fail('not_a_number', `${label} must be a number`);
   }
+  if (text.length > amountTextLengthMax) return fail('too_large', `${label} has too many digits`);
   const match = decimalText.exec(text);
   if (!match) return fail('not_a_number', `${label} must be a number`);
   const [, sign, integerPart = '', fractionPart = '', exponentText] = match;
-  const exponent = exponentText === undefined ? 0 : Number(exponentText);
-  if (!Number.isSafeInteger(exponent) || Math.abs(exponent) > 64) {
-    return fail('too_large', `${label} is out of range`);
+  // value = digits × 10^power, with no leading zeros and (below) no trailing zeros in `digits`,
+  // so the checks are string arithmetic and no power of ten is built before the value is bounded
+  // (1e300 is a valid JSON number and must be a rejection, not an exception).
+  let digits = (integerPart + fractionPart).replace(/^0+/, '');
+  if (digits === '') {
+    if (options.allowZero !== true) return fail('zero', `${label} must be greater than 0`);
+    return { ok: true, value: zero(scale) };
   }
-  // Normalise to digits × 10^-(fraction digits - exponent).
-  const digits = (integerPart + fractionPart).replace(/^0+(?=\d)/, '');
-  let fractionDigits = fractionPart.length - exponent;
-  let units = BigInt(digits);
-  // Drop trailing zeros that only pad the fraction (12.50 at scale 1 is fine).
-  while (fractionDigits > scale && units % 10n === 0n && units !== 0n) {
-    units /= 10n;
-    fractionDigits -= 1;
+  if (sign === '-' && options.allowNegative !== true) {
+    return fail('negative', `${label} must not be negative`);
   }
-  if (units === 0n) fractionDigits = Math.min(fractionDigits, scale);
-  if (fractionDigits > scale) {
+  // |exponent| < 10^64 because the text is bounded, so `power` is a finite float at worst.
+  let power = (exponentText === undefined ? 0 : Number(exponentText)) - fractionPart.length;
+  const trailingZeros = /0*$/.exec(digits)?.[0].length ?? 0;
+  digits = digits.slice(0, digits.length - trailingZeros);
+  power += trailingZeros;
+  if (-power > scale) {
     return fail('too_many_decimals', `${label} has more than ${scale} decimal places`);
   }
-  if (fractionDigits < 0) {
-    units *= pow10(-fractionDigits);
-    fractionDigits = 0;
-  }
-  units *= pow10(scale - fractionDigits);
-  if (units >= pow10(integerDigitsMax + scale)) {
+  if (digits.length + power > integerDigitsMax) {
     return fail('too_large', `${label} must be less than 10^${integerDigitsMax}`);
   }
-  if (significantDigits(units) > significantDigitsMax) {
+  if (digits.length > significantDigitsMax) {
     return fail('too_large', `${label} has more than ${significantDigitsMax} significant digits`);
   }
-  if (sign === '-' && units !== 0n) {
-    if (options.allowNegative !== true) return fail('negative', `${label} must not be negative`);
-    units = -units;
-  }
-  if (units === 0n && options.allowZero !== true) {
-    return fail('zero', `${label} must be greater than 0`);
-  }
-  return { ok: true, value: decimal(units, scale) };
+  const magnitude = BigInt(digits) * pow10(power + scale);
+  return { ok: true, value: decimal(sign === '-' ? -magnitude : magnitude, scale) };
 }
 
 /** Parse a decimal string that the service itself wrote (config, storage); throws on bad input. */
@@ -212,7 +199,12 @@ export function min(a: Decimal, b: Decimal): Decimal {
 
 /** a × b, rounded to `scale` with `mode` (the exact product has a.scale + b.scale digits). */
 export function multiply(a: Decimal, b: Decimal, scale: number, mode: RoundingMode): Decimal {
-  return rescale(decimal(a.units * b.units, a.scale + b.scale), scale, mode);
+  // The exact product's scale may exceed scaleMax (an 18-place rate times a 7-place amount), so
+  // it is never built as a Decimal: round the raw product straight to `scale`.
+  const productScale = a.scale + b.scale;
+  const product = a.units * b.units;
+  if (scale >= productScale) return decimal(product * pow10(scale - productScale), scale);
+  return decimal(divideRounded(product, pow10(productScale - scale), mode), scale);
 }
 
 /** a ÷ b, rounded to `scale` with `mode`; b must be positive. */
@@ -233,6 +225,12 @@ export function toFixedString(value: Decimal): string {
   const integerPart = digits.slice(0, digits.length - value.scale);
   const fractionPart = digits.slice(digits.length - value.scale);
   return `${negative ? '-' : ''}${integerPart}${value.scale > 0 ? `.${fractionPart}` : ''}`;
+}
+
+/** Shortest exact text, without trailing fractional zeros: 100 at scale 7 → "100", 12.50 → "12.5". */
+export function toPlainString(value: Decimal): string {
+  const fixed = toFixedString(value);
+  return value.scale === 0 ? fixed : fixed.replace(/\.?0+$/, '');
 }
 
 /**

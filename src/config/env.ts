@@ -1,0 +1,44 @@
+// Environment configuration read by every role (the DESIGN's configuration contract), validated at
+// start: a bad value stops start-up with a message naming the variable.
+import { z } from 'zod';
+import { describeZodError } from './partners.ts';
+
+export const roles = ['all', 'edge', 'shard', 'watcher', 'payout', 'webhooks', 'admin'] as const;
+export type Role = (typeof roles)[number];
+
+const flag = z.enum(['0', '1', 'true', 'false']).transform((value) => value === '1' || value === 'true');
+
+const envSchema = z.object({
+  PORT: z.coerce.number().int().min(0).max(65_535).default(8080),
+  HOST: z.string().min(1).default('127.0.0.1'),
+  ROLE: z.enum(roles).default('all'),
+  DEMO_API_KEY: z.string().min(16).max(256).optional(),
+  OPS_API_KEY: z.string().min(16).max(256).optional(),
+  REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL').optional(),
+  MONGODB_URL: z.string().regex(/^mongodb(\+srv)?:\/\//, 'must be a mongodb:// URL').optional(),
+  MONGODB_DB: z.string().min(1).default('payments'),
+  DATA_DIR: z.string().min(1).default('./data'),
+  PARTNERS_FILE: z.string().min(1).optional(),
+  CORRIDORS_FILE: z.string().min(1).optional(),
+  CHAINS_FILE: z.string().min(1).optional(),
+  SHARDS: z.coerce.number().int().min(1).max(16_384).default(64),
+  SANDBOX: flag.optional(),
+  KEY_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9:_-]*$/, 'letters, digits, : _ - only (no braces)')
+    .default('pay:'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  GRPC_PORT: z.coerce.number().int().min(0).max(65_535).default(50051),
+});
+
+export type EnvConfig = z.infer<typeof envSchema> & { readonly sandbox: boolean };
+
+/** Reads the environment (and an optional role given as the first CLI argument). */
+export function readEnv(env: NodeJS.ProcessEnv, argv: readonly string[] = []): EnvConfig {
+  const cliRole = argv[0];
+  const parsed = envSchema.safeParse({ ...env, ...(cliRole !== undefined ? { ROLE: cliRole } : {}) });
+  if (!parsed.success) throw new Error(describeZodError(parsed.error, 'environment'));
+  // Sandbox by default when no real chain or rail is configured (DESIGN's configuration contract).
+  const sandbox = parsed.data.SANDBOX ?? parsed.data.CHAINS_FILE === undefined;
+  return { ...parsed.data, sandbox };
+}

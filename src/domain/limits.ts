@@ -1,0 +1,504 @@
+// Limits: the pure part. The limit configuration, the windows a transaction counts in, the checks,
+// the reservation arithmetic of one counter, and the one catalogue of acceptance rejections.
+// Counter actors (one writer per counter key, elsewhere) load a `CounterState`, call `reserve`,
+// `release` or `commit` here, and persist the result. Decisions: docs/decisions-limits.md.
+import type { FiatCurrency, PaymentMethod } from './assets.ts';
+import { fiatDecimals, methodCurrency } from './assets.ts';
+import type { Decimal } from './money.ts';
+import { add, compare, subtract, toFixedString, toPlainString, zero } from './money.ts';
+
+// ---------------------------------------------------------------------------------------------
+// Configuration (values come from src/config/limits.ts; nothing here is a default)
+
+/** Caps of one payment method; `null` means no internal cap. Amounts are in the method's currency. */
+export interface MethodCaps {
+  readonly transactionAmountMax: Decimal | null;
+  readonly userDailyAmountMax: Decimal | null;
+  readonly methodDailyAmountMax: Decimal | null;
+  readonly userDailyCountMax: number | null;
+  /** Fixed offset of the payout country's civil day from UTC (no daylight saving time). */
+  readonly dayUtcOffsetMinutes: number;
+}
+
+export interface LimitsConfig {
+  readonly methods: Readonly<Record<PaymentMethod, MethodCaps>>;
+  /** Source volume (USD-equivalent) a user may move per UTC month without KYC, when gated. */
+  readonly kycFreeMonthlyVolumeMax: Decimal;
+  /** Total source amount of completed transactions allowed to a partner without KYB approval. */
+  readonly kybUnapprovedCompletedTotalMax: Decimal;
+}
+
+function assert(condition: boolean, what: string): asserts condition {
+  if (!condition) throw new Error(`limits invariant violated: ${what}`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Acceptance rejections: one exhaustive union, one catalogue, one order of precedence.
+
+export type AcceptanceRejection =
+  | { readonly code: 'user_disabled' }
+  | { readonly code: 'quote_expired' }
+  | { readonly code: 'transaction_cap'; readonly method: PaymentMethod; readonly cap: Decimal }
+  | { readonly code: 'kyb_cap'; readonly cap: Decimal }
+  | { readonly code: 'rail_unavailable'; readonly method: PaymentMethod }
+  | { readonly code: 'account_unverifiable' }
+  | { readonly code: 'liquidity_insufficient' }
+  | { readonly code: 'user_daily_count_cap'; readonly method: PaymentMethod; readonly countCap: number }
+  | { readonly code: 'user_daily_amount_cap'; readonly method: PaymentMethod; readonly cap: Decimal }
+  | { readonly code: 'method_daily_cap'; readonly method: PaymentMethod };
+
+export type AcceptanceRejectionCode = AcceptanceRejection['code'];
+
+/**
+ * The order in which acceptance checks run; the first failing one answers. `kyc_required` is not
+ * a rejection (the answer is 200 with `kycRequired: true`) but it has its place in the order.
+ * Reads come before writes: every check up to `liquidity_insufficient` reads only; from
+ * `kyc_required` on, each check is a reservation in a counter, undone if a later one fails.
+ */
+export const acceptanceCheckOrder = [
+  'user_disabled',
+  'quote_expired',
+  'transaction_cap',
+  'kyb_cap',
+  'rail_unavailable',
+  'account_unverifiable',
+  'liquidity_insufficient',
+  'kyc_required',
+  'user_daily_count_cap',
+  'user_daily_amount_cap',
+  'method_daily_cap',
+] as const satisfies readonly (AcceptanceRejectionCode | 'kyc_required')[];
+
+export type AcceptanceCheck = (typeof acceptanceCheckOrder)[number];
+
+type RejectionOf<C extends AcceptanceRejectionCode> = Extract<AcceptanceRejection, { code: C }>;
+
+interface CatalogueEntry<C extends AcceptanceRejectionCode> {
+  readonly httpStatus: 400 | 403;
+  /** True when the same request (same quote) may succeed if tried again later. */
+  readonly retryable: boolean;
+  readonly reason: (rejection: RejectionOf<C>) => string;
+}
+
+function currencyOf(method: PaymentMethod): FiatCurrency {
+  return methodCurrency[method];
+}
+
+/** Every acceptance rejection: HTTP status, retryability and reason text, in one place. */
+export const acceptanceRejectionCatalogue: { readonly [C in AcceptanceRejectionCode]: CatalogueEntry<C> } = {
+  user_disabled: {
+    httpStatus: 403,
+    retryable: false,
+    reason: () => 'The user is disabled; no transaction can be accepted for this user',
+  },
+  quote_expired: {
+    httpStatus: 400,
+    retryable: false,
+    reason: () => 'The quote has expired; request a new quote',
+  },
+  transaction_cap: {
+    httpStatus: 400,
+    retryable: false,
+    reason: (r) =>
+      `The amount exceeds the ${r.method} maximum of ${toFixedString(r.cap)} ${currencyOf(r.method)} per transaction`,
+  },
+  kyb_cap: {
+    httpStatus: 400,
+    retryable: false,
+    reason: (r) => `Partner is limited to a total of ${toPlainString(r.cap)} until KYB is approved`,
+  },
+  rail_unavailable: {
+    httpStatus: 400,
+    retryable: true,
+    reason: (r) => `Payments via ${r.method} are temporarily unavailable`,
+  },
+  account_unverifiable: {
+    httpStatus: 400,
+    retryable: false,
+    reason: () => 'The account number could not be verified',
+  },
+  liquidity_insufficient: {
+    httpStatus: 400,
+    retryable: true,
+    reason: () =>
+      'Cannot process because liquidity is below the requested amount; try a smaller amount or another method.',
+  },
+  user_daily_count_cap: {
+    httpStatus: 400,
+    retryable: false,
+    reason: () => 'The maximum number of transactions for today was reached',
+  },
+  user_daily_amount_cap: {
+    httpStatus: 400,
+    retryable: false,
+    reason: (r) =>
+      `The user reached today's ${r.method} limit of ${toFixedString(r.cap)} ${currencyOf(r.method)}`,
+  },
+  method_daily_cap: {
+    httpStatus: 400,
+    retryable: false,
+    reason: (r) => `${r.method} reached today's payout limit`,
+  },
+};
+
+export interface RejectionDescription {
+  readonly code: AcceptanceRejectionCode;
+  readonly httpStatus: 400 | 403;
+  readonly retryable: boolean;
+  readonly reason: string;
+}
+
+/** What the edge sends: `{ code, reason, retryable }` with `httpStatus`. */
+export function describeAcceptanceRejection(rejection: AcceptanceRejection): RejectionDescription {
+  // The catalogue is keyed by code, so the entry found is the one for this rejection's variant;
+  // TypeScript cannot correlate the two through the index, hence the widening.
+  const entry = acceptanceRejectionCatalogue[rejection.code] as CatalogueEntry<AcceptanceRejectionCode> & {
+    readonly reason: (r: AcceptanceRejection) => string;
+  };
+  return { code: rejection.code, httpStatus: entry.httpStatus, retryable: entry.retryable, reason: entry.reason(rejection) };
+}
+
+/** Position in `acceptanceCheckOrder`: the lower one answers when several checks fail. */
+export function checkPrecedence(check: AcceptanceCheck): number {
+  return acceptanceCheckOrder.indexOf(check);
+}
+
+/** The rejection that answers among several found at once (lowest precedence position), if any. */
+export function firstRejection(rejections: readonly AcceptanceRejection[]): AcceptanceRejection | undefined {
+  let first: AcceptanceRejection | undefined;
+  for (const candidate of rejections) {
+    if (first === undefined || checkPrecedence(candidate.code) < checkPrecedence(first.code)) first = candidate;
+  }
+  return first;
+}
+
+export type LimitCheck = { readonly ok: true } | { readonly ok: false; readonly rejection: AcceptanceRejection };
+
+const passed: LimitCheck = { ok: true };
+
+// ---------------------------------------------------------------------------------------------
+// Stateless checks
+
+/** Per-transaction cap on the amount moved on the method's rail (payout: the quote's target). */
+export function checkPerTransaction(config: LimitsConfig, method: PaymentMethod, targetAmount: Decimal): LimitCheck {
+  assertAmount(targetAmount);
+  const cap = config.methods[method].transactionAmountMax;
+  if (cap !== null && compare(targetAmount, cap) > 0) {
+    return { ok: false, rejection: { code: 'transaction_cap', method, cap } };
+  }
+  return passed;
+}
+
+/**
+ * KYB: without approval, the partner's completed total plus this amount must not exceed the cap.
+ * Only completed transactions count (spec), so transactions in flight are not included.
+ */
+export function checkKybCap(
+  config: LimitsConfig,
+  partner: { readonly kybApproved: boolean; readonly completedTotal: Decimal },
+  sourceAmount: Decimal,
+): LimitCheck {
+  assertAmount(sourceAmount);
+  assertAmount(partner.completedTotal);
+  if (partner.kybApproved) return passed;
+  const cap = config.kybUnapprovedCompletedTotalMax;
+  if (compare(add(partner.completedTotal, sourceAmount), cap) > 0) {
+    return { ok: false, rejection: { code: 'kyb_cap', cap } };
+  }
+  return passed;
+}
+
+export interface KycStanding {
+  /** KYC is enabled for the partner. */
+  readonly kycEnabled: boolean;
+  /** The user's KYC status is APPROVED. */
+  readonly kycApproved: boolean;
+}
+
+export function kycGateApplies(standing: KycStanding): boolean {
+  return standing.kycEnabled && !standing.kycApproved;
+}
+
+/** "Up to 25 per month": KYC is required when the month's volume including this one exceeds it. */
+export function isKycRequired(
+  config: LimitsConfig,
+  standing: KycStanding,
+  monthVolume: Decimal,
+  sourceAmount: Decimal,
+): boolean {
+  assertAmount(monthVolume);
+  assertAmount(sourceAmount);
+  return kycGateApplies(standing) && compare(add(monthVolume, sourceAmount), config.kycFreeMonthlyVolumeMax) > 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Windows and counter keys (pure, from nowMs)
+
+const minuteMs = 60_000;
+/** 10000-01-01T00:00:00Z: ISO day keys keep four-digit years below this. */
+const nowMsMax = 253_402_300_800_000;
+
+function assertNowMs(nowMs: number): void {
+  assert(Number.isSafeInteger(nowMs) && nowMs >= 0 && nowMs < nowMsMax, `nowMs ${nowMs}`);
+}
+
+/** The civil day at a fixed UTC offset, as 'YYYY-MM-DD'. */
+export function civilDayKey(nowMs: number, utcOffsetMinutes: number): string {
+  assertNowMs(nowMs);
+  assert(Number.isInteger(utcOffsetMinutes) && Math.abs(utcOffsetMinutes) <= 14 * 60, 'utc offset');
+  return new Date(nowMs + utcOffsetMinutes * minuteMs).toISOString().slice(0, 10);
+}
+
+/** The payout country's day for a method (BREB: Colombia, PIX: Brazil). */
+export function methodDayKey(config: LimitsConfig, method: PaymentMethod, nowMs: number): string {
+  return civilDayKey(nowMs, config.methods[method].dayUtcOffsetMinutes);
+}
+
+/** The UTC calendar month of the KYC gate, as 'YYYY-MM'. */
+export function utcMonthKey(nowMs: number): string {
+  assertNowMs(nowMs);
+  return new Date(nowMs).toISOString().slice(0, 7);
+}
+
+/** Ids are free text from partners: encode so that no id can forge another key's separators. */
+function keyPart(text: string): string {
+  assert(text.length > 0, 'empty key part');
+  return encodeURIComponent(text);
+}
+
+export function userDayCounterKey(partnerId: string, userId: string, method: PaymentMethod, dayKey: string): string {
+  return `limits:user-day:${keyPart(partnerId)}:${keyPart(userId)}:${method}:${dayKey}`;
+}
+
+/** Service-wide: the method's daily payout cap is shared by all partners. */
+export function methodDayCounterKey(method: PaymentMethod, dayKey: string): string {
+  return `limits:method-day:${method}:${dayKey}`;
+}
+
+export function kycMonthCounterKey(partnerId: string, userId: string, monthKey: string): string {
+  return `limits:kyc-month:${keyPart(partnerId)}:${keyPart(userId)}:${monthKey}`;
+}
+
+export function kybCounterKey(partnerId: string): string {
+  return `limits:kyb:${keyPart(partnerId)}`;
+}
+
+export interface AcceptanceCounterKeys {
+  /** null when the method has no per-user daily cap: nothing to count. */
+  readonly userDay: string | null;
+  /** null when the method has no daily cap. */
+  readonly methodDay: string | null;
+  readonly kycMonth: string;
+  readonly kyb: string;
+}
+
+/**
+ * The counters an acceptance at `nowMs` touches. The transaction stores these keys: release and
+ * commit go to the same keys later, whatever the day is then.
+ */
+export function acceptanceCounterKeys(
+  config: LimitsConfig,
+  at: { readonly partnerId: string; readonly userId: string; readonly method: PaymentMethod; readonly nowMs: number },
+): AcceptanceCounterKeys {
+  const caps = config.methods[at.method];
+  const dayKey = methodDayKey(config, at.method, at.nowMs);
+  const userDayCapped = caps.userDailyAmountMax !== null || caps.userDailyCountMax !== null;
+  return {
+    userDay: userDayCapped ? userDayCounterKey(at.partnerId, at.userId, at.method, dayKey) : null,
+    methodDay: caps.methodDailyAmountMax !== null ? methodDayCounterKey(at.method, dayKey) : null,
+    kycMonth: kycMonthCounterKey(at.partnerId, at.userId, utcMonthKey(at.nowMs)),
+    kyb: kybCounterKey(at.partnerId),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reservation arithmetic of one counter
+
+export interface CounterEntry {
+  readonly amount: Decimal;
+  /** Completed transactions keep their reservation for good: release no longer applies. */
+  readonly completed: boolean;
+}
+
+/** One counter (one window, one key). `reserved*` include completed entries. */
+export interface CounterState {
+  readonly reservedAmount: Decimal;
+  readonly reservedCount: number;
+  readonly entries: Readonly<Record<string, CounterEntry>>;
+}
+
+export function emptyCounter(): CounterState {
+  return { reservedAmount: zero(0), reservedCount: 0, entries: {} };
+}
+
+export interface Reservation {
+  readonly transactionId: string;
+  readonly amount: Decimal;
+  /** Largest reservedAmount allowed after this reservation; null = unbounded. */
+  readonly cap: Decimal | null;
+  /** Largest reservedCount allowed after this reservation; null = unbounded. */
+  readonly countCap: number | null;
+}
+
+export type ReserveResult =
+  | { readonly ok: true; readonly state: CounterState }
+  | { readonly ok: false; readonly exceeded: 'count' | 'amount' };
+
+function assertAmount(amount: Decimal): void {
+  assert(amount.units >= 0n, `negative amount ${toFixedString(amount)}`);
+}
+
+function assertCounter(state: CounterState): void {
+  assertAmount(state.reservedAmount);
+  assert(Number.isSafeInteger(state.reservedCount) && state.reservedCount >= 0, `count ${state.reservedCount}`);
+}
+
+function entryOf(state: CounterState, transactionId: string): CounterEntry | undefined {
+  return Object.hasOwn(state.entries, transactionId) ? state.entries[transactionId] : undefined;
+}
+
+function assertSameAmount(entry: CounterEntry, amount: Decimal, transactionId: string): void {
+  // A transaction's amount never changes; a second, different amount for the same id is a bug.
+  assert(compare(entry.amount, amount) === 0, `transaction ${transactionId} counted with two amounts`);
+}
+
+/**
+ * Count a transaction in this counter if the caps allow. Idempotent: a transaction already counted
+ * is not counted again (and is not re-checked against the caps). The count cap is checked first.
+ */
+export function reserve(state: CounterState, reservation: Reservation): ReserveResult {
+  const { transactionId, amount, cap, countCap } = reservation;
+  assertCounter(state);
+  assertAmount(amount);
+  assert(transactionId.length > 0, 'empty transaction id');
+  const existing = entryOf(state, transactionId);
+  if (existing !== undefined) {
+    assertSameAmount(existing, amount, transactionId);
+    return { ok: true, state };
+  }
+  const reservedCount = state.reservedCount + 1;
+  const reservedAmount = add(state.reservedAmount, amount);
+  if (countCap !== null && reservedCount > countCap) return { ok: false, exceeded: 'count' };
+  if (cap !== null && compare(reservedAmount, cap) > 0) return { ok: false, exceeded: 'amount' };
+  const next: CounterState = {
+    reservedAmount,
+    reservedCount,
+    entries: { ...state.entries, [transactionId]: { amount, completed: false } },
+  };
+  assertCounter(next);
+  assert(cap === null || compare(next.reservedAmount, cap) <= 0, 'reserved above cap');
+  assert(countCap === null || next.reservedCount <= countCap, 'count above cap');
+  return { ok: true, state: next };
+}
+
+/**
+ * Give back an expired or failed transaction's reservation. Idempotent: releasing an unknown id,
+ * releasing twice, or releasing a completed transaction (which keeps its reservation) is a no-op.
+ */
+export function release(state: CounterState, transactionId: string): CounterState {
+  assertCounter(state);
+  const existing = entryOf(state, transactionId);
+  if (existing === undefined || existing.completed) return state;
+  const entries = { ...state.entries };
+  delete entries[transactionId];
+  const next: CounterState = {
+    reservedAmount: subtract(state.reservedAmount, existing.amount),
+    reservedCount: state.reservedCount - 1,
+    entries,
+  };
+  assertCounter(next);
+  return next;
+}
+
+/**
+ * A transaction completed: it keeps its reservation for good. In a window counter this marks the
+ * existing entry; in the KYB counter (completed only) it adds the entry. Idempotent; never capped,
+ * because completion is a fact and the caps were checked at acceptance.
+ */
+export function commit(state: CounterState, completion: { readonly transactionId: string; readonly amount: Decimal }): CounterState {
+  const { transactionId, amount } = completion;
+  assertCounter(state);
+  assertAmount(amount);
+  assert(transactionId.length > 0, 'empty transaction id');
+  const existing = entryOf(state, transactionId);
+  if (existing !== undefined) {
+    assertSameAmount(existing, amount, transactionId);
+    if (existing.completed) return state;
+    return { ...state, entries: { ...state.entries, [transactionId]: { amount, completed: true } } };
+  }
+  const next: CounterState = {
+    reservedAmount: add(state.reservedAmount, amount),
+    reservedCount: state.reservedCount + 1,
+    entries: { ...state.entries, [transactionId]: { amount, completed: true } },
+  };
+  assertCounter(next);
+  return next;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reservations per window, with the rejection each overrun means
+
+export interface CountedTransaction {
+  readonly transactionId: string;
+  readonly amount: Decimal;
+}
+
+export type WindowReserveResult =
+  | { readonly ok: true; readonly state: CounterState }
+  | { readonly ok: false; readonly rejection: AcceptanceRejection };
+
+/** user × method × day: count cap, then amount cap. Amount in the method's currency. */
+export function reserveUserDay(
+  state: CounterState,
+  config: LimitsConfig,
+  method: PaymentMethod,
+  transaction: CountedTransaction,
+): WindowReserveResult {
+  const caps = config.methods[method];
+  const result = reserve(state, { ...transaction, cap: caps.userDailyAmountMax, countCap: caps.userDailyCountMax });
+  if (result.ok) return result;
+  if (result.exceeded === 'count') {
+    assert(caps.userDailyCountMax !== null, 'count exceeded without a count cap');
+    return { ok: false, rejection: { code: 'user_daily_count_cap', method, countCap: caps.userDailyCountMax } };
+  }
+  assert(caps.userDailyAmountMax !== null, 'amount exceeded without a cap');
+  return { ok: false, rejection: { code: 'user_daily_amount_cap', method, cap: caps.userDailyAmountMax } };
+}
+
+/** method × day (all partners): amount cap. Amount in the method's currency. */
+export function reserveMethodDay(
+  state: CounterState,
+  config: LimitsConfig,
+  method: PaymentMethod,
+  transaction: CountedTransaction,
+): WindowReserveResult {
+  const result = reserve(state, { ...transaction, cap: config.methods[method].methodDailyAmountMax, countCap: null });
+  if (result.ok) return result;
+  return { ok: false, rejection: { code: 'method_daily_cap', method } };
+}
+
+export type KycReserveResult =
+  | { readonly ok: true; readonly state: CounterState }
+  | { readonly ok: false; readonly kycRequired: true };
+
+/**
+ * partner × user × UTC month: the volume is always counted (so enabling KYC mid-month sees it);
+ * the gate applies only when KYC is enabled for the partner and the user is not approved.
+ * Amount in the source asset, 1:1 with USD.
+ */
+export function reserveKycMonth(
+  state: CounterState,
+  config: LimitsConfig,
+  standing: KycStanding,
+  transaction: CountedTransaction,
+): KycReserveResult {
+  const cap = kycGateApplies(standing) ? config.kycFreeMonthlyVolumeMax : null;
+  const result = reserve(state, { ...transaction, cap, countCap: null });
+  if (result.ok) return result;
+  return { ok: false, kycRequired: true };
+}
+
+/** Scale of amounts in the method's currency (for callers converting configuration). */
+export function methodCurrencyDecimals(method: PaymentMethod): number {
+  return fiatDecimals[methodCurrency[method]];
+}
