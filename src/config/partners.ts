@@ -2,9 +2,9 @@
 // service. Validated at start; a bad file stops start-up with a message naming the field.
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { feeSchema } from './corridors.ts';
 
 const sha256Hex = z.string().regex(/^[0-9a-f]{64}$/, 'must be the lowercase hex SHA-256 of an API key');
-const decimalText = z.string().regex(/^\d+(\.\d+)?$/, 'must be a non-negative decimal string');
 
 export const partnerSchema = z.strictObject({
   id: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1-64 of A-Z a-z 0-9 _ -'),
@@ -14,7 +14,7 @@ export const partnerSchema = z.strictObject({
   kybApproved: z.boolean(),
   disabledUsers: z.array(z.string().min(1).max(200)).max(100_000).default([]),
   webhook: z.strictObject({ url: z.url(), secret: z.string().min(16).max(256) }).optional(),
-  fees: z.strictObject({ percentage: decimalText, fixed: decimalText }).optional(),
+  fees: feeSchema.optional(),
 });
 
 export const partnersFileSchema = z.strictObject({
