@@ -1,0 +1,212 @@
+// Leases in Redis. Each lease is a hash `<prefix>lease:{<name>}` (owner, token) with a PEXPIRE TTL,
+// so expiry follows the Redis server's clock and not the workers' clocks. Its fencing token counter
+// `<prefix>lease-token:{<name>}` is a plain INCR counter that never expires, so a token is never
+// issued twice for one name (unless the counter key itself is deleted: do not FLUSHDB a live system).
+// Both keys share the hash tag `{<name>}`, so each script's keys sit on one Redis Cluster slot.
+// Every check-and-change is one Lua script; the return codes map to results in `leaseOutcome` only.
+import type { Redis } from 'ioredis';
+import { LuaScript, createRedisClient } from './redis-bus.ts';
+import { assertNoBraces } from './shards.ts';
+import {
+  assertLeaseName,
+  assertLeaseOwner,
+  assertLeaseToken,
+  assertLeaseTtl,
+  leasesListMax,
+  type LeaseGrant,
+  type LeaseHolder,
+  type Leases,
+} from './leases.ts';
+
+/**
+ * acquire
+ *   KEYS[1]  lease hash      <prefix>lease:{<name>}
+ *   KEYS[2]  token counter   <prefix>lease-token:{<name>}
+ *   ARGV[1]  owner
+ *   ARGV[2]  ttlMs
+ * Returns {1, token}  granted: the lease was free, lapsed or held by this same owner; a fresh token
+ *                     was drawn with INCR and the TTL set to ttlMs.
+ *         {0, 0}      refused: held by another owner.
+ */
+const acquireScript = new LuaScript('leaseAcquire', `
+local holder = redis.call('HGET', KEYS[1], 'owner')
+if holder and holder ~= ARGV[1] then return {0, 0} end
+local token = redis.call('INCR', KEYS[2])
+redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'token', token)
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return {1, token}
+`, 2);
+
+/**
+ * renew
+ *   KEYS[1]  lease hash
+ *   ARGV[1]  owner
+ *   ARGV[2]  token
+ *   ARGV[3]  ttlMs
+ * Returns  1  renewed: TTL reset to ttlMs
+ *          0  no lease (lapsed or released)
+ *         -1  held by another owner or under another token (taken over)
+ */
+const renewScript = new LuaScript('leaseRenew', `
+local holder = redis.call('HMGET', KEYS[1], 'owner', 'token')
+if not holder[1] then return 0 end
+if holder[1] ~= ARGV[1] or holder[2] ~= ARGV[2] then return -1 end
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return 1
+`, 1);
+
+/**
+ * release
+ *   KEYS[1]  lease hash
+ *   ARGV[1]  owner
+ *   ARGV[2]  token
+ * Returns  1  released: the lease key is deleted, anyone may acquire at once
+ *          0  no lease (lapsed or released)
+ *         -1  held by another owner or under another token (not ours to release)
+ */
+const releaseScript = new LuaScript('leaseRelease', `
+local holder = redis.call('HMGET', KEYS[1], 'owner', 'token')
+if not holder[1] then return 0 end
+if holder[1] ~= ARGV[1] or holder[2] ~= ARGV[2] then return -1 end
+redis.call('DEL', KEYS[1])
+return 1
+`, 1);
+
+/**
+ * inspect (read-only)
+ *   KEYS[1]  lease hash
+ * Returns {owner, token, remainingMs} for a live lease, or {} when there is none.
+ */
+const inspectScript = new LuaScript('leaseInspect', `
+local holder = redis.call('HMGET', KEYS[1], 'owner', 'token')
+if not holder[1] then return {} end
+return {holder[1], holder[2], redis.call('PTTL', KEYS[1])}
+`, 1);
+
+type LeaseCode = 1 | 0 | -1;
+
+/** The one place script codes become results. */
+function leaseOutcome(code: LeaseCode): boolean {
+  switch (code) {
+    case 1:
+      return true;
+    case 0: // lapsed or released
+    case -1: // taken over or never ours
+      return false;
+  }
+}
+
+function toLeaseCode(value: unknown): LeaseCode {
+  if (value === 1 || value === 0 || value === -1) return value;
+  throw new Error(`unexpected lease script reply: ${JSON.stringify(value)}`);
+}
+
+function toInteger(value: unknown): number {
+  const parsed = typeof value === 'number' ? value : typeof value === 'string' ? Number(value) : Number.NaN;
+  if (!Number.isSafeInteger(parsed)) throw new Error(`unexpected lease reply value: ${JSON.stringify(value)}`);
+  return parsed;
+}
+
+/** Escapes glob metacharacters for SCAN MATCH. */
+function globEscape(text: string): string {
+  return text.replace(/[*?[\]\\]/g, (char) => `\\${char}`);
+}
+
+export interface RedisLeasesOptions {
+  /** A Redis URL (owned and closed here) or a client to share (not closed). */
+  readonly redis: string | Redis;
+  /** Prefix of every key (isolates deployments and tests); no braces. */
+  readonly keyPrefix?: string;
+}
+
+const scanCount = 500;
+const scanRoundsMax = 10_000;
+
+export class RedisLeases implements Leases {
+  private readonly client: Redis;
+  private readonly ownsClient: boolean;
+  private readonly keyPrefix: string;
+
+  constructor(options: RedisLeasesOptions) {
+    this.keyPrefix = options.keyPrefix ?? '';
+    assertNoBraces('key prefix', this.keyPrefix);
+    if (typeof options.redis === 'string') {
+      this.client = createRedisClient(options.redis, 'leases');
+      this.ownsClient = true;
+    } else {
+      this.client = options.redis;
+      this.ownsClient = false;
+    }
+  }
+
+  private leaseKey(name: string): string {
+    return `${this.keyPrefix}lease:{${name}}`;
+  }
+
+  private tokenKey(name: string): string {
+    return `${this.keyPrefix}lease-token:{${name}}`;
+  }
+
+  async acquire(name: string, owner: string, ttlMs: number): Promise<LeaseGrant | null> {
+    assertLeaseName(name);
+    assertLeaseOwner(owner);
+    assertLeaseTtl(ttlMs);
+    const reply = await acquireScript.run(this.client, [this.leaseKey(name), this.tokenKey(name)], [owner, ttlMs]);
+    if (!Array.isArray(reply)) throw new Error(`unexpected acquire reply: ${JSON.stringify(reply)}`);
+    if (toInteger(reply[0]) !== 1) return null;
+    return { name, owner, token: toInteger(reply[1]), ttlMs };
+  }
+
+  async renew(name: string, owner: string, token: number, ttlMs: number): Promise<boolean> {
+    assertLeaseName(name);
+    assertLeaseOwner(owner);
+    assertLeaseToken(token);
+    assertLeaseTtl(ttlMs);
+    const code = await renewScript.run(this.client, [this.leaseKey(name)], [owner, String(token), ttlMs]);
+    return leaseOutcome(toLeaseCode(code));
+  }
+
+  async release(name: string, owner: string, token: number): Promise<boolean> {
+    assertLeaseName(name);
+    assertLeaseOwner(owner);
+    assertLeaseToken(token);
+    const code = await releaseScript.run(this.client, [this.leaseKey(name)], [owner, String(token)]);
+    return leaseOutcome(toLeaseCode(code));
+  }
+
+  async owner(name: string): Promise<LeaseHolder | null> {
+    assertLeaseName(name);
+    const reply = await inspectScript.run(this.client, [this.leaseKey(name)], []);
+    if (!Array.isArray(reply)) throw new Error(`unexpected inspect reply: ${JSON.stringify(reply)}`);
+    if (reply.length === 0) return null;
+    const remainingMs = toInteger(reply[2]);
+    // PTTL -2: expired between HMGET and PTTL cannot happen inside one script; -1 would be a bug.
+    if (remainingMs < 0) return null;
+    return { name, owner: String(reply[0]), token: toInteger(reply[1]), remainingMs };
+  }
+
+  /** SCANs for lease keys (an admin operation, bounded by `leasesListMax`). */
+  async listAll(prefix: string): Promise<LeaseHolder[]> {
+    const keyStart = this.leaseKey('').slice(0, -1); // `<prefix>lease:{`
+    const pattern = `${globEscape(keyStart)}${globEscape(prefix)}*`;
+    const names = new Set<string>();
+    let cursor = '0';
+    for (let round = 0; round < scanRoundsMax && names.size < leasesListMax; round += 1) {
+      const [next, keys] = await this.client.scan(cursor, 'MATCH', pattern, 'COUNT', scanCount);
+      for (const key of keys) {
+        if (key.endsWith('}') && names.size < leasesListMax) names.add(key.slice(keyStart.length, -1));
+      }
+      cursor = next;
+      if (cursor === '0') break;
+    }
+    const holders = await Promise.all([...names].sort().map(async (name) => this.owner(name)));
+    return holders.filter((holder): holder is LeaseHolder => holder !== null);
+  }
+
+  async close(): Promise<void> {
+    if (!this.ownsClient) return;
+    await this.client.quit().catch(() => {
+      this.client.disconnect();
+    });
+  }
+}

@@ -1,0 +1,94 @@
+// Key → shard routing and the names of the streams and leases that belong to a shard.
+//
+// The shard of a key is FNV-1a (32 bit) over the key's UTF-8 bytes, modulo the shard count. It must
+// never change: every worker and edge computes it independently, and a different function (or a
+// different SHARDS setting) would route one actor's commands to two owners.
+//
+// Stream names carry a Redis Cluster hash tag: `<prefix>cmd:{<shard>}`. Everything inside `{…}`
+// decides the slot, so a shard's stream and any other per-shard key tagged `{<shard>}` sit on one
+// slot and one Lua script may touch them together. The prefix isolates deployments and tests; it
+// must not contain braces (they would become the hash tag instead).
+
+export const shardCountDefault = 64;
+export const shardCountMax = 16_384;
+
+/**
+ * Trim bounds (approximate, never below): an entry is lost only if it is still undelivered or
+ * unacknowledged after this many newer entries reached the same stream. At 20k commands/s spread
+ * over 64 shards that is about 5 minutes of a shard without a working owner; lease TTLs are seconds.
+ * See docs/bus.md.
+ */
+export const commandStreamMaxLenApprox = 100_000;
+/** Replies are consumed by one edge at once and useless after its request timeout (seconds). */
+export const replyStreamMaxLenApprox = 100_000;
+
+const fnvOffsetBasis = 0x811c9dc5;
+const fnvPrime = 0x01000193;
+const encoder = new TextEncoder();
+
+/** FNV-1a, 32 bit, over the UTF-8 bytes of `text`; an unsigned integer. */
+export function fnv1a32(text: string): number {
+  let hash = fnvOffsetBasis;
+  for (const byte of encoder.encode(text)) {
+    hash ^= byte;
+    hash = Math.imul(hash, fnvPrime);
+  }
+  return hash >>> 0;
+}
+
+export function assertShardCount(shardCount: number): void {
+  if (!Number.isSafeInteger(shardCount) || shardCount < 1 || shardCount > shardCountMax) {
+    throw new RangeError(`shard count must be an integer in 1..${shardCountMax}, got ${shardCount}`);
+  }
+}
+
+/** The shard in `0 .. shardCount-1` that owns `key` (e.g. an actor id `transaction/<id>`). */
+export function shardOf(key: string, shardCount: number): number {
+  assertShardCount(shardCount);
+  return fnv1a32(key) % shardCount;
+}
+
+/** A key prefix or name part must not contain `{` or `}`: those would move the hash tag. */
+export function assertNoBraces(what: string, value: string): void {
+  if (/[{}]/.test(value)) throw new RangeError(`${what} must not contain '{' or '}': ${JSON.stringify(value)}`);
+}
+
+function assertShard(shard: number): void {
+  if (!Number.isSafeInteger(shard) || shard < 0 || shard >= shardCountMax) {
+    throw new RangeError(`not a shard number: ${shard}`);
+  }
+}
+
+/** `<prefix>cmd:{<shard>}`: the command stream of one shard. */
+export function commandStreamKey(prefix: string, shard: number): string {
+  assertNoBraces('key prefix', prefix);
+  assertShard(shard);
+  return `${prefix}cmd:{${shard}}`;
+}
+
+/** Every shard's command stream, shard 0 first. */
+export function commandStreamKeys(prefix: string, shardCount: number): string[] {
+  assertShardCount(shardCount);
+  return Array.from({ length: shardCount }, (_, shard) => commandStreamKey(prefix, shard));
+}
+
+/** The shard of a command stream name made by `commandStreamKey`, or null for any other name. */
+export function shardOfCommandStream(prefix: string, stream: string): number | null {
+  if (!stream.startsWith(`${prefix}cmd:{`) || !stream.endsWith('}')) return null;
+  const digits = stream.slice(prefix.length + 5, -1);
+  return /^(0|[1-9]\d*)$/.test(digits) ? Number(digits) : null;
+}
+
+/** `<prefix>reply:{<edgeId>}`: the reply stream of one edge process. */
+export function replyStreamKey(prefix: string, edgeId: string): string {
+  assertNoBraces('key prefix', prefix);
+  assertNoBraces('edge id', edgeId);
+  if (edgeId === '') throw new RangeError('edge id must not be empty');
+  return `${prefix}reply:{${edgeId}}`;
+}
+
+/** The lease name a worker holds while it owns a shard (see leases.ts). */
+export function shardLeaseName(shard: number): string {
+  assertShard(shard);
+  return `shard:${shard}`;
+}

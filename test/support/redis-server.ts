@@ -1,0 +1,158 @@
+// A private redis-server for one test file: started on a free port bound to 127.0.0.1 only, with no
+// persistence (`--save "" --appendonly no`), and stopped by its PID. Tests never touch the Redis on
+// port 6379. Every wait here is bounded.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer, connect } from 'node:net';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+
+export interface PrivateRedis {
+  readonly url: string;
+  readonly port: number;
+  /** Stops the server (SIGTERM, then SIGKILL after a bound) and removes its working directory. */
+  stop(): Promise<void>;
+}
+
+export interface StartRedisOptions {
+  /** Extra `redis-server` arguments, e.g. `['--appendonly', 'yes', '--appendfsync', 'everysec']`. */
+  readonly extraArgs?: readonly string[];
+  readonly startTimeoutMs?: number;
+}
+
+const startTimeoutMsDefault = 10_000;
+const stopTimeoutMs = 5_000;
+const startAttemptsMax = 3;
+const stderrBytesMax = 8_192;
+
+/** Asks the OS for a free port. Another process may grab it before redis binds; we retry then. */
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      if (address === null || typeof address === 'string') {
+        server.close();
+        reject(new Error('could not determine a free port'));
+        return;
+      }
+      const { port } = address;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Resolves once `PING` is answered with `+PONG` on the port, or rejects after the deadline. */
+async function waitForPong(port: number, child: ChildProcess, deadlineMs: number): Promise<void> {
+  for (;;) {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      throw new Error(`redis-server exited early (code ${String(child.exitCode)})`);
+    }
+    if (await pingOnce(port)) return;
+    if (Date.now() > deadlineMs) throw new Error(`redis-server on port ${port} did not answer PING in time`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+async function pingOnce(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ port, host: '127.0.0.1' });
+    let answer = '';
+    const done = (ok: boolean): void => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(500, () => done(false));
+    socket.once('error', () => done(false));
+    socket.once('connect', () => socket.write('PING\r\n'));
+    socket.on('data', (chunk: Buffer) => {
+      answer += chunk.toString('utf8');
+      if (answer.includes('\r\n')) done(answer.startsWith('+PONG'));
+    });
+  });
+}
+
+async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGTERM');
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(true), stopTimeoutMs);
+  });
+  const late = await Promise.race([exited.then(() => false), timedOut]);
+  clearTimeout(timer);
+  if (late) {
+    child.kill('SIGKILL');
+    await exited;
+  }
+}
+
+async function startOnce(options: StartRedisOptions): Promise<PrivateRedis> {
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'test-redis-'));
+  const args = [
+    '--port', String(port),
+    '--bind', '127.0.0.1',
+    '--save', '',
+    '--appendonly', 'no',
+    '--dir', dir,
+    '--daemonize', 'no',
+    '--loglevel', 'warning',
+    ...(options.extraArgs ?? []),
+  ];
+  const child = spawn('redis-server', args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    if (stderr.length < stderrBytesMax) stderr += chunk.toString('utf8');
+  });
+  const spawnFailed = new Promise<never>((_, reject) => child.once('error', reject));
+  spawnFailed.catch(() => undefined);
+  const cleanup = async (): Promise<void> => {
+    await stopChild(child);
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    const deadlineMs = Date.now() + (options.startTimeoutMs ?? startTimeoutMsDefault);
+    await Promise.race([waitForPong(port, child, deadlineMs), spawnFailed]);
+  } catch (error) {
+    await cleanup();
+    const detail = stderr.trim() === '' ? '' : `: ${stderr.trim()}`;
+    throw new Error(`could not start redis-server${detail}`, { cause: error });
+  }
+  // A test runner that dies without calling stop() must not leave the server behind.
+  const onExit = (): void => {
+    child.kill('SIGKILL');
+  };
+  process.once('exit', onExit);
+  let stopped: Promise<void> | undefined;
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    port,
+    stop: async () => {
+      stopped ??= cleanup().finally(() => process.off('exit', onExit));
+      return stopped;
+    },
+  };
+}
+
+/** Starts a private redis-server on a free port; retries when the port was taken meanwhile. */
+export async function startRedis(options: StartRedisOptions = {}): Promise<PrivateRedis> {
+  let lastError: unknown;
+  for (let attempt = 1; attempt <= startAttemptsMax; attempt += 1) {
+    try {
+      return await startOnce(options);
+    } catch (error) {
+      lastError = error;
+    }
+  }
+  throw lastError instanceof Error ? lastError : new Error('could not start redis-server');
+}
+
+/** A fresh random key prefix, so tests sharing one server never see each other's keys. */
+export function randomKeyPrefix(label = 't'): string {
+  return `${label}-${randomBytes(6).toString('hex')}:`;
+}
