@@ -1,0 +1,451 @@
+// Embedded SnapshotStore on LMDB (the `lmdb` package): one environment directory under DATA_DIR,
+// one sub-database per kind of record. Every write is one LMDB child transaction (abortable: a
+// thrown error rolls back everything the callback wrote), committed with fsync before the promise
+// resolves and before any reader can see it (overlappingSync off, noSync off): durable before
+// visible. LMDB has one writer at a time, so reads inside a write callback see the latest state and
+// the compare-and-set, fence check and outbox sequence need no further locking.
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { open } from 'lmdb';
+import type { Database, Key, RootDatabase } from 'lmdb';
+import {
+  IndexCatalog, appliedRepliesPerActorDefault, assertBlob, assertCollection, assertCommitWrite, assertFence,
+  assertIdentifier, assertLimit, assertNonNegativeInteger, assertReadModelDoc, defaultReadModelIndexes,
+  indexValuesOf, outboxBatchMax, planList,
+} from './store.ts';
+import type {
+  ActorSnapshot, AppliedReply, CommitResult, CommitWrite, FenceResult, IndexValue, JsonObject, JsonValue,
+  ListItem, ListPage, ListQuery, OutboxRow, PutIfAbsentResult, ReadModelIndex, SnapshotStore, StoredEvent,
+  StoreOptions,
+} from './store.ts';
+
+export interface LmdbStoreOptions extends StoreOptions {
+  /** The LMDB environment directory (created if missing). */
+  dir: string;
+  /** Claim scans stop after this many rows under live claims (bounds one claim's work). */
+  outboxClaimScanRowsMax?: number;
+}
+
+/** DATA_DIR (default ./data) + /store: where the embedded store lives. */
+export function lmdbDirFromEnv(env: NodeJS.ProcessEnv = process.env): string {
+  return join(env.DATA_DIR ?? './data', 'store');
+}
+
+interface ActorRecord {
+  version: number;
+  state: JsonValue;
+  /** Sequence of the last applied command of this actor (dedupe log position). */
+  appliedSeq: number;
+}
+
+interface AppliedRecord {
+  seq: number;
+  reply: JsonValue;
+}
+
+type OutboxRecord = OutboxRow;
+
+// Sorts after every primitive that ordered-binary produces: the exclusive end of a key prefix.
+const prefixEnd = Buffer.from([0xff]);
+const outboxSeqKey = 'outboxSeq';
+const indexDefinitionKey = 'indexDefinition';
+
+export class LmdbStore implements SnapshotStore {
+  private readonly indexes: IndexCatalog;
+  private readonly appliedRepliesPerActorMax: number;
+  private readonly claimScanRowsMax: number;
+  private root: RootDatabase | null = null;
+  private dbs: SubDatabases | null = null;
+
+  constructor(private readonly options: LmdbStoreOptions) {
+    this.indexes = new IndexCatalog(options.readModelIndexes ?? defaultReadModelIndexes);
+    this.appliedRepliesPerActorMax = options.appliedRepliesPerActorMax ?? appliedRepliesPerActorDefault;
+    assertLimit('appliedRepliesPerActorMax', this.appliedRepliesPerActorMax, 1_000_000);
+    this.claimScanRowsMax = options.outboxClaimScanRowsMax ?? 10_000;
+  }
+
+  async init(): Promise<void> {
+    if (this.root !== null) return;
+    mkdirSync(this.options.dir, { recursive: true });
+    const root = open({ path: this.options.dir, compression: false, overlappingSync: false, noSync: false, maxDbs: 16 });
+    this.root = root;
+    this.dbs = {
+      actors: root.openDB<ActorRecord, string>({ name: 'actors' }),
+      fences: root.openDB<number, number>({ name: 'fences' }),
+      applied: root.openDB<AppliedRecord, Key>({ name: 'applied' }),
+      appliedOrder: root.openDB<string, Key>({ name: 'appliedOrder' }),
+      events: root.openDB<JsonValue, Key>({ name: 'events' }),
+      outbox: root.openDB<OutboxRecord, Key>({ name: 'outbox' }),
+      outboxIds: root.openDB<[string, number], string>({ name: 'outboxIds' }),
+      docs: root.openDB<JsonObject, Key>({ name: 'docs' }),
+      docIndex: root.openDB<true, Key>({ name: 'docIndex' }),
+      meta: root.openDB<number | string, Key>({ name: 'meta' }),
+      blobs: root.openDB<Buffer, string>({ name: 'blobs', encoding: 'binary' }),
+    };
+    await this.write((dbs) => this.reconcileIndexes(dbs));
+  }
+
+  async close(): Promise<void> {
+    const root = this.root;
+    this.root = null;
+    this.dbs = null;
+    if (root !== null) await root.close();
+  }
+
+  // ---- actors ----
+
+  async load(actorKey: string): Promise<ActorSnapshot | null> {
+    assertIdentifier('actorKey', actorKey);
+    const record = this.open().actors.get(actorKey);
+    return record === undefined ? null : { version: record.version, state: record.state };
+  }
+
+  async commit(write: CommitWrite): Promise<CommitResult> {
+    assertCommitWrite(write, this.indexes);
+    return this.write((dbs) => this.commitInTxn(dbs, write));
+  }
+
+  async raiseFence(shard: number, token: number): Promise<FenceResult> {
+    assertFence(shard, token);
+    return this.write((dbs) => (this.checkAndRaiseFence(dbs, shard, token) ? 'ok' : 'fenced'));
+  }
+
+  async getAppliedReply(actorKey: string, commandId: string): Promise<AppliedReply | null> {
+    assertIdentifier('actorKey', actorKey);
+    assertIdentifier('commandId', commandId);
+    const record = this.open().applied.get([actorKey, commandId]);
+    return record === undefined ? null : { reply: record.reply };
+  }
+
+  async loadEvents(actorKey: string, afterVersion: number, limit: number): Promise<StoredEvent[]> {
+    assertIdentifier('actorKey', actorKey);
+    assertNonNegativeInteger('afterVersion', afterVersion);
+    assertLimit('limit', limit, outboxBatchMax);
+    const range = this.open().events.getRange({ start: [actorKey, afterVersion + 1], end: [actorKey, prefixEnd], limit });
+    const events: StoredEvent[] = [];
+    for (const { key, value } of range) {
+      const [, version, index] = key as [string, number, number];
+      events.push({ version, index, event: value });
+    }
+    return events;
+  }
+
+  private commitInTxn(dbs: SubDatabases, write: CommitWrite): CommitResult {
+    // Both checks come before the first write, so a refusal writes nothing (not even the fence).
+    const fenceToken = dbs.fences.get(write.fence.shard);
+    if (fenceToken !== undefined && write.fence.token < fenceToken) return 'fenced';
+    const current = dbs.actors.get(write.actorKey);
+    if ((current?.version ?? 0) !== write.expectedVersion) return 'version_conflict';
+
+    this.checkAndRaiseFence(dbs, write.fence.shard, write.fence.token);
+    const appliedSeq = this.appendApplied(dbs, write, current?.appliedSeq ?? 0);
+    dbs.actors.putSync(write.actorKey, { version: write.newVersion, state: write.state, appliedSeq });
+    (write.events ?? []).forEach((event, index) => dbs.events.putSync([write.actorKey, write.newVersion, index], event));
+    this.appendOutbox(dbs, write);
+    for (const model of write.readModels) {
+      if (model.doc === null) this.removeDoc(dbs, model.collection, model.id);
+      else this.upsertDoc(dbs, model.collection, model.id, model.doc);
+    }
+    return 'ok';
+  }
+
+  private checkAndRaiseFence(dbs: SubDatabases, shard: number, token: number): boolean {
+    const stored = dbs.fences.get(shard);
+    if (stored !== undefined && token < stored) return false;
+    if (stored === undefined || token > stored) dbs.fences.putSync(shard, token);
+    return true;
+  }
+
+  /**
+   * Dedupe log: applied[actor, commandId] → reply and appliedOrder[actor, seq] → commandId. Each
+   * applied command takes the next per-actor seq; entries older than the last
+   * appliedRepliesPerActorMax seqs are trimmed in the same transaction. A commandId that is still
+   * in the log keeps its first reply.
+   */
+  private appendApplied(dbs: SubDatabases, write: CommitWrite, appliedSeqBefore: number): number {
+    let seq = appliedSeqBefore;
+    for (const command of write.appliedCommands) {
+      seq += 1;
+      const key = [write.actorKey, command.commandId];
+      if (dbs.applied.get(key) !== undefined) continue;
+      dbs.applied.putSync(key, { seq, reply: command.reply });
+      dbs.appliedOrder.putSync([write.actorKey, seq], command.commandId);
+    }
+    const cutoff = seq - this.appliedRepliesPerActorMax; // seqs ≤ cutoff fall out of the window
+    if (cutoff > 0) {
+      const expired = [...dbs.appliedOrder.getRange({ start: [write.actorKey], end: [write.actorKey, cutoff + 1] })];
+      for (const { key, value: commandId } of expired) {
+        const [, entrySeq] = key as [string, number];
+        const applied = dbs.applied.get([write.actorKey, commandId]);
+        if (applied?.seq === entrySeq) dbs.applied.removeSync([write.actorKey, commandId]);
+        dbs.appliedOrder.removeSync(key);
+      }
+    }
+    return seq;
+  }
+
+  /** Outbox seq: one global counter in `meta`, read and bumped inside the write transaction. */
+  private appendOutbox(dbs: SubDatabases, write: CommitWrite): void {
+    if (write.outbox.length === 0) return;
+    let seq = Number(dbs.meta.get(outboxSeqKey) ?? 0);
+    for (const row of write.outbox) {
+      seq += 1;
+      const record: OutboxRecord = {
+        id: row.id, topic: row.topic, seq, actorKey: write.actorKey, version: write.newVersion,
+        payload: row.payload, claimOwner: null, claimExpiresAtMs: 0,
+      };
+      if (row.partitionKey !== undefined) record.partitionKey = row.partitionKey;
+      if (dbs.outboxIds.get(row.id) !== undefined) throw new Error(`outbox id ${row.id} already exists`);
+      dbs.outbox.putSync([row.topic, seq], record);
+      dbs.outboxIds.putSync(row.id, [row.topic, seq]);
+    }
+    dbs.meta.putSync(outboxSeqKey, seq);
+  }
+
+  // ---- outbox ----
+
+  async outboxPending(topic: string, limit: number, afterSeq = 0): Promise<OutboxRow[]> {
+    assertIdentifier('topic', topic);
+    assertLimit('limit', limit, outboxBatchMax);
+    assertNonNegativeInteger('afterSeq', afterSeq);
+    const range = this.open().outbox.getRange({ start: [topic, afterSeq + 1], end: [topic, prefixEnd], limit });
+    return [...range].map(({ value }) => value);
+  }
+
+  async outboxClaim(topic: string, owner: string, limit: number, leaseMs: number, nowMs: number): Promise<OutboxRow[]> {
+    assertIdentifier('topic', topic);
+    assertIdentifier('owner', owner);
+    assertLimit('limit', limit, outboxBatchMax);
+    assertLimit('leaseMs', leaseMs, Number.MAX_SAFE_INTEGER);
+    assertNonNegativeInteger('nowMs', nowMs);
+    return this.write((dbs) => {
+      const claimed: OutboxRow[] = [];
+      let scanned = 0;
+      // Collect first, write after: no puts while a cursor is open on the same database.
+      for (const { value } of dbs.outbox.getRange({ start: [topic], end: [topic, prefixEnd] })) {
+        if (claimed.length >= limit || scanned >= this.claimScanRowsMax + limit) break;
+        scanned += 1;
+        if (value.claimExpiresAtMs > nowMs) continue; // under a live claim
+        claimed.push({ ...value, claimOwner: owner, claimExpiresAtMs: nowMs + leaseMs });
+      }
+      for (const row of claimed) dbs.outbox.putSync([row.topic, row.seq], row);
+      return claimed;
+    });
+  }
+
+  async outboxRelease(ids: readonly string[], owner: string): Promise<void> {
+    assertIdentifier('owner', owner);
+    this.assertIds(ids);
+    return this.write((dbs) => {
+      for (const id of ids) {
+        const location = dbs.outboxIds.get(id);
+        if (location === undefined) continue;
+        const row = dbs.outbox.get(location);
+        if (row === undefined || row.claimOwner !== owner) continue;
+        dbs.outbox.putSync(location, { ...row, claimOwner: null, claimExpiresAtMs: 0 });
+      }
+    });
+  }
+
+  async outboxMarkDone(ids: readonly string[]): Promise<void> {
+    this.assertIds(ids);
+    return this.write((dbs) => {
+      for (const id of ids) {
+        const location = dbs.outboxIds.get(id);
+        if (location === undefined) continue;
+        dbs.outbox.removeSync(location);
+        dbs.outboxIds.removeSync(id);
+      }
+    });
+  }
+
+  private assertIds(ids: readonly string[]): void {
+    if (ids.length > outboxBatchMax) throw new RangeError(`at most ${outboxBatchMax} ids at once`);
+    for (const id of ids) assertIdentifier('outbox id', id);
+  }
+
+  // ---- read models ----
+
+  async get(collection: string, id: string): Promise<JsonObject | null> {
+    assertCollection(collection);
+    assertIdentifier('read model id', id);
+    return this.open().docs.get([collection, id]) ?? null;
+  }
+
+  async put(collection: string, id: string, doc: JsonObject): Promise<void> {
+    assertReadModelDoc(this.indexes, collection, id, doc);
+    return this.write((dbs) => this.upsertDoc(dbs, collection, id, doc));
+  }
+
+  async putIfAbsent(collection: string, id: string, doc: JsonObject): Promise<PutIfAbsentResult> {
+    assertReadModelDoc(this.indexes, collection, id, doc);
+    return this.write((dbs): PutIfAbsentResult => {
+      const existing = dbs.docs.get([collection, id]);
+      if (existing !== undefined) return { status: 'exists', doc: existing };
+      this.upsertDoc(dbs, collection, id, doc);
+      return { status: 'inserted' };
+    });
+  }
+
+  async remove(collection: string, id: string): Promise<boolean> {
+    assertCollection(collection);
+    assertIdentifier('read model id', id);
+    return this.write((dbs) => this.removeDoc(dbs, collection, id));
+  }
+
+  private removeDoc(dbs: SubDatabases, collection: string, id: string): boolean {
+    const existing = dbs.docs.get([collection, id]);
+    if (existing === undefined) return false;
+    this.removeIndexEntries(dbs, collection, id, existing);
+    dbs.docs.removeSync([collection, id]);
+    return true;
+  }
+
+  /**
+   * Answers from one read snapshot (all synchronous): the index range gives both the total
+   * (a key count, no values decoded) and the page (offset/limit on the cursor).
+   */
+  async list(collection: string, query: ListQuery): Promise<ListPage> {
+    const plan = planList(this.indexes, collection, query);
+    const dbs = this.open();
+    if (plan.kind === 'primary') {
+      // Fresh option objects per call: getCount marks its options object as count-only.
+      const total = dbs.docs.getCount(orderedRange([collection], plan.descending));
+      const items: ListItem[] = [];
+      const page = { ...orderedRange([collection], plan.descending), offset: plan.offset, limit: plan.limit };
+      for (const { key, value } of dbs.docs.getRange(page)) {
+        items.push({ id: String((key as [string, string])[1]), doc: value });
+      }
+      return { total, items };
+    }
+    const prefix = [collection, plan.index.name, ...plan.equalValues];
+    const total = dbs.docIndex.getCount(orderedRange(prefix, plan.descending));
+    const items: ListItem[] = [];
+    const page = { ...orderedRange(prefix, plan.descending), offset: plan.offset, limit: plan.limit };
+    for (const key of dbs.docIndex.getKeys(page)) {
+      const id = String((key as Key[])[(key as Key[]).length - 1]);
+      const doc = dbs.docs.get([collection, id]);
+      if (doc === undefined) throw new Error(`index ${plan.index.name} points at missing ${collection}/${id}`);
+      items.push({ id, doc });
+    }
+    return { total, items };
+  }
+
+  /** Doc and its index entries change together: stale entries of the old doc are removed first. */
+  private upsertDoc(dbs: SubDatabases, collection: string, id: string, doc: JsonObject): void {
+    const previous = dbs.docs.get([collection, id]);
+    if (previous !== undefined) this.removeIndexEntries(dbs, collection, id, previous);
+    dbs.docs.putSync([collection, id], doc);
+    for (const index of this.indexes.of(collection)) {
+      const key = indexKey(index, doc, id);
+      if (key === null) throw new Error(`${collection}/${id} lacks fields of index ${index.name}`); // validated before
+      dbs.docIndex.putSync(key, true);
+    }
+  }
+
+  private removeIndexEntries(dbs: SubDatabases, collection: string, id: string, doc: JsonObject): void {
+    for (const index of this.indexes.of(collection)) {
+      const key = indexKey(index, doc, id);
+      if (key !== null) dbs.docIndex.removeSync(key);
+    }
+  }
+
+  /**
+   * Index definitions are remembered in `meta`; an index that is new or changed since the last
+   * start is rebuilt from its collection, and one no longer declared is dropped. One transaction.
+   */
+  private reconcileIndexes(dbs: SubDatabases): void {
+    const declared = new Map(this.indexes.all().map((index) => [`${index.collection}\n${index.name}`, index]));
+    const storedKeys = [...dbs.meta.getKeys({ start: [indexDefinitionKey], end: [indexDefinitionKey, prefixEnd] })];
+    for (const storedKey of storedKeys) {
+      const [, collection, name] = storedKey as [string, string, string];
+      const index = declared.get(`${collection}\n${name}`);
+      if (index !== undefined && dbs.meta.get(storedKey) === JSON.stringify(index)) {
+        declared.delete(`${collection}\n${name}`);
+        continue;
+      }
+      this.dropIndexEntries(dbs, collection, name);
+      dbs.meta.removeSync(storedKey);
+    }
+    for (const index of declared.values()) {
+      this.dropIndexEntries(dbs, index.collection, index.name);
+      const docs = [...dbs.docs.getRange({ start: [index.collection], end: [index.collection, prefixEnd] })];
+      for (const { key, value } of docs) {
+        const id = String((key as [string, string])[1]);
+        const entry = indexKey(index, value, id);
+        if (entry === null) throw new Error(`cannot build index ${index.name}: ${index.collection}/${id} lacks its fields`);
+        dbs.docIndex.putSync(entry, true);
+      }
+      dbs.meta.putSync([indexDefinitionKey, index.collection, index.name], JSON.stringify(index));
+    }
+  }
+
+  private dropIndexEntries(dbs: SubDatabases, collection: string, name: string): void {
+    const keys = [...dbs.docIndex.getKeys({ start: [collection, name], end: [collection, name, prefixEnd] })];
+    for (const key of keys) dbs.docIndex.removeSync(key);
+  }
+
+  // ---- blobs ----
+
+  async putBlob(key: string, bytes: Uint8Array): Promise<void> {
+    assertBlob(key, bytes);
+    const copy = Buffer.from(bytes); // the caller may reuse its buffer after we return
+    return this.write((dbs) => { dbs.blobs.putSync(key, copy); });
+  }
+
+  async getBlob(key: string): Promise<Uint8Array | null> {
+    assertIdentifier('blob key', key);
+    const bytes = this.open().blobs.get(key);
+    return bytes === undefined ? null : new Uint8Array(bytes);
+  }
+
+  // ---- plumbing ----
+
+  private open(): SubDatabases {
+    if (this.dbs === null) throw new Error('LmdbStore is not open: call init() first (or it was closed)');
+    return this.dbs;
+  }
+
+  /**
+   * One abortable child transaction inside lmdb-js's batched write transaction; the promise resolves
+   * after the batch is committed and fsynced. The callback must be synchronous.
+   */
+  private write<T>(action: (dbs: SubDatabases) => T): Promise<T> {
+    const dbs = this.open();
+    const root = this.root;
+    if (root === null) throw new Error('LmdbStore is not open');
+    return root.childTransaction(() => action(dbs));
+  }
+}
+
+interface SubDatabases {
+  actors: Database<ActorRecord, string>;
+  fences: Database<number, number>;
+  applied: Database<AppliedRecord, Key>;
+  appliedOrder: Database<string, Key>;
+  events: Database<JsonValue, Key>;
+  outbox: Database<OutboxRecord, Key>;
+  outboxIds: Database<[string, number], string>;
+  docs: Database<JsonObject, Key>;
+  docIndex: Database<true, Key>;
+  meta: Database<number | string, Key>;
+  blobs: Database<Buffer, string>;
+}
+
+function indexKey(index: ReadModelIndex, doc: JsonObject, id: string): Key[] | null {
+  const values: IndexValue[] | null = indexValuesOf(index, doc);
+  return values === null ? null : [index.collection, index.name, ...values, id];
+}
+
+/** The range of keys that start with `prefix`, forwards or backwards. */
+function orderedRange(prefix: Key[], descending: boolean): { start: Key; end: Key; reverse: boolean } {
+  const low: Key = prefix;
+  const high: Key = [...prefix, prefixEnd];
+  return descending ? { start: high, end: low, reverse: true } : { start: low, end: high, reverse: false };
+}
+
+export async function openLmdbStore(options: LmdbStoreOptions): Promise<LmdbStore> {
+  const store = new LmdbStore(options);
+  await store.init();
+  return store;
+}

@@ -1,0 +1,478 @@
+// SnapshotStore on MongoDB (official driver, thin). A commit is one multi-document transaction
+// (snapshot read concern, majority + journaled write concern), so MongoDB must run as a replica set
+// (a one-node replica set is enough); init() refuses a standalone server. Reads outside
+// transactions use majority read concern, so a dispatcher never sees an outbox row that could still
+// be rolled back: durable before visible. See docs/store.md for the collections and indexes.
+import { randomUUID } from 'node:crypto';
+import { Binary, MongoClient, MongoServerError, ReadConcern, WriteConcern } from 'mongodb';
+import type { ClientSession, Collection, Db, Document, Filter, TransactionOptions } from 'mongodb';
+import {
+  IndexCatalog, appliedRepliesPerActorDefault, assertBlob, assertCollection, assertCommitWrite, assertFence,
+  assertIdentifier, assertLimit, assertNonNegativeInteger, assertReadModelDoc, defaultReadModelIndexes,
+  outboxBatchMax, planList,
+} from './store.ts';
+import type {
+  ActorSnapshot, AppliedReply, CommitResult, CommitWrite, FenceResult, JsonObject, JsonValue, ListPage,
+  ListQuery, OutboxRow, PutIfAbsentResult, SnapshotStore, StoredEvent, StoreOptions,
+} from './store.ts';
+
+export interface MongoStoreOptions extends StoreOptions {
+  /** e.g. mongodb://host1,host2/?replicaSet=rs0 */
+  url: string;
+  /** Database name; default `payments`. Tests use a random one each. */
+  dbName?: string;
+}
+
+interface ActorDoc {
+  _id: string;
+  version: number;
+  state: JsonValue;
+  appliedSeq: number;
+}
+interface FenceDoc {
+  _id: number;
+  token: number;
+}
+interface AppliedDoc {
+  _id: { actorKey: string; commandId: string };
+  actorKey: string;
+  seq: number;
+  reply: JsonValue;
+}
+interface EventDoc {
+  _id: { actorKey: string; version: number; index: number };
+  actorKey: string;
+  version: number;
+  index: number;
+  event: JsonValue;
+}
+interface OutboxDoc {
+  _id: string;
+  topic: string;
+  seq: number;
+  actorKey: string;
+  version: number;
+  payload: JsonValue;
+  partitionKey?: string;
+  claimOwner: string | null;
+  claimExpiresAtMs: number;
+  /** Set by the claim that holds the row, so the claimer can read back exactly what it won. */
+  claimId: string | null;
+}
+interface CounterDoc {
+  _id: string;
+  seq: number;
+}
+interface ReadModelDoc {
+  _id: string;
+  doc: JsonObject;
+}
+interface BlobDoc {
+  _id: string;
+  bytes: Binary;
+}
+
+const duplicateKeyCode = 11000;
+const namespaceExistsCode = 48;
+const commitAttemptsMax = 3;
+const claimRoundsMax = 3;
+const readModelPrefix = 'rm_';
+
+const transactionOptions: TransactionOptions = {
+  readConcern: { level: 'snapshot' },
+  writeConcern: new WriteConcern('majority', undefined, true),
+  readPreference: 'primary',
+};
+
+function isDuplicateKey(error: unknown): boolean {
+  return error instanceof MongoServerError && error.code === duplicateKeyCode;
+}
+
+export class MongoStore implements SnapshotStore {
+  private readonly indexes: IndexCatalog;
+  private readonly appliedRepliesPerActorMax: number;
+  private readonly client: MongoClient;
+  private readonly db: Db;
+  private readonly actors: Collection<ActorDoc>;
+  private readonly fences: Collection<FenceDoc>;
+  private readonly applied: Collection<AppliedDoc>;
+  private readonly events: Collection<EventDoc>;
+  private readonly outbox: Collection<OutboxDoc>;
+  private readonly counters: Collection<CounterDoc>;
+  private readonly blobs: Collection<BlobDoc>;
+
+  constructor(options: MongoStoreOptions) {
+    this.indexes = new IndexCatalog(options.readModelIndexes ?? defaultReadModelIndexes);
+    this.appliedRepliesPerActorMax = options.appliedRepliesPerActorMax ?? appliedRepliesPerActorDefault;
+    assertLimit('appliedRepliesPerActorMax', this.appliedRepliesPerActorMax, 1_000_000);
+    this.client = new MongoClient(options.url);
+    this.db = this.client.db(options.dbName ?? 'payments', {
+      readConcern: new ReadConcern('majority'),
+      writeConcern: { w: 'majority', journal: true },
+    });
+    this.actors = this.db.collection<ActorDoc>('actors');
+    this.fences = this.db.collection<FenceDoc>('fences');
+    this.applied = this.db.collection<AppliedDoc>('applied');
+    this.events = this.db.collection<EventDoc>('events');
+    this.outbox = this.db.collection<OutboxDoc>('outbox');
+    this.counters = this.db.collection<CounterDoc>('counters');
+    this.blobs = this.db.collection<BlobDoc>('blobs');
+  }
+
+  /** Connects, checks for a replica set, creates the collections and indexes (idempotent). */
+  async init(): Promise<void> {
+    await this.client.connect();
+    const hello = await this.db.admin().command({ hello: 1 });
+    if (typeof hello.setName !== 'string' && hello.msg !== 'isdbgrid') {
+      throw new Error('MongoStore needs a replica set or sharded cluster (multi-document transactions); got a standalone server');
+    }
+    const readModelCollections = new Set(this.indexes.all().map((index) => readModelPrefix + index.collection));
+    for (const name of ['actors', 'fences', 'applied', 'events', 'outbox', 'counters', 'blobs', ...readModelCollections]) {
+      await this.createCollection(name);
+    }
+    await this.applied.createIndex({ actorKey: 1, seq: 1 }, { name: 'by_actor_seq' });
+    await this.events.createIndex({ actorKey: 1, version: 1, index: 1 }, { name: 'by_actor_version' });
+    await this.outbox.createIndex({ topic: 1, seq: 1 }, { name: 'by_topic_seq' });
+    await this.outbox.createIndex({ claimId: 1 }, { name: 'by_claim' });
+    for (const index of this.indexes.all()) {
+      const keys: Record<string, 1> = {};
+      for (const field of [...index.equal, index.orderBy]) keys[`doc.${field}`] = 1;
+      keys._id = 1;
+      await this.readModels(index.collection).createIndex(keys, { name: index.name });
+    }
+  }
+
+  private async createCollection(name: string): Promise<void> {
+    try {
+      await this.db.createCollection(name);
+    } catch (error) {
+      if (!(error instanceof MongoServerError && error.code === namespaceExistsCode)) throw error;
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.client.close();
+  }
+
+  // ---- actors ----
+
+  async load(actorKey: string): Promise<ActorSnapshot | null> {
+    assertIdentifier('actorKey', actorKey);
+    const doc = await this.actors.findOne({ _id: actorKey });
+    return doc === null ? null : { version: doc.version, state: doc.state };
+  }
+
+  async commit(write: CommitWrite): Promise<CommitResult> {
+    assertCommitWrite(write, this.indexes);
+    // withTransaction retries transient errors (write conflicts). A duplicate key from two first
+    // writers racing on a new actor or shard is not transient; one more attempt then sees the
+    // winner's document and answers version_conflict / fenced.
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        return await this.inTransaction((session) => this.commitInTransaction(session, write));
+      } catch (error) {
+        if (!isDuplicateKey(error) || attempt >= commitAttemptsMax) throw error;
+      }
+    }
+  }
+
+  async raiseFence(shard: number, token: number): Promise<FenceResult> {
+    assertFence(shard, token);
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        return await this.inTransaction(async (session) => {
+          if (await this.checkAndRaiseFence(session, shard, token)) return 'ok';
+          await session.abortTransaction();
+          return 'fenced';
+        });
+      } catch (error) {
+        if (!isDuplicateKey(error) || attempt >= commitAttemptsMax) throw error;
+      }
+    }
+  }
+
+  async getAppliedReply(actorKey: string, commandId: string): Promise<AppliedReply | null> {
+    assertIdentifier('actorKey', actorKey);
+    assertIdentifier('commandId', commandId);
+    const doc = await this.applied.findOne({ _id: { actorKey, commandId } });
+    return doc === null ? null : { reply: doc.reply };
+  }
+
+  async loadEvents(actorKey: string, afterVersion: number, limit: number): Promise<StoredEvent[]> {
+    assertIdentifier('actorKey', actorKey);
+    assertNonNegativeInteger('afterVersion', afterVersion);
+    assertLimit('limit', limit, outboxBatchMax);
+    const docs = await this.events.find({ actorKey, version: { $gt: afterVersion } })
+      .sort({ version: 1, index: 1 }).limit(limit).toArray();
+    return docs.map((doc) => ({ version: doc.version, index: doc.index, event: doc.event }));
+  }
+
+  /**
+   * Fence and version are checked before the first write; a refusal aborts the transaction, so it
+   * leaves no trace. Under snapshot isolation the fence is read at the transaction's snapshot: a
+   * commit racing a concurrent raise may still land (ordered before it); the version
+   * compare-and-set keeps that safe, and every commit that starts after the raise is refused.
+   */
+  private async commitInTransaction(session: ClientSession, write: CommitWrite): Promise<CommitResult> {
+    const fence = await this.fences.findOne({ _id: write.fence.shard }, { session });
+    if (fence !== null && write.fence.token < fence.token) {
+      await session.abortTransaction();
+      return 'fenced';
+    }
+    const current = await this.actors.findOne({ _id: write.actorKey }, { session, projection: { state: 0 } });
+    if ((current?.version ?? 0) !== write.expectedVersion) {
+      await session.abortTransaction();
+      return 'version_conflict';
+    }
+    if (fence === null || write.fence.token > fence.token) {
+      await this.fences.updateOne({ _id: write.fence.shard }, { $max: { token: write.fence.token } }, { session, upsert: true });
+    }
+    const appliedSeqBefore = current?.appliedSeq ?? 0;
+    const appliedSeq = appliedSeqBefore + write.appliedCommands.length;
+    if (current === null) {
+      await this.actors.insertOne({ _id: write.actorKey, version: write.newVersion, state: write.state, appliedSeq }, { session });
+    } else {
+      // Matched in the same snapshot we just read; a concurrent writer surfaces as a write conflict.
+      const updated = await this.actors.updateOne(
+        { _id: write.actorKey, version: write.expectedVersion },
+        { $set: { version: write.newVersion, state: write.state, appliedSeq } },
+        { session },
+      );
+      if (updated.matchedCount !== 1) throw new Error(`actor ${write.actorKey} changed inside its own transaction`);
+    }
+    await this.appendApplied(session, write, appliedSeqBefore);
+    const events = write.events ?? [];
+    if (events.length > 0) {
+      await this.events.insertMany(events.map((event, index) => ({
+        _id: { actorKey: write.actorKey, version: write.newVersion, index },
+        actorKey: write.actorKey, version: write.newVersion, index, event,
+      })), { session });
+    }
+    await this.appendOutbox(session, write);
+    for (const model of write.readModels) {
+      const models = this.readModels(model.collection);
+      if (model.doc === null) await models.deleteOne({ _id: model.id }, { session });
+      else await models.replaceOne({ _id: model.id }, { doc: model.doc }, { session, upsert: true });
+    }
+    return 'ok';
+  }
+
+  private async checkAndRaiseFence(session: ClientSession, shard: number, token: number): Promise<boolean> {
+    const fence = await this.fences.findOne({ _id: shard }, { session });
+    if (fence !== null && token < fence.token) return false;
+    if (fence === null || token > fence.token) {
+      await this.fences.updateOne({ _id: shard }, { $max: { token } }, { session, upsert: true });
+    }
+    return true;
+  }
+
+  /** Same window as the embedded store: a command takes the next per-actor seq; first reply wins. */
+  private async appendApplied(session: ClientSession, write: CommitWrite, appliedSeqBefore: number): Promise<void> {
+    if (write.appliedCommands.length === 0) return;
+    await this.applied.bulkWrite(write.appliedCommands.map((command, index) => ({
+      updateOne: {
+        filter: { _id: { actorKey: write.actorKey, commandId: command.commandId } },
+        update: { $setOnInsert: { actorKey: write.actorKey, seq: appliedSeqBefore + index + 1, reply: command.reply } },
+        upsert: true,
+      },
+    })), { session, ordered: true });
+    const cutoff = appliedSeqBefore + write.appliedCommands.length - this.appliedRepliesPerActorMax;
+    if (cutoff > 0) await this.applied.deleteMany({ actorKey: write.actorKey, seq: { $lte: cutoff } }, { session });
+  }
+
+  /**
+   * Outbox seq: one counter document per topic, incremented inside the commit's transaction. Two
+   * commits on the same topic both write that document, so the second conflicts and retries after
+   * the first commits: seq order is commit order and a reader never sees seq n+1 before n.
+   */
+  private async appendOutbox(session: ClientSession, write: CommitWrite): Promise<void> {
+    if (write.outbox.length === 0) return;
+    const countByTopic = new Map<string, number>();
+    for (const row of write.outbox) countByTopic.set(row.topic, (countByTopic.get(row.topic) ?? 0) + 1);
+    const nextSeqByTopic = new Map<string, number>();
+    for (const [topic, count] of countByTopic) {
+      const counter = await this.counters.findOneAndUpdate(
+        { _id: `outbox:${topic}` }, { $inc: { seq: count } }, { session, upsert: true, returnDocument: 'after' },
+      );
+      if (counter === null) throw new Error(`outbox counter for ${topic} was not returned`);
+      nextSeqByTopic.set(topic, counter.seq - count + 1);
+    }
+    const docs = write.outbox.map((row): OutboxDoc => {
+      const seq = nextSeqByTopic.get(row.topic) ?? 0;
+      nextSeqByTopic.set(row.topic, seq + 1);
+      const doc: OutboxDoc = {
+        _id: row.id, topic: row.topic, seq, actorKey: write.actorKey, version: write.newVersion,
+        payload: row.payload, claimOwner: null, claimExpiresAtMs: 0, claimId: null,
+      };
+      if (row.partitionKey !== undefined) doc.partitionKey = row.partitionKey;
+      return doc;
+    });
+    await this.outbox.insertMany(docs, { session });
+  }
+
+  // ---- outbox ----
+
+  async outboxPending(topic: string, limit: number, afterSeq = 0): Promise<OutboxRow[]> {
+    assertIdentifier('topic', topic);
+    assertLimit('limit', limit, outboxBatchMax);
+    assertNonNegativeInteger('afterSeq', afterSeq);
+    const docs = await this.outbox.find({ topic, seq: { $gt: afterSeq } }).sort({ seq: 1 }).limit(limit).toArray();
+    return docs.map(toOutboxRow);
+  }
+
+  /**
+   * Each step is safe under concurrent claimers: read candidates; updateMany re-checks "no live
+   * claim" per document atomically and stamps this call's claimId; read back what this call won.
+   * A row taken by another claimer in between is simply not won (so a batch may be short).
+   */
+  async outboxClaim(topic: string, owner: string, limit: number, leaseMs: number, nowMs: number): Promise<OutboxRow[]> {
+    assertIdentifier('topic', topic);
+    assertIdentifier('owner', owner);
+    assertLimit('limit', limit, outboxBatchMax);
+    assertLimit('leaseMs', leaseMs, Number.MAX_SAFE_INTEGER);
+    assertNonNegativeInteger('nowMs', nowMs);
+    const claimable: Filter<OutboxDoc> = { topic, claimExpiresAtMs: { $lte: nowMs } };
+    const claimId = randomUUID();
+    let wonCount = 0;
+    // A round can lose candidates to a concurrent claimer; a few more rounds fill the batch.
+    for (let round = 0; round < claimRoundsMax && wonCount < limit; round += 1) {
+      const candidates = await this.outbox.find(claimable, { projection: { _id: 1 } })
+        .sort({ seq: 1 }).limit(limit - wonCount).toArray();
+      if (candidates.length === 0) break;
+      const result = await this.outbox.updateMany(
+        { ...claimable, _id: { $in: candidates.map((doc) => doc._id) } },
+        { $set: { claimOwner: owner, claimExpiresAtMs: nowMs + leaseMs, claimId } },
+      );
+      wonCount += result.modifiedCount;
+      if (result.modifiedCount === candidates.length) break;
+    }
+    if (wonCount === 0) return [];
+    const won = await this.outbox.find({ claimId }).sort({ seq: 1 }).toArray();
+    return won.map(toOutboxRow);
+  }
+
+  async outboxRelease(ids: readonly string[], owner: string): Promise<void> {
+    assertIdentifier('owner', owner);
+    assertIds(ids);
+    if (ids.length === 0) return;
+    await this.outbox.updateMany(
+      { _id: { $in: [...ids] }, claimOwner: owner },
+      { $set: { claimOwner: null, claimExpiresAtMs: 0, claimId: null } },
+    );
+  }
+
+  async outboxMarkDone(ids: readonly string[]): Promise<void> {
+    assertIds(ids);
+    if (ids.length === 0) return;
+    await this.outbox.deleteMany({ _id: { $in: [...ids] } });
+  }
+
+  // ---- read models ----
+
+  private readModels(collection: string): Collection<ReadModelDoc> {
+    assertCollection(collection);
+    return this.db.collection<ReadModelDoc>(readModelPrefix + collection);
+  }
+
+  async get(collection: string, id: string): Promise<JsonObject | null> {
+    assertIdentifier('read model id', id);
+    const doc = await this.readModels(collection).findOne({ _id: id });
+    return doc === null ? null : doc.doc;
+  }
+
+  async put(collection: string, id: string, doc: JsonObject): Promise<void> {
+    assertReadModelDoc(this.indexes, collection, id, doc);
+    await this.readModels(collection).replaceOne({ _id: id }, { doc }, { upsert: true });
+  }
+
+  /**
+   * insertOne is atomic on _id: one racer inserts, the others get a duplicate key and read the
+   * winner's doc (local read concern: the winner's insert may not be majority-visible yet).
+   */
+  async putIfAbsent(collection: string, id: string, doc: JsonObject): Promise<PutIfAbsentResult> {
+    assertReadModelDoc(this.indexes, collection, id, doc);
+    const models = this.readModels(collection);
+    try {
+      await models.insertOne({ _id: id, doc });
+      return { status: 'inserted' };
+    } catch (error) {
+      if (!isDuplicateKey(error)) throw error;
+    }
+    const existing = await this.db.collection<ReadModelDoc>(readModelPrefix + collection, { readConcern: { level: 'local' } })
+      .findOne({ _id: id });
+    if (existing === null) throw new Error(`${collection}/${id}: duplicate key but no document`);
+    return { status: 'exists', doc: existing.doc };
+  }
+
+  async remove(collection: string, id: string): Promise<boolean> {
+    assertIdentifier('read model id', id);
+    const result = await this.readModels(collection).deleteOne({ _id: id });
+    return result.deletedCount === 1;
+  }
+
+  /**
+   * Two queries on the same compound index: a count and a page. Unlike the embedded store they are
+   * not one snapshot, so under concurrent writes total and items may disagree slightly.
+   */
+  async list(collection: string, query: ListQuery): Promise<ListPage> {
+    const plan = planList(this.indexes, collection, query);
+    const direction = plan.descending ? -1 : 1;
+    const filter: Document = {};
+    const sort: Record<string, 1 | -1> = {};
+    if (plan.kind === 'index') {
+      plan.index.equal.forEach((field, position) => { filter[`doc.${field}`] = plan.equalValues[position]; });
+      sort[`doc.${plan.index.orderBy}`] = direction;
+    }
+    sort._id = direction;
+    const models = this.readModels(collection);
+    const [total, docs] = await Promise.all([
+      models.countDocuments(filter),
+      models.find(filter).sort(sort).skip(plan.offset).limit(plan.limit).toArray(),
+    ]);
+    return { total, items: docs.map((doc) => ({ id: doc._id, doc: doc.doc })) };
+  }
+
+  // ---- blobs ----
+
+  async putBlob(key: string, bytes: Uint8Array): Promise<void> {
+    assertBlob(key, bytes);
+    await this.blobs.replaceOne({ _id: key }, { bytes: new Binary(Buffer.from(bytes)) }, { upsert: true });
+  }
+
+  async getBlob(key: string): Promise<Uint8Array | null> {
+    assertIdentifier('blob key', key);
+    const doc = await this.blobs.findOne({ _id: key });
+    return doc === null ? null : new Uint8Array(doc.bytes.value());
+  }
+
+  // ---- plumbing ----
+
+  private async inTransaction<T>(work: (session: ClientSession) => Promise<T>): Promise<T> {
+    const session = this.client.startSession();
+    try {
+      return await session.withTransaction(work, transactionOptions);
+    } finally {
+      await session.endSession();
+    }
+  }
+}
+
+function assertIds(ids: readonly string[]): void {
+  if (ids.length > outboxBatchMax) throw new RangeError(`at most ${outboxBatchMax} ids at once`);
+  for (const id of ids) assertIdentifier('outbox id', id);
+}
+
+function toOutboxRow(doc: OutboxDoc): OutboxRow {
+  const row: OutboxRow = {
+    id: doc._id, topic: doc.topic, seq: doc.seq, actorKey: doc.actorKey, version: doc.version,
+    payload: doc.payload, claimOwner: doc.claimOwner, claimExpiresAtMs: doc.claimExpiresAtMs,
+  };
+  if (doc.partitionKey !== undefined) row.partitionKey = doc.partitionKey;
+  return row;
+}
+
+export async function openMongoStore(options: MongoStoreOptions): Promise<MongoStore> {
+  const store = new MongoStore(options);
+  await store.init();
+  return store;
+}

@@ -1,0 +1,398 @@
+// SnapshotStore port: actor snapshots, the outbox, read models and private blobs (KYC documents).
+// Two adapters implement it (lmdb-store.ts: embedded, mongo-store.ts: MongoDB) and both pass
+// test/integration/store-contract.test.ts. See docs/store.md for layout and guarantees.
+//
+// The one write that matters is `commit`: an actor's new state, its dedupe replies, events, outbox
+// rows and read-model upserts land together or not at all (DESIGN principle 3), guarded by a
+// compare-and-set on the actor's version and by the shard's fencing token. Refusals are result
+// codes; exceptions mean a bug in the caller (StoreUsageError) or broken infrastructure.
+
+export type JsonPrimitive = string | number | boolean | null;
+export type JsonValue = JsonPrimitive | JsonValue[] | JsonObject;
+export interface JsonObject {
+  [key: string]: JsonValue;
+}
+
+export interface ActorSnapshot {
+  version: number;
+  state: JsonValue;
+}
+
+/** The shard that owns the actor and the lease's fencing token of the owner that writes. */
+export interface ShardFence {
+  shard: number;
+  token: number;
+}
+
+/** A command applied by this commit and the reply to replay when it is delivered again. */
+export interface AppliedCommand {
+  commandId: string;
+  reply: JsonValue;
+}
+
+export interface OutboxInput {
+  /** Must be `outboxRowId(actorKey, newVersion, index)`: the effect's idempotency key. */
+  id: string;
+  topic: string;
+  payload: JsonValue;
+  partitionKey?: string;
+}
+
+export interface ReadModelUpsert {
+  collection: string;
+  id: string;
+  /** The whole new document (replaces the old one); null deletes it. */
+  doc: JsonObject | null;
+}
+
+export interface CommitWrite {
+  actorKey: string;
+  /** The version the writer loaded; 0 for an actor that has never been written. */
+  expectedVersion: number;
+  newVersion: number;
+  /** Any JSON (callers encode decimals as strings; bigint is refused). */
+  state: JsonValue;
+  fence: ShardFence;
+  appliedCommands: readonly AppliedCommand[];
+  outbox: readonly OutboxInput[];
+  readModels: readonly ReadModelUpsert[];
+  events?: readonly JsonValue[];
+}
+
+/**
+ * ok: everything was written and is durable.
+ * version_conflict: the stored version is not expectedVersion (another owner wrote): reload.
+ * fenced: a higher fencing token was seen for the shard: this owner lost the shard; stop.
+ * Refused writes leave no trace (not even a raised fence).
+ */
+export type CommitResult = 'ok' | 'version_conflict' | 'fenced';
+export type FenceResult = 'ok' | 'fenced';
+
+export interface AppliedReply {
+  reply: JsonValue;
+}
+
+export interface StoredEvent {
+  version: number;
+  index: number;
+  event: JsonValue;
+}
+
+export interface OutboxRow {
+  id: string;
+  topic: string;
+  /** Commit order within the topic: larger means committed later. */
+  seq: number;
+  actorKey: string;
+  version: number;
+  payload: JsonValue;
+  partitionKey?: string;
+  /** The dispatcher holding the claim, null when unclaimed (or released). */
+  claimOwner: string | null;
+  /** The claim is live while claimExpiresAtMs > nowMs; 0 when never claimed. */
+  claimExpiresAtMs: number;
+}
+
+export type IndexValue = string | number | boolean;
+
+/**
+ * A secondary index over a read-model collection: equality on `equal` fields, ordered by
+ * `orderBy`, ties broken by document id. Fields are top-level fields of the doc; every doc written
+ * to the collection must carry them as strings, finite numbers or booleans (one type per field).
+ */
+export interface ReadModelIndex {
+  collection: string;
+  name: string;
+  equal: readonly string[];
+  orderBy: string;
+}
+
+export interface ListQuery {
+  /** Equality on exactly the `equal` fields of a declared index (or empty: order by id). */
+  where?: Readonly<Record<string, IndexValue>>;
+  /** The index's orderBy field; omitted means order by document id (only without `where`). */
+  orderBy?: string;
+  direction?: 'asc' | 'desc';
+  offset?: number;
+  limit: number;
+}
+
+export interface ListItem {
+  id: string;
+  doc: JsonObject;
+}
+
+export interface ListPage {
+  total: number;
+  items: ListItem[];
+}
+
+export type PutIfAbsentResult = { status: 'inserted' } | { status: 'exists'; doc: JsonObject };
+
+export interface SnapshotStore {
+  /** Opens sub-databases / creates indexes. Call once before anything else. */
+  init(): Promise<void>;
+  close(): Promise<void>;
+
+  load(actorKey: string): Promise<ActorSnapshot | null>;
+  commit(write: CommitWrite): Promise<CommitResult>;
+  /** Raises the shard's token without writing an actor (a new owner fences out the old one). */
+  raiseFence(shard: number, token: number): Promise<FenceResult>;
+  /** The stored reply of an applied command, while it is inside the retention window. */
+  getAppliedReply(actorKey: string, commandId: string): Promise<AppliedReply | null>;
+  /** Events committed with versions > afterVersion, in (version, index) order. */
+  loadEvents(actorKey: string, afterVersion: number, limit: number): Promise<StoredEvent[]>;
+
+  /** Rows not yet marked done, claimed or not, with seq > afterSeq, in commit order. */
+  outboxPending(topic: string, limit: number, afterSeq?: number): Promise<OutboxRow[]>;
+  /** Claims up to `limit` rows that are not done and not under a live claim, in commit order. */
+  outboxClaim(topic: string, owner: string, limit: number, leaseMs: number, nowMs: number): Promise<OutboxRow[]>;
+  /** Drops the claims that `owner` holds on these rows (others' claims are left alone). */
+  outboxRelease(ids: readonly string[], owner: string): Promise<void>;
+  /** Deletes the rows: they are never returned again. Unknown ids are ignored. */
+  outboxMarkDone(ids: readonly string[]): Promise<void>;
+
+  get(collection: string, id: string): Promise<JsonObject | null>;
+  put(collection: string, id: string, doc: JsonObject): Promise<void>;
+  /** Atomic insert-if-missing; on a race exactly one caller gets 'inserted'. */
+  putIfAbsent(collection: string, id: string, doc: JsonObject): Promise<PutIfAbsentResult>;
+  remove(collection: string, id: string): Promise<boolean>;
+  list(collection: string, query: ListQuery): Promise<ListPage>;
+
+  /** Private bytes (KYC documents). There is no listing; keys are never logged. */
+  putBlob(key: string, bytes: Uint8Array): Promise<void>;
+  getBlob(key: string): Promise<Uint8Array | null>;
+}
+
+export interface StoreOptions {
+  /** Secondary indexes over read-model collections. Default: `defaultReadModelIndexes`. */
+  readModelIndexes?: readonly ReadModelIndex[];
+  /** Dedupe log retention: the last N applied commands per actor. Default 1,000. */
+  appliedRepliesPerActorMax?: number;
+}
+
+// Indexes the service's read models need; the composition root may pass its own list.
+export const defaultReadModelIndexes: readonly ReadModelIndex[] = [
+  { collection: 'transactions', name: 'by_partner_user_created', equal: ['partnerId', 'userId'], orderBy: 'createdAtMs' },
+];
+
+export const appliedRepliesPerActorDefault = 1_000;
+export const identifierBytesMax = 256;
+export const listPageSizeMax = 1_000;
+export const listOffsetMax = 100_000;
+export const commitItemsMax = 1_000;
+export const outboxBatchMax = 1_000;
+export const blobBytesMax = 15 * 1024 * 1024; // under MongoDB's 16 MiB document limit
+export const jsonDepthMax = 64;
+
+/** A caller broke the port's contract (a bug): bad identifier, unindexed query, non-JSON value. */
+export class StoreUsageError extends Error {
+  override readonly name = 'StoreUsageError';
+}
+
+export function outboxRowId(actorKey: string, version: number, index: number): string {
+  return `${actorKey}:${version}:${index}`;
+}
+
+// ---- validation shared by both adapters, so they accept and refuse exactly the same inputs ----
+
+function fail(message: string): never {
+  throw new StoreUsageError(message);
+}
+
+/** Keys end up inside LMDB keys (≤ 1978 bytes, no NUL) and MongoDB _ids. */
+export function assertIdentifier(what: string, value: string): void {
+  if (typeof value !== 'string' || value.length === 0) fail(`${what} must be a non-empty string`);
+  if (value.includes('\0')) fail(`${what} must not contain NUL`);
+  if (Buffer.byteLength(value, 'utf8') > identifierBytesMax) fail(`${what} is longer than ${identifierBytesMax} bytes`);
+}
+
+const collectionNamePattern = /^[A-Za-z][A-Za-z0-9_]{0,62}$/;
+export function assertCollection(collection: string): void {
+  if (!collectionNamePattern.test(collection)) fail(`collection name ${JSON.stringify(collection)} is not [A-Za-z][A-Za-z0-9_]{0,62}`);
+}
+
+function assertCount(what: string, value: number, min: number, max: number): void {
+  if (!Number.isSafeInteger(value) || value < min || value > max) fail(`${what} must be an integer in [${min}, ${max}]`);
+}
+
+export function assertNonNegativeInteger(what: string, value: number): void {
+  assertCount(what, value, 0, Number.MAX_SAFE_INTEGER);
+}
+
+export function assertLimit(what: string, value: number, max: number): void {
+  assertCount(what, value, 1, max);
+}
+
+/** JSON only: no undefined, bigint, NaN/Infinity, Date, Map, class instances or cycles. */
+export function assertJson(what: string, value: unknown, depth = 0): void {
+  if (depth > jsonDepthMax) fail(`${what} is nested deeper than ${jsonDepthMax}`);
+  if (value === null || typeof value === 'string' || typeof value === 'boolean') return;
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) fail(`${what} is not a finite number`);
+    return;
+  }
+  if (Array.isArray(value)) {
+    for (const item of value) assertJson(what, item, depth + 1);
+    return;
+  }
+  if (typeof value === 'object') {
+    const proto: unknown = Object.getPrototypeOf(value);
+    if (proto !== Object.prototype && proto !== null) fail(`${what} contains a non-plain object`);
+    for (const [key, item] of Object.entries(value)) {
+      if (key.startsWith('$')) fail(`${what} has a key starting with $ (${key})`); // MongoDB operator syntax
+      assertJson(what, item, depth + 1);
+    }
+    return;
+  }
+  fail(`${what} contains a ${typeof value}, which is not JSON`);
+}
+
+export function assertJsonObject(what: string, value: unknown): asserts value is JsonObject {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) fail(`${what} must be a JSON object`);
+  assertJson(what, value);
+}
+
+export function assertBlob(key: string, bytes: Uint8Array): void {
+  assertIdentifier('blob key', key);
+  if (!(bytes instanceof Uint8Array)) fail('blob bytes must be a Uint8Array');
+  if (bytes.byteLength > blobBytesMax) fail(`blob is larger than ${blobBytesMax} bytes`);
+}
+
+export function assertFence(shard: number, token: number): void {
+  assertNonNegativeInteger('fence.shard', shard);
+  assertNonNegativeInteger('fence.token', token);
+}
+
+/** Every check a commit must pass before any byte is written. */
+export function assertCommitWrite(write: CommitWrite, indexes: IndexCatalog): void {
+  assertIdentifier('actorKey', write.actorKey);
+  assertNonNegativeInteger('expectedVersion', write.expectedVersion);
+  assertNonNegativeInteger('newVersion', write.newVersion);
+  if (write.newVersion <= write.expectedVersion) fail('newVersion must be greater than expectedVersion');
+  assertJson('state', write.state);
+  assertFence(write.fence.shard, write.fence.token);
+  const events = write.events ?? [];
+  for (const [what, items] of [['appliedCommands', write.appliedCommands], ['outbox', write.outbox],
+    ['readModels', write.readModels], ['events', events]] as const) {
+    if (items.length > commitItemsMax) fail(`${what} has more than ${commitItemsMax} items`);
+  }
+  const commandIds = new Set<string>();
+  for (const command of write.appliedCommands) {
+    assertIdentifier('commandId', command.commandId);
+    if (commandIds.has(command.commandId)) fail(`commandId ${command.commandId} appears twice in one commit`);
+    commandIds.add(command.commandId);
+    assertJson('reply', command.reply);
+  }
+  write.outbox.forEach((row, index) => {
+    const expectedId = outboxRowId(write.actorKey, write.newVersion, index);
+    if (row.id !== expectedId) fail(`outbox row ${index} must have id ${expectedId}`);
+    assertIdentifier('outbox id', row.id);
+    assertIdentifier('outbox topic', row.topic);
+    if (row.partitionKey !== undefined) assertIdentifier('outbox partitionKey', row.partitionKey);
+    assertJson('outbox payload', row.payload);
+  });
+  const upserted = new Set<string>();
+  for (const model of write.readModels) {
+    if (model.doc === null) {
+      assertCollection(model.collection);
+      assertIdentifier('read model id', model.id);
+    } else {
+      assertReadModelDoc(indexes, model.collection, model.id, model.doc);
+    }
+    const key = `${model.collection}\0${model.id}`;
+    if (upserted.has(key)) fail(`read model ${model.collection}/${model.id} appears twice in one commit`);
+    upserted.add(key);
+  }
+  for (const event of events) assertJson('event', event);
+}
+
+// ---- read-model indexes ----
+
+/** The declared indexes, grouped by collection; built once per store. */
+export class IndexCatalog {
+  private readonly byCollection = new Map<string, ReadModelIndex[]>();
+
+  constructor(indexes: readonly ReadModelIndex[]) {
+    const names = new Set<string>();
+    for (const index of indexes) {
+      assertCollection(index.collection);
+      if (!collectionNamePattern.test(index.name)) fail(`index name ${JSON.stringify(index.name)} is invalid`);
+      if (names.has(`${index.collection}.${index.name}`)) fail(`index ${index.collection}.${index.name} is declared twice`);
+      names.add(`${index.collection}.${index.name}`);
+      const fields = [...index.equal, index.orderBy];
+      if (new Set(fields).size !== fields.length) fail(`index ${index.name} repeats a field`);
+      for (const field of fields) if (!collectionNamePattern.test(field)) fail(`index field ${JSON.stringify(field)} is invalid`);
+      const list = this.byCollection.get(index.collection) ?? [];
+      list.push(index);
+      this.byCollection.set(index.collection, list);
+    }
+  }
+
+  all(): ReadModelIndex[] {
+    return [...this.byCollection.values()].flat();
+  }
+
+  of(collection: string): readonly ReadModelIndex[] {
+    return this.byCollection.get(collection) ?? [];
+  }
+}
+
+function isIndexValue(value: unknown): value is IndexValue {
+  if (typeof value === 'string') return !value.includes('\0') && Buffer.byteLength(value, 'utf8') <= identifierBytesMax;
+  if (typeof value === 'number') return Number.isFinite(value);
+  return typeof value === 'boolean';
+}
+
+/** The index's values for a doc: equal fields in declared order, then the orderBy field. */
+export function indexValuesOf(index: ReadModelIndex, doc: JsonObject): IndexValue[] | null {
+  const values: IndexValue[] = [];
+  for (const field of [...index.equal, index.orderBy]) {
+    const value = doc[field];
+    if (!isIndexValue(value)) return null;
+    values.push(value);
+  }
+  return values;
+}
+
+export function assertReadModelDoc(indexes: IndexCatalog, collection: string, id: string, doc: JsonObject): void {
+  assertCollection(collection);
+  assertIdentifier('read model id', id);
+  assertJsonObject(`${collection} doc`, doc);
+  for (const index of indexes.of(collection)) {
+    if (indexValuesOf(index, doc) === null) {
+      fail(`${collection}/${id}: index ${index.name} needs ${[...index.equal, index.orderBy].join(', ')} as strings (≤ ${identifierBytesMax} bytes, no NUL), finite numbers or booleans`);
+    }
+  }
+}
+
+export type ListPlan =
+  | { kind: 'primary'; descending: boolean; offset: number; limit: number }
+  | { kind: 'index'; index: ReadModelIndex; equalValues: IndexValue[]; descending: boolean; offset: number; limit: number };
+
+/** Chooses how to answer a list query; a query no declared index answers is a bug, not a scan. */
+export function planList(indexes: IndexCatalog, collection: string, query: ListQuery): ListPlan {
+  assertCollection(collection);
+  assertLimit('limit', query.limit, listPageSizeMax);
+  const offset = query.offset ?? 0;
+  assertCount('offset', offset, 0, listOffsetMax);
+  const descending = (query.direction ?? 'asc') === 'desc';
+  const where = query.where ?? {};
+  const whereFields = Object.keys(where);
+  if (whereFields.length === 0 && query.orderBy === undefined) {
+    return { kind: 'primary', descending, offset, limit: query.limit };
+  }
+  const index = indexes.of(collection).find((candidate) =>
+    candidate.orderBy === query.orderBy &&
+    candidate.equal.length === whereFields.length &&
+    candidate.equal.every((field) => Object.hasOwn(where, field)));
+  if (index === undefined) {
+    fail(`no index on ${collection} answers where [${whereFields.join(', ')}] orderBy ${query.orderBy ?? '(id)'}`);
+  }
+  const equalValues = index.equal.map((field) => {
+    const value = where[field];
+    if (!isIndexValue(value)) fail(`where.${field} must be a string, finite number or boolean`);
+    return value;
+  });
+  return { kind: 'index', index, equalValues, descending, offset, limit: query.limit };
+}

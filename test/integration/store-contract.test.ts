@@ -1,0 +1,480 @@
+// One contract suite for every SnapshotStore adapter (STYLE: one conformance kit per port).
+// The embedded LMDB store always runs; MongoDB runs when MONGODB_URL points at a replica set.
+// Each test gets its own temp directory / database name and removes it at the end.
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { MongoClient } from 'mongodb';
+import { LmdbStore } from '../../src/store/lmdb-store.ts';
+import { MongoStore } from '../../src/store/mongo-store.ts';
+import { StoreUsageError, outboxRowId } from '../../src/store/store.ts';
+import type {
+  CommitWrite, JsonObject, OutboxRow, ReadModelIndex, SnapshotStore, StoreOptions,
+} from '../../src/store/store.ts';
+import { crashActorKeys, crashCollection, crashTopic } from '../support/store-crash-writer.ts';
+
+interface Harness {
+  /** Opens a store at this harness's location (the same data every time). */
+  open(options?: StoreOptions): Promise<SnapshotStore>;
+  destroy(): Promise<void>;
+}
+
+interface Adapter {
+  name: string;
+  skip: string | false;
+  harness(): Harness;
+}
+
+const lmdbAdapter: Adapter = {
+  name: 'lmdb',
+  skip: false,
+  harness() {
+    const dir = mkdtempSync(join(tmpdir(), `store-contract-${randomUUID().slice(0, 8)}-`));
+    return {
+      async open(options = {}) {
+        const store = new LmdbStore({ ...options, dir });
+        await store.init();
+        return store;
+      },
+      destroy() {
+        rmSync(dir, { recursive: true, force: true });
+        return Promise.resolve();
+      },
+    };
+  },
+};
+
+const mongoUrl = process.env.MONGODB_URL;
+const mongoAdapter: Adapter = {
+  name: 'mongo',
+  skip: mongoUrl === undefined ? 'MONGODB_URL is not set (no MongoDB server here): Mongo adapter contract skipped' : false,
+  harness() {
+    const url = mongoUrl ?? '';
+    const dbName = `store_contract_${randomUUID().replaceAll('-', '').slice(0, 16)}`;
+    return {
+      async open(options = {}) {
+        const store = new MongoStore({ ...options, url, dbName });
+        await store.init();
+        return store;
+      },
+      async destroy() {
+        const client = new MongoClient(url);
+        try {
+          await client.db(dbName).dropDatabase();
+        } finally {
+          await client.close();
+        }
+      },
+    };
+  },
+};
+
+async function withStore(adapter: Adapter, options: StoreOptions, body: (store: SnapshotStore, harness: Harness) => Promise<void>): Promise<void> {
+  const harness = adapter.harness();
+  const store = await harness.open(options);
+  try {
+    await body(store, harness);
+  } finally {
+    await store.close();
+    await harness.destroy();
+  }
+}
+
+interface WriteExtras {
+  shard?: number;
+  token?: number;
+  commandIds?: string[];
+  topics?: string[];
+  readModels?: CommitWrite['readModels'];
+  events?: CommitWrite['events'];
+}
+
+/** A commit of version `expectedVersion + 1` with one reply per command and one row per topic. */
+function write(actorKey: string, expectedVersion: number, extras: WriteExtras = {}): CommitWrite {
+  const newVersion = expectedVersion + 1;
+  const result: CommitWrite = {
+    actorKey,
+    expectedVersion,
+    newVersion,
+    state: { version: newVersion, note: `state of ${actorKey} at ${newVersion}` },
+    fence: { shard: extras.shard ?? 1, token: extras.token ?? 1 },
+    appliedCommands: (extras.commandIds ?? []).map((commandId) => ({ commandId, reply: { commandId, version: newVersion } })),
+    outbox: (extras.topics ?? []).map((topic, index) => ({
+      id: outboxRowId(actorKey, newVersion, index), topic, payload: { actorKey, version: newVersion, index }, partitionKey: actorKey,
+    })),
+    readModels: extras.readModels ?? [],
+  };
+  if (extras.events !== undefined) result.events = extras.events;
+  return result;
+}
+
+async function allPending(store: SnapshotStore, topic: string): Promise<OutboxRow[]> {
+  const rows: OutboxRow[] = [];
+  for (let afterSeq = 0; ;) {
+    const page = await store.outboxPending(topic, 100, afterSeq);
+    rows.push(...page);
+    const last = page.at(-1);
+    if (last === undefined) return rows;
+    afterSeq = last.seq;
+  }
+}
+
+const transactionIndex: ReadModelIndex = {
+  collection: 'transactions', name: 'by_partner_user_created', equal: ['partnerId', 'userId'], orderBy: 'createdAtMs',
+};
+
+function transactionDoc(partnerId: string, userId: string, n: number): JsonObject {
+  // A few equal timestamps, so the id tie-break is exercised too.
+  return { partnerId, userId, createdAtMs: 1_700_000_000_000 + Math.floor(n / 2) * 1000, amount: `${n}.00` };
+}
+
+function contract(adapter: Adapter): void {
+  describe(`SnapshotStore contract: ${adapter.name}`, { skip: adapter.skip }, () => {
+    test('commits a new actor with expectedVersion 0 and loads it back', () => withStore(adapter, {}, async (store) => {
+      assert.equal(await store.load('actor-1'), null);
+      assert.equal(await store.commit(write('actor-1', 0, { events: [{ type: 'created' }, { type: 'noted' }] })), 'ok');
+      assert.deepEqual(await store.load('actor-1'), { version: 1, state: { version: 1, note: 'state of actor-1 at 1' } });
+      assert.equal(await store.commit(write('actor-1', 1, { events: [{ type: 'updated' }] })), 'ok');
+      assert.equal((await store.load('actor-1'))?.version, 2);
+      assert.deepEqual(await store.loadEvents('actor-1', 0, 10), [
+        { version: 1, index: 0, event: { type: 'created' } },
+        { version: 1, index: 1, event: { type: 'noted' } },
+        { version: 2, index: 0, event: { type: 'updated' } },
+      ]);
+      assert.deepEqual((await store.loadEvents('actor-1', 1, 10)).map((event) => event.version), [2]);
+      assert.equal(await store.commit({ ...write('stateless', 0), state: null }), 'ok'); // state may be any JSON
+      assert.deepEqual(await store.load('stateless'), { version: 1, state: null });
+    }));
+
+    test('refuses a stale version and leaves no trace (state, outbox, read models, replies, events)', () => withStore(adapter, {}, async (store) => {
+      assert.equal(await store.commit(write('actor-1', 0, { commandIds: ['cmd-1'], topics: ['t'] })), 'ok');
+      const stale = (expected: number): CommitWrite => write('actor-1', expected, {
+        commandIds: ['cmd-stale'], topics: ['t', 'u'], events: [{ type: 'stale' }],
+        readModels: [{ collection: 'quotes', id: 'q-stale', doc: { stale: true } }],
+      });
+      assert.equal(await store.commit(stale(0)), 'version_conflict'); // "new" actor that exists
+      assert.equal(await store.commit(stale(2)), 'version_conflict'); // from the future
+      assert.deepEqual(await store.load('actor-1'), { version: 1, state: { version: 1, note: 'state of actor-1 at 1' } });
+      assert.deepEqual((await allPending(store, 't')).map((row) => row.id), ['actor-1:1:0']);
+      assert.deepEqual(await allPending(store, 'u'), []);
+      assert.equal(await store.get('quotes', 'q-stale'), null);
+      assert.equal(await store.getAppliedReply('actor-1', 'cmd-stale'), null);
+      assert.deepEqual(await store.loadEvents('actor-1', 0, 10), []);
+      assert.equal(await store.commit(write('actor-1', 1)), 'ok'); // the right version still works
+    }));
+
+    test('fencing: below the highest token for the shard is refused, equal is allowed, higher raises', () => withStore(adapter, {}, async (store) => {
+      assert.equal(await store.commit(write('a', 0, { shard: 3, token: 5 })), 'ok');
+      assert.equal(await store.commit(write('a', 1, { shard: 3, token: 4, topics: ['t'], commandIds: ['late'] })), 'fenced');
+      assert.equal((await store.load('a'))?.version, 1);
+      assert.deepEqual(await allPending(store, 't'), []);
+      assert.equal(await store.getAppliedReply('a', 'late'), null);
+      assert.equal(await store.commit(write('a', 1, { shard: 3, token: 5 })), 'ok');
+      assert.equal(await store.commit(write('b', 0, { shard: 3, token: 7 })), 'ok');
+      assert.equal(await store.commit(write('a', 2, { shard: 3, token: 6 })), 'fenced');
+      assert.equal(await store.commit(write('c', 0, { shard: 4, token: 1 })), 'ok'); // shards are independent
+      assert.equal(await store.raiseFence(4, 9), 'ok');
+      assert.equal(await store.raiseFence(4, 8), 'fenced');
+      assert.equal(await store.commit(write('c', 1, { shard: 4, token: 1 })), 'fenced');
+      assert.equal(await store.commit(write('c', 1, { shard: 4, token: 9 })), 'ok');
+      // A refused write does not raise the fence either: version conflict with a higher token.
+      assert.equal(await store.commit(write('c', 0, { shard: 4, token: 20 })), 'version_conflict');
+      assert.equal(await store.commit(write('c', 2, { shard: 4, token: 10 })), 'ok');
+    }));
+
+    test('dedupe log: replies are replayed by commandId and only the last N per actor are kept', () => withStore(adapter, { appliedRepliesPerActorMax: 3 }, async (store) => {
+      assert.equal(await store.commit(write('a', 0, { commandIds: ['c1', 'c2'] })), 'ok');
+      assert.equal(await store.commit(write('b', 0, { commandIds: ['c1'] })), 'ok');
+      assert.deepEqual(await store.getAppliedReply('a', 'c1'), { reply: { commandId: 'c1', version: 1 } });
+      assert.equal(await store.getAppliedReply('a', 'unknown'), null);
+      assert.equal(await store.commit({ ...write('a', 1), appliedCommands: [{ commandId: 'c3', reply: null }] }), 'ok');
+      assert.deepEqual(await store.getAppliedReply('a', 'c3'), { reply: null }); // a null reply is still a reply
+      assert.equal(await store.commit(write('a', 2, { commandIds: ['c4', 'c5'] })), 'ok');
+      assert.equal(await store.getAppliedReply('a', 'c1'), null);
+      assert.equal(await store.getAppliedReply('a', 'c2'), null);
+      for (const commandId of ['c3', 'c4', 'c5']) assert.notEqual(await store.getAppliedReply('a', commandId), null);
+      assert.deepEqual(await store.getAppliedReply('b', 'c1'), { reply: { commandId: 'c1', version: 1 } });
+    }));
+
+    test('invalid input is a usage error and writes nothing', () => withStore(adapter, {}, async (store) => {
+      const badWrites: CommitWrite[] = [
+        { ...write('a', 0, { topics: ['t'] }), outbox: [{ id: 'not-the-convention', topic: 't', payload: 1 }] },
+        write('a', 0, { readModels: [{ collection: 'transactions', id: 'tx', doc: { partnerId: 'p' } }] }), // lacks index fields
+        { ...write('a', 0), state: { amount: 10n } as unknown as JsonObject },
+        { ...write('a', 0), newVersion: 0 },
+        write('bad\0key', 0),
+      ];
+      for (const bad of badWrites) await assert.rejects(store.commit(bad), StoreUsageError);
+      assert.equal(await store.load('a'), null);
+      await assert.rejects(store.list('transactions', { where: { partnerId: 'p' }, orderBy: 'createdAtMs', limit: 10 }), StoreUsageError);
+      await assert.rejects(store.list('transactions', { limit: 0 }), StoreUsageError);
+    }));
+
+    test('outbox rows come back in commit order per topic; afterSeq pages', () => withStore(adapter, {}, async (store) => {
+      const versions = new Map<string, number>();
+      const expected: string[] = [];
+      for (let i = 0; i < 30; i += 1) {
+        const actorKey = `actor-${i % 4}`;
+        const version = versions.get(actorKey) ?? 0;
+        assert.equal(await store.commit(write(actorKey, version, { topics: ['webhooks', 'payouts', 'webhooks'] })), 'ok');
+        versions.set(actorKey, version + 1);
+        expected.push(outboxRowId(actorKey, version + 1, 0), outboxRowId(actorKey, version + 1, 2));
+      }
+      const rows = await allPending(store, 'webhooks');
+      assert.deepEqual(rows.map((row) => row.id), expected);
+      assert.ok(rows.every((row, i) => i === 0 || row.seq > (rows[i - 1]?.seq ?? Infinity)));
+      const first = rows[0];
+      assert.ok(first !== undefined);
+      assert.deepEqual({ ...first, seq: 0 }, {
+        id: 'actor-0:1:0', topic: 'webhooks', seq: 0, actorKey: 'actor-0', version: 1, partitionKey: 'actor-0',
+        payload: { actorKey: 'actor-0', version: 1, index: 0 }, claimOwner: null, claimExpiresAtMs: 0,
+      });
+      assert.equal((await allPending(store, 'payouts')).length, 30);
+      const page = await store.outboxPending('webhooks', 5, rows[9]?.seq ?? 0);
+      assert.deepEqual(page.map((row) => row.id), expected.slice(10, 15));
+    }));
+
+    test('outbox claims: two owners never share a live claim; expiry returns rows; release; markDone removes', () => withStore(adapter, {}, async (store) => {
+      for (let version = 0; version < 5; version += 1) assert.equal(await store.commit(write('a', version, { topics: ['t'] })), 'ok');
+      const ids = [1, 2, 3, 4, 5].map((version) => outboxRowId('a', version, 0));
+      const byA = await store.outboxClaim('t', 'owner-a', 3, 100, 1_000);
+      assert.deepEqual(byA.map((row) => row.id), ids.slice(0, 3));
+      assert.ok(byA.every((row) => row.claimOwner === 'owner-a' && row.claimExpiresAtMs === 1_100));
+      const byB = await store.outboxClaim('t', 'owner-b', 10, 100, 1_050);
+      assert.deepEqual(byB.map((row) => row.id), ids.slice(3));
+      assert.deepEqual(await store.outboxClaim('t', 'owner-b', 10, 100, 1_099), []);
+      assert.equal((await store.outboxPending('t', 10)).length, 5); // claimed rows are still pending
+      // owner-a's lease ends at 1,100: the rows come back, to whoever claims next.
+      const again = await store.outboxClaim('t', 'owner-b', 10, 100, 1_100);
+      assert.deepEqual(again.map((row) => row.id), ids.slice(0, 3));
+      await store.outboxRelease([ids[0] ?? ''], 'owner-a'); // not owner-a's any more: no effect
+      assert.deepEqual(await store.outboxClaim('t', 'owner-c', 10, 100, 1_101), []);
+      await store.outboxRelease([ids[0] ?? '', ids[3] ?? ''], 'owner-b');
+      assert.deepEqual((await store.outboxClaim('t', 'owner-c', 10, 100, 1_101)).map((row) => row.id), [ids[0], ids[3]]);
+      await store.outboxMarkDone([ids[0] ?? '', ids[1] ?? '', 'a:99:0']);
+      assert.deepEqual((await store.outboxPending('t', 10)).map((row) => row.id), ids.slice(2));
+      assert.deepEqual((await store.outboxClaim('t', 'owner-d', 10, 100, 10_000)).map((row) => row.id), ids.slice(2));
+    }));
+
+    test('concurrent claims split the rows between owners', () => withStore(adapter, {}, async (store) => {
+      for (let version = 0; version < 40; version += 1) assert.equal(await store.commit(write('a', version, { topics: ['t'] })), 'ok');
+      const claims = await Promise.all(['o1', 'o2', 'o3', 'o4'].map((owner) => store.outboxClaim('t', owner, 15, 1_000, 5_000)));
+      const claimed = claims.flat().map((row) => row.id);
+      assert.equal(new Set(claimed).size, claimed.length, 'a row was claimed twice');
+      // A batch may come back short when it raced another claimer; what is left is still claimable.
+      const rest = (await store.outboxClaim('t', 'o5', 40, 1_000, 5_000)).map((row) => row.id);
+      assert.equal(new Set([...claimed, ...rest]).size, 40);
+      assert.equal(claimed.length + rest.length, 40);
+    }));
+
+    test('list: 250 transactions of one user across pages, newest first, with totals and isolation', () => withStore(adapter, { readModelIndexes: [transactionIndex] }, async (store) => {
+      // Half through commits (as actors write them), half through put.
+      for (let batch = 0; batch < 5; batch += 1) {
+        const readModels = Array.from({ length: 25 }, (_, i) => {
+          const n = batch * 25 + i;
+          return { collection: 'transactions', id: `tx-${String(n).padStart(4, '0')}`, doc: transactionDoc('p1', 'u1', n) };
+        });
+        assert.equal(await store.commit(write('projector', batch, { readModels })), 'ok');
+      }
+      for (let n = 125; n < 250; n += 1) await store.put('transactions', `tx-${String(n).padStart(4, '0')}`, transactionDoc('p1', 'u1', n));
+      for (let n = 0; n < 3; n += 1) await store.put('transactions', `other-partner-${n}`, transactionDoc('p2', 'u1', n));
+      for (let n = 0; n < 7; n += 1) await store.put('transactions', `other-user-${n}`, transactionDoc('p1', 'u2', n));
+
+      const query = { where: { partnerId: 'p1', userId: 'u1' }, orderBy: 'createdAtMs', direction: 'desc' as const, limit: 100 };
+      const pages = [
+        await store.list('transactions', { ...query, offset: 0 }),
+        await store.list('transactions', { ...query, offset: 100 }),
+        await store.list('transactions', { ...query, offset: 200 }),
+        await store.list('transactions', { ...query, offset: 300 }),
+      ];
+      assert.deepEqual(pages.map((page) => page.total), [250, 250, 250, 250]);
+      assert.deepEqual(pages.map((page) => page.items.length), [100, 100, 50, 0]);
+      const items = pages.flatMap((page) => page.items);
+      assert.equal(new Set(items.map((item) => item.id)).size, 250);
+      assert.ok(items.every((item) => item.doc.partnerId === 'p1' && item.doc.userId === 'u1'));
+      const expectedIds = Array.from({ length: 250 }, (_, n) => `tx-${String(n).padStart(4, '0')}`).reverse();
+      assert.deepEqual(items.map((item) => item.id), expectedIds); // createdAtMs desc, then id desc
+      const ascending = await store.list('transactions', { ...query, direction: 'asc', limit: 3 });
+      assert.deepEqual(ascending.items.map((item) => item.id), ['tx-0000', 'tx-0001', 'tx-0002']);
+
+      const otherPartner = await store.list('transactions', { ...query, where: { partnerId: 'p2', userId: 'u1' } });
+      assert.equal(otherPartner.total, 3);
+      assert.ok(otherPartner.items.every((item) => item.id.startsWith('other-partner-')));
+      assert.equal((await store.list('transactions', { ...query, where: { partnerId: 'p1', userId: 'u2' } })).total, 7);
+      assert.deepEqual(await store.list('transactions', { ...query, where: { partnerId: 'p3', userId: 'u1' } }), { total: 0, items: [] });
+      const byId = await store.list('transactions', { limit: 2, direction: 'desc' });
+      assert.equal(byId.total, 260);
+      assert.deepEqual(byId.items.map((item) => item.id), ['tx-0249', 'tx-0248']);
+    }));
+
+    test('index entries follow updates and removals', () => withStore(adapter, { readModelIndexes: [transactionIndex] }, async (store) => {
+      await store.put('transactions', 'tx-1', transactionDoc('p1', 'u1', 1));
+      await store.put('transactions', 'tx-2', transactionDoc('p1', 'u1', 10));
+      await store.put('transactions', 'tx-1', { ...transactionDoc('p1', 'u1', 20), amount: '9.99' }); // now newest
+      const query = { where: { partnerId: 'p1', userId: 'u1' }, orderBy: 'createdAtMs', direction: 'desc' as const, limit: 10 };
+      const page = await store.list('transactions', query);
+      assert.equal(page.total, 2);
+      assert.deepEqual(page.items.map((item) => [item.id, item.doc.amount]), [['tx-1', '9.99'], ['tx-2', '10.00']]);
+      await store.put('transactions', 'tx-2', transactionDoc('p1', 'u9', 10)); // moves to another user
+      assert.deepEqual((await store.list('transactions', query)).items.map((item) => item.id), ['tx-1']);
+      await store.put('transactions', 'tx-3', transactionDoc('p1', 'u1', 5));
+      assert.equal(await store.commit(write('projector', 0, { readModels: [{ collection: 'transactions', id: 'tx-3', doc: null }] })), 'ok');
+      assert.equal(await store.get('transactions', 'tx-3'), null); // a null doc in a commit deletes
+      assert.equal((await store.list('transactions', query)).total, 1);
+      assert.equal(await store.remove('transactions', 'tx-1'), true);
+      assert.equal(await store.remove('transactions', 'tx-1'), false);
+      assert.deepEqual(await store.list('transactions', query), { total: 0, items: [] });
+      assert.equal(await store.get('transactions', 'tx-1'), null);
+    }));
+
+    test('key-value records and an index declared after docs exist', () => withStore(adapter, { readModelIndexes: [] }, async (store, harness) => {
+      await store.put('kv', 'cursor:stellar', { pagingToken: '123' });
+      await store.put('kv', 'cursor:stellar', { pagingToken: '124' });
+      assert.deepEqual(await store.get('kv', 'cursor:stellar'), { pagingToken: '124' });
+      assert.equal(await store.get('kv', 'missing'), null);
+      for (let n = 0; n < 5; n += 1) await store.put('transactions', `tx-${n}`, transactionDoc('p1', 'u1', n * 2));
+      await store.close();
+      const reopened = await harness.open({ readModelIndexes: [transactionIndex] });
+      try {
+        const page = await reopened.list('transactions', { where: { partnerId: 'p1', userId: 'u1' }, orderBy: 'createdAtMs', limit: 10 });
+        assert.deepEqual(page.items.map((item) => item.id), ['tx-0', 'tx-1', 'tx-2', 'tx-3', 'tx-4']);
+      } finally {
+        await reopened.close();
+      }
+    }));
+
+    test('putIfAbsent: 20 concurrent attempts, exactly one inserted, the rest see its doc', () => withStore(adapter, {}, async (store) => {
+      const results = await Promise.all(Array.from({ length: 20 }, (_, n) =>
+        store.putIfAbsent('idempotency', 'partner-1:key-1', { response: { status: 200, attempt: n } })));
+      const inserted = results.filter((result) => result.status === 'inserted');
+      assert.equal(inserted.length, 1);
+      const stored = await store.get('idempotency', 'partner-1:key-1');
+      assert.ok(stored !== null);
+      for (const result of results) if (result.status === 'exists') assert.deepEqual(result.doc, stored);
+      assert.deepEqual(await store.putIfAbsent('idempotency', 'partner-1:key-1', { response: 'later' }), { status: 'exists', doc: stored });
+    }));
+
+    test('blob round trip', () => withStore(adapter, {}, async (store) => {
+      const bytes = new Uint8Array(randomBytes(200_000));
+      await store.putBlob('kyc/p1/u1/front', bytes);
+      assert.deepEqual(await store.getBlob('kyc/p1/u1/front'), bytes);
+      await store.putBlob('kyc/p1/u1/front', new Uint8Array([1, 2, 3]));
+      assert.deepEqual(await store.getBlob('kyc/p1/u1/front'), new Uint8Array([1, 2, 3]));
+      assert.equal(await store.getBlob('kyc/p1/u1/back'), null);
+    }));
+
+    test('close and reopen: everything is still there', async () => {
+      const harness = adapter.harness();
+      try {
+        const store = await harness.open({ readModelIndexes: [transactionIndex] });
+        assert.equal(await store.commit(write('a', 0, { commandIds: ['c1'], topics: ['t'], events: ['e'],
+          readModels: [{ collection: 'transactions', id: 'tx-1', doc: transactionDoc('p1', 'u1', 1) }] })), 'ok');
+        assert.equal(await store.commit(write('b', 0, { shard: 2, token: 4 })), 'ok');
+        await store.putBlob('doc-1', new Uint8Array([9, 8, 7]));
+        await store.close();
+
+        const reopened = await harness.open({ readModelIndexes: [transactionIndex] });
+        try {
+          assert.equal((await reopened.load('a'))?.version, 1);
+          assert.deepEqual(await reopened.getAppliedReply('a', 'c1'), { reply: { commandId: 'c1', version: 1 } });
+          assert.deepEqual((await reopened.outboxPending('t', 10)).map((row) => row.id), ['a:1:0']);
+          assert.deepEqual(await reopened.loadEvents('a', 0, 10), [{ version: 1, index: 0, event: 'e' }]);
+          const page = await reopened.list('transactions', { where: { partnerId: 'p1', userId: 'u1' }, orderBy: 'createdAtMs', limit: 10 });
+          assert.deepEqual(page.items.map((item) => item.id), ['tx-1']);
+          assert.deepEqual(await reopened.getBlob('doc-1'), new Uint8Array([9, 8, 7]));
+          assert.equal(await reopened.commit(write('b', 1, { shard: 2, token: 3 })), 'fenced'); // fence survived
+          assert.equal(await reopened.commit(write('a', 1, { topics: ['t'] })), 'ok');
+          const seqs = (await reopened.outboxPending('t', 10)).map((row) => row.seq);
+          assert.ok((seqs[1] ?? 0) > (seqs[0] ?? Infinity), 'outbox seq continues after reopen');
+        } finally {
+          await reopened.close();
+        }
+      } finally {
+        await harness.destroy();
+      }
+    });
+  });
+}
+
+contract(lmdbAdapter);
+contract(mongoAdapter);
+
+describe('LmdbStore crash safety', () => {
+  test('SIGKILL while committing: reopens cleanly, acknowledged versions and their outbox rows are intact', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'store-crash-'));
+    try {
+      const acked = await runWriterUntilKilled(dir, 400);
+      const store = new LmdbStore({ dir });
+      await store.init();
+      try {
+        const rows = await allPending(store, crashTopic);
+        for (const actorKey of crashActorKeys) {
+          const snapshot = await store.load(actorKey);
+          assert.ok(snapshot !== null, `${actorKey} was never written`);
+          assert.ok(snapshot.version >= (acked.get(actorKey) ?? 0), `${actorKey} lost an acknowledged commit`);
+          assert.deepEqual(snapshot.state, { counter: snapshot.version, actorKey });
+          const versions = rows.filter((row) => row.actorKey === actorKey).map((row) => row.version);
+          assert.deepEqual(versions, Array.from({ length: snapshot.version }, (_, i) => i + 1), `${actorKey} outbox rows`);
+          assert.deepEqual(await store.get(crashCollection, actorKey), { version: snapshot.version });
+          assert.deepEqual(await store.getAppliedReply(actorKey, `${actorKey}-cmd-${snapshot.version}`), { reply: { version: snapshot.version } });
+          assert.equal(await store.getAppliedReply(actorKey, `${actorKey}-cmd-${snapshot.version + 1}`), null);
+        }
+        assert.ok(rows.every((row, i) => i === 0 || row.seq > (rows[i - 1]?.seq ?? Infinity)));
+        // The store still takes writes after the crash.
+        const snapshot = await store.load('crash-a');
+        const next = (snapshot?.version ?? 0) + 1;
+        assert.equal(await store.commit({
+          actorKey: 'crash-a', expectedVersion: next - 1, newVersion: next, state: { counter: next },
+          fence: { shard: 0, token: 1 }, appliedCommands: [], outbox: [], readModels: [],
+        }), 'ok');
+      } finally {
+        await store.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+/** Starts the writer child, waits for `ackedMin` acknowledged commits, then SIGKILLs it. */
+async function runWriterUntilKilled(dir: string, ackedMin: number): Promise<Map<string, number>> {
+  const script = fileURLToPath(new URL('../support/store-crash-writer.ts', import.meta.url));
+  const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
+  const child = spawn(process.execPath, ['--import', 'tsx', script, dir], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+  const acked = new Map<string, number>();
+  let ackCount = 0;
+  let buffered = '';
+  let stderr = '';
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk; });
+  const exited = new Promise<NodeJS.Signals | null>((resolve) => child.once('exit', (_code, signal) => resolve(signal)));
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`writer made too little progress (${ackCount} acks): ${stderr}`)), 60_000);
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      buffered += chunk;
+      const lines = buffered.split('\n');
+      buffered = lines.pop() ?? '';
+      for (const line of lines) {
+        const [actorKey, version] = line.split(' ');
+        if (actorKey === undefined || version === undefined) continue;
+        acked.set(actorKey, Number(version));
+        ackCount += 1;
+      }
+      if (ackCount >= ackedMin) {
+        clearTimeout(timer);
+        child.kill('SIGKILL'); // mid-flight: more commits are queued or being written
+        resolve();
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      if (ackCount < ackedMin) reject(new Error(`writer exited early with ${code}: ${stderr}`));
+    });
+  });
+  assert.equal(await exited, 'SIGKILL');
+  return acked;
+}
