@@ -1,0 +1,188 @@
+// API-key authentication at the edge. Partners are known only by the SHA-256 (hex) of their keys,
+// so a leaked partners file or snapshot does not leak usable keys. A presented key is hashed and
+// looked up in a Map keyed by the hex digest, then confirmed with `crypto.timingSafeEqual`.
+//
+// Why this is constant-time enough: the only secret-dependent comparison an attacker could time is
+// the Map's string comparison of hex digests, and its inputs are SHA-256 of the attacker's own
+// guess. Learning that hash(guess) shares a prefix with a stored digest tells nothing about the key
+// (finding guesses that extend the prefix is a preimage search, 16× harder per hex digit), so the
+// byte-by-byte attack that timing leaks enable on raw keys does not apply. The final equality is
+// decided by timingSafeEqual so the decision itself stays constant-time if the index changes.
+//
+// Credentials: `X-API-Key: <key>` or `Authorization: Bearer <key>` (same key, same scoping); the
+// ops key only in `X-OPS-API-KEY`, in its own set, never accepted as a partner key or vice versa.
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { errorResponse } from './errors.ts';
+import type { Guard, RequestHead } from './http.ts';
+import type { RateLimiter } from './rate-limit.ts';
+
+/** Longest API key we hash; anything longer is rejected before hashing. */
+export const apiKeyCharsMax = 256;
+/** Most keys one partner may hold at once (rotation overlaps old and new keys). */
+export const keysPerPartnerMax = 16;
+
+const sha256HexPattern = /^[0-9a-f]{64}$/;
+/** Visible ASCII, no spaces: what a generated API key looks like. */
+const apiKeyPattern = /^[\x21-\x7e]+$/;
+const bearerPattern = /^bearer[ \t]+(\S+)[ \t]*$/i;
+
+export function sha256Hex(value: string): string {
+  return createHash('sha256').update(value, 'utf8').digest('hex');
+}
+
+interface StoredKey {
+  readonly ownerId: string;
+  readonly digest: Buffer;
+}
+
+export interface KeyRing {
+  /** Replaces every key of a partner atomically (an empty list removes the partner's access). */
+  setPartnerKeys(partnerId: string, apiKeySha256: readonly string[]): void;
+  removePartner(partnerId: string): void;
+  /** Replaces the set of ops keys (`X-OPS-API-KEY`). */
+  setOpsKeys(opsKeySha256: readonly string[]): void;
+  /** The partner owning this presented key, or null. */
+  findPartner(apiKey: string): string | null;
+  isOpsKey(apiKey: string): boolean;
+  partnerIds(): string[];
+}
+
+function normaliseHashes(ownerId: string, hashes: readonly string[]): string[] {
+  if (hashes.length > keysPerPartnerMax) {
+    throw new RangeError(`${ownerId}: at most ${keysPerPartnerMax} API keys, got ${hashes.length}`);
+  }
+  return hashes.map((hash, index) => {
+    const normalised = hash.trim().toLowerCase();
+    if (!sha256HexPattern.test(normalised)) {
+      throw new TypeError(`${ownerId}: apiKeySha256[${index}] is not a hex SHA-256 digest`);
+    }
+    return normalised;
+  });
+}
+
+function confirm(stored: StoredKey | undefined, presentedDigest: Buffer): string | null {
+  if (stored === undefined) return null;
+  return timingSafeEqual(stored.digest, presentedDigest) ? stored.ownerId : null;
+}
+
+function isWellFormedKey(apiKey: string): boolean {
+  return apiKey.length > 0 && apiKey.length <= apiKeyCharsMax && apiKeyPattern.test(apiKey);
+}
+
+export function createKeyRing(): KeyRing {
+  const partnerByHash = new Map<string, StoredKey>();
+  const hashesByPartner = new Map<string, string[]>();
+  let opsByHash = new Map<string, StoredKey>();
+
+  function lookup(index: Map<string, StoredKey>, apiKey: string): string | null {
+    if (!isWellFormedKey(apiKey)) return null;
+    const digest = createHash('sha256').update(apiKey, 'utf8').digest();
+    return confirm(index.get(digest.toString('hex')), digest);
+  }
+
+  function removePartner(partnerId: string): void {
+    for (const hash of hashesByPartner.get(partnerId) ?? []) partnerByHash.delete(hash);
+    hashesByPartner.delete(partnerId);
+  }
+
+  return {
+    setPartnerKeys(partnerId, apiKeySha256) {
+      const hashes = normaliseHashes(partnerId, apiKeySha256);
+      // Validate everything before changing anything, so a bad call leaves the ring as it was.
+      for (const hash of hashes) {
+        const owner = partnerByHash.get(hash)?.ownerId;
+        if (owner !== undefined && owner !== partnerId) {
+          throw new Error(`${partnerId}: an API key hash is already assigned to partner ${owner}`);
+        }
+      }
+      removePartner(partnerId);
+      if (hashes.length === 0) return;
+      for (const hash of hashes) partnerByHash.set(hash, { ownerId: partnerId, digest: Buffer.from(hash, 'hex') });
+      hashesByPartner.set(partnerId, hashes);
+    },
+    removePartner,
+    setOpsKeys(opsKeySha256) {
+      const hashes = normaliseHashes('ops', opsKeySha256);
+      opsByHash = new Map(hashes.map((hash) => [hash, { ownerId: 'ops', digest: Buffer.from(hash, 'hex') }]));
+    },
+    findPartner: (apiKey) => lookup(partnerByHash, apiKey),
+    isOpsKey: (apiKey) => lookup(opsByHash, apiKey) !== null,
+    partnerIds: () => [...hashesByPartner.keys()],
+  };
+}
+
+export type PresentedCredential =
+  | { readonly kind: 'key'; readonly apiKey: string }
+  | { readonly kind: 'missing' }
+  | { readonly kind: 'malformed' };
+
+/**
+ * The partner key a request presents: `X-API-Key`, or `Authorization: Bearer <key>`. Both may be
+ * sent only if they carry the same key (two different credentials are refused, not guessed
+ * between). Other Authorization schemes are ignored.
+ */
+export function presentedPartnerKey(headers: Readonly<Record<string, string>>): PresentedCredential {
+  const headerKey = headers['x-api-key']?.trim();
+  const authorization = headers['authorization'];
+  const bearerKey = authorization === undefined ? undefined : bearerPattern.exec(authorization.trim())?.[1];
+  if (headerKey !== undefined && bearerKey !== undefined && headerKey !== bearerKey) return { kind: 'malformed' };
+  const apiKey = headerKey ?? bearerKey;
+  if (apiKey === undefined || apiKey.length === 0) return { kind: 'missing' };
+  return isWellFormedKey(apiKey) ? { kind: 'key', apiKey } : { kind: 'malformed' };
+}
+
+export type AuthResult =
+  | { readonly ok: true; readonly partnerId: string }
+  | { readonly ok: false; readonly status: 401; readonly problem: 'missing' | 'invalid' };
+
+export function authenticatePartner(headers: Readonly<Record<string, string>>, keyRing: KeyRing): AuthResult {
+  const credential = presentedPartnerKey(headers);
+  if (credential.kind === 'missing') return { ok: false, status: 401, problem: 'missing' };
+  if (credential.kind === 'malformed') return { ok: false, status: 401, problem: 'invalid' };
+  const partnerId = keyRing.findPartner(credential.apiKey);
+  return partnerId === null ? { ok: false, status: 401, problem: 'invalid' } : { ok: true, partnerId };
+}
+
+export function authenticateOps(headers: Readonly<Record<string, string>>, keyRing: KeyRing): boolean {
+  const opsKey = headers['x-ops-api-key']?.trim();
+  return opsKey !== undefined && keyRing.isOpsKey(opsKey);
+}
+
+function authenticationFailed(problem: 'missing' | 'invalid') {
+  const reason = problem === 'missing' ? 'Missing API key' : 'Invalid API key';
+  return errorResponse('authentication_failed', reason, { 'www-authenticate': 'Bearer' });
+}
+
+export interface PartnerGuardOptions {
+  readonly keyRing: KeyRing;
+  /** When given, one token per request from the partner's bucket; 429 `rate_limited` when empty. */
+  readonly rateLimiter?: RateLimiter;
+}
+
+/**
+ * Route guard for partner endpoints: authenticates (401 `authentication_failed`) and rate limits
+ * per partner (429 `rate_limited` with `Retry-After`), before any body byte is buffered.
+ */
+export function partnerGuard(options: PartnerGuardOptions): Guard {
+  return (head: RequestHead) => {
+    const auth = authenticatePartner(head.headers, options.keyRing);
+    if (!auth.ok) return { allow: false, response: authenticationFailed(auth.problem) };
+    const limit = options.rateLimiter?.take(auth.partnerId);
+    if (limit !== undefined && !limit.allowed) {
+      return {
+        allow: false,
+        partnerId: auth.partnerId,
+        response: errorResponse('rate_limited', undefined, { 'retry-after': String(limit.retryAfterSeconds) }),
+      };
+    }
+    return { allow: true, partnerId: auth.partnerId };
+  };
+}
+
+/** Route guard for the ops endpoints (`X-OPS-API-KEY`). */
+export function opsGuard(options: { readonly keyRing: KeyRing }): Guard {
+  return (head: RequestHead) =>
+    authenticateOps(head.headers, options.keyRing)
+      ? { allow: true, partnerId: null }
+      : { allow: false, response: errorResponse('authentication_failed', 'Missing or invalid ops API key') };
+}

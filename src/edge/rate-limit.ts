@@ -1,0 +1,115 @@
+// Token-bucket rate limiting per partner. `takeToken` is pure (state and `nowMs` in, decision and
+// new state out); `createRateLimiter` keeps one bucket per key in a bounded LRU map and reads an
+// injected clock, so tests drive time by hand.
+//
+// Why an LRU bound loses nothing in practice: a bucket untouched for `burst / ratePerSecond`
+// seconds is full again, i.e. indistinguishable from a fresh one. Evicting the least recently used
+// key therefore only forgets state that matters if more than `keysMax` keys were active within that
+// window — and keys are authenticated partner ids, far fewer than the default `keysMax`.
+
+export interface TokenBucketConfig {
+  /** Sustained rate: tokens added per second. */
+  readonly ratePerSecond: number;
+  /** Bucket capacity: the largest burst allowed after an idle period. */
+  readonly burst: number;
+}
+
+export interface TokenBucketState {
+  readonly tokens: number;
+  readonly updatedAtMs: number;
+}
+
+export interface TakeTokenResult {
+  readonly allowed: boolean;
+  /** Whole seconds until a token is available (≥ 1) when refused; 0 when allowed. */
+  readonly retryAfterSeconds: number;
+  readonly state: TokenBucketState;
+}
+
+/** 200 requests per second sustained, bursts of 400, per partner. */
+export const defaultRateLimitConfig: TokenBucketConfig = { ratePerSecond: 200, burst: 400 };
+
+export function assertValidConfig(config: TokenBucketConfig): void {
+  if (!Number.isFinite(config.ratePerSecond) || config.ratePerSecond <= 0) {
+    throw new RangeError(`ratePerSecond must be a positive finite number, got ${config.ratePerSecond}`);
+  }
+  if (!Number.isFinite(config.burst) || config.burst < 1) {
+    throw new RangeError(`burst must be a finite number ≥ 1, got ${config.burst}`);
+  }
+}
+
+/** A full bucket, as a key that has never been seen. */
+export function fullBucket(nowMs: number, config: TokenBucketConfig): TokenBucketState {
+  return { tokens: config.burst, updatedAtMs: nowMs };
+}
+
+/**
+ * Refills the bucket for the time elapsed since its last update, then takes one token if there is
+ * one. A clock that goes backwards refills nothing (elapsed time is clamped at zero) and the
+ * bucket keeps its later timestamp, so a clock step can never mint tokens.
+ */
+export function takeToken(
+  state: TokenBucketState | undefined,
+  nowMs: number,
+  config: TokenBucketConfig,
+): TakeTokenResult {
+  const current = state ?? fullBucket(nowMs, config);
+  const elapsedMs = Math.max(0, nowMs - current.updatedAtMs);
+  const refilled = Math.min(config.burst, current.tokens + (elapsedMs * config.ratePerSecond) / 1000);
+  const updatedAtMs = Math.max(nowMs, current.updatedAtMs);
+  if (refilled >= 1) {
+    return { allowed: true, retryAfterSeconds: 0, state: { tokens: refilled - 1, updatedAtMs } };
+  }
+  const secondsToNextToken = (1 - refilled) / config.ratePerSecond;
+  return {
+    allowed: false,
+    retryAfterSeconds: Math.max(1, Math.ceil(secondsToNextToken)),
+    state: { tokens: refilled, updatedAtMs },
+  };
+}
+
+export interface RateLimiterOptions {
+  readonly config?: TokenBucketConfig;
+  /** Most buckets kept; the least recently used one is dropped beyond it. */
+  readonly keysMax?: number;
+  /** Monotonic milliseconds; `performance.now()` by default. */
+  readonly nowMs?: () => number;
+}
+
+export interface RateLimiter {
+  take(key: string): TakeTokenResult;
+  /** Replaces the configuration; existing buckets keep their tokens (capped at the new burst). */
+  setConfig(config: TokenBucketConfig): void;
+  readonly size: () => number;
+}
+
+export const defaultRateLimiterKeysMax = 10_000;
+
+export function createRateLimiter(options: RateLimiterOptions = {}): RateLimiter {
+  let config = options.config ?? defaultRateLimitConfig;
+  assertValidConfig(config);
+  const keysMax = options.keysMax ?? defaultRateLimiterKeysMax;
+  if (!Number.isInteger(keysMax) || keysMax < 1) throw new RangeError(`keysMax must be an integer ≥ 1, got ${keysMax}`);
+  const nowMs = options.nowMs ?? (() => performance.now());
+  // Map iteration order is insertion order: deleting and re-inserting on use keeps it an LRU list.
+  const buckets = new Map<string, TokenBucketState>();
+
+  return {
+    take(key) {
+      const previous = buckets.get(key);
+      const result = takeToken(previous, nowMs(), config);
+      if (previous !== undefined) buckets.delete(key);
+      buckets.set(key, result.state);
+      if (buckets.size > keysMax) {
+        const oldest = buckets.keys().next();
+        if (oldest.done !== true) buckets.delete(oldest.value);
+      }
+      return result;
+    },
+    setConfig(next) {
+      assertValidConfig(next);
+      config = next;
+    },
+    size: () => buckets.size,
+  };
+}
