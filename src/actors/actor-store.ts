@@ -1,0 +1,34 @@
+// What the actor runtime needs from the SnapshotStore: load a snapshot, look up an applied
+// command's stored reply, and commit one actor's new version atomically (snapshot, dedupe log,
+// outbox rows, read models), fenced by the shard lease token.
+import type { JsonValue, ReadModelWrite } from './envelope.ts';
+
+export interface OutboxRowWrite {
+  /** `${actorId}:${version}:${index}`: effects are idempotent by this id. */
+  readonly id: string;
+  readonly topic: string;
+  readonly payload: JsonValue;
+  readonly partitionKey?: string;
+}
+
+export interface ActorCommit {
+  readonly actorId: string;
+  /** 0 for an actor that has never been written. */
+  readonly expectedVersion: number;
+  readonly newVersion: number;
+  /** The full new state; null when the actor has no state (only effects were recorded). */
+  readonly state: JsonValue;
+  readonly fence: { readonly shard: number; readonly token: number };
+  readonly appliedCommands: ReadonlyArray<{ readonly commandId: string; readonly reply: JsonValue }>;
+  readonly outbox: readonly OutboxRowWrite[];
+  readonly readModels: readonly ReadModelWrite[];
+}
+
+export type CommitResult = 'ok' | 'version_conflict' | 'fenced';
+
+export interface ActorStore {
+  load(actorId: string): Promise<{ version: number; state: JsonValue } | null>;
+  /** The stored reply of an applied command (null if it had none), or undefined if never applied. */
+  getAppliedReply(actorId: string, commandId: string): Promise<JsonValue | undefined>;
+  commit(write: ActorCommit): Promise<CommitResult>;
+}

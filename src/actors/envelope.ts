@@ -1,0 +1,87 @@
+// What travels on a shard's command stream, and what an actor's handler returns. Everything here
+// is JSON: commands cross processes, outcomes are persisted before anything becomes visible.
+
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+
+/** Where a reply goes: the asking edge's reply stream and the request it answers. */
+export interface ReplyTarget {
+  readonly stream: string;
+  readonly requestId: string;
+}
+
+export interface CommandEnvelope {
+  /** Unique per logical command: a redelivered or re-sent command carries the same id. */
+  readonly commandId: string;
+  /** The actor's type, e.g. 'transaction'; with `actorKey` it names exactly one actor. */
+  readonly actorType: string;
+  readonly actorKey: string;
+  /** The command's name within the actor type. */
+  readonly kind: string;
+  readonly payload: JsonValue;
+  readonly replyTo?: ReplyTarget;
+  readonly sentAtMs: number;
+}
+
+/** The actor's identity across the system: shard routing, snapshots and dedupe use it. */
+export function actorId(actorType: string, actorKey: string): string {
+  return `${actorType}/${actorKey}`;
+}
+
+/** A command an actor wants delivered to another actor once its own state is durable. */
+export interface CommandToSend {
+  readonly actorType: string;
+  readonly actorKey: string;
+  readonly kind: string;
+  readonly payload: JsonValue;
+  /** Where the receiving actor should send its reply (usually a command back to the sender). */
+  readonly replyTo?: ReplyTarget;
+}
+
+/** An outbound effect for another role (webhook, payout, chain send), written with the state. */
+export interface OutboxMessage {
+  readonly topic: string;
+  readonly payload: JsonValue;
+  /** Effects of one partition (e.g. one transaction) are delivered in order. */
+  readonly partitionKey?: string;
+}
+
+export interface ReadModelWrite {
+  readonly collection: string;
+  readonly id: string;
+  /** `null` deletes the document. */
+  readonly doc: { [key: string]: JsonValue } | null;
+}
+
+export interface Outcome<State> {
+  /** The actor's state after the command; `undefined` leaves it unchanged (nothing is written). */
+  readonly state?: State;
+  /** Reply to the command's sender; omitted when the reply is deferred (see `replies`). */
+  readonly reply?: JsonValue;
+  /** Replies to earlier senders whose replies were deferred (e.g. a saga that finished). */
+  readonly replies?: ReadonlyArray<{ readonly to: ReplyTarget; readonly payload: JsonValue }>;
+  readonly send?: readonly CommandToSend[];
+  readonly outbox?: readonly OutboxMessage[];
+  readonly readModels?: readonly ReadModelWrite[];
+}
+
+export interface ActorContext {
+  readonly nowMs: number;
+  /** The id of the command being applied; ids derived from it are stable across redeliveries. */
+  readonly commandId: string;
+}
+
+/**
+ * An actor type: pure handling of one command at a time. The runtime loads the state, calls
+ * `handle`, persists the outcome atomically, and only then replies and runs effects.
+ */
+export interface ActorBehavior<State> {
+  readonly type: string;
+  encode(state: State): JsonValue;
+  decode(json: JsonValue): State;
+  handle(state: State | null, command: CommandEnvelope, ctx: ActorContext): Outcome<State>;
+  /** When this actor next needs a `timer` command (e.g. quote expiry), or null. */
+  timerAtMs?(state: State): number | null;
+}
+
+/** The kind of the command the runtime sends when an actor's timer is due. */
+export const timerCommandKind = 'timer';

@@ -1,0 +1,55 @@
+// The actor runtime's and shard worker's view of the SnapshotStore (a thin mapping; the store's
+// contract suite is what holds the semantics).
+import type { JsonObject, ReadModelIndex, SnapshotStore } from '../store/store.ts';
+import type { ActorCommit, ActorStore, CommitResult, OutboxRowWrite } from './actor-store.ts';
+import type { JsonValue } from './envelope.ts';
+import { outboxTopicCommands } from './runtime.ts';
+import type { WorkerStore } from './shard-worker.ts';
+
+export const timersCollection = 'timers';
+
+/** Read-model indexes the runtime itself needs (timers per shard). */
+export const runtimeReadModelIndexes: readonly ReadModelIndex[] = [
+  { collection: timersCollection, name: 'by_shard_due', equal: ['shard'], orderBy: 'dueAtMs' },
+];
+
+export interface RuntimeStore extends ActorStore, WorkerStore {
+  raiseFence(shard: number, token: number): Promise<'ok' | 'fenced'>;
+}
+
+export function runtimeStore(store: SnapshotStore): RuntimeStore {
+  return {
+    load: (actorId) => store.load(actorId),
+    async getAppliedReply(actorId, commandId) {
+      const applied = await store.getAppliedReply(actorId, commandId);
+      return applied === null ? undefined : applied.reply;
+    },
+    commit(write: ActorCommit): Promise<CommitResult> {
+      return store.commit({
+        actorKey: write.actorId,
+        expectedVersion: write.expectedVersion,
+        newVersion: write.newVersion,
+        state: write.state as JsonObject,
+        fence: { ...write.fence },
+        appliedCommands: write.appliedCommands.map((item) => ({ ...item })),
+        outbox: write.outbox.map((row) => ({ ...row })),
+        readModels: write.readModels.map((model) => ({ collection: model.collection, id: model.id, doc: model.doc })),
+      });
+    },
+    raiseFence: (shard, token) => store.raiseFence(shard, token),
+    async listTimers(shard) {
+      const timers: Array<{ actorId: string; dueAtMs: number }> = [];
+      for (let offset = 0; ; offset += 1_000) {
+        const page = await store.list(timersCollection, { where: { shard }, orderBy: 'dueAtMs', direction: 'asc', offset, limit: 1_000 });
+        for (const item of page.items) timers.push({ actorId: item.id, dueAtMs: Number(item.doc.dueAtMs) });
+        if (page.items.length < 1_000 || offset + 1_000 >= 100_000) break;
+      }
+      return timers;
+    },
+    async pendingCommandRows(limit) {
+      const rows = await store.outboxPending(outboxTopicCommands, limit);
+      return rows.map((row): OutboxRowWrite => ({ id: row.id, topic: row.topic, payload: row.payload as JsonValue }));
+    },
+    markOutboxDone: (ids) => store.outboxMarkDone(ids),
+  };
+}

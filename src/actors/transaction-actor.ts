@@ -1,0 +1,387 @@
+// The transaction actor: one per transaction id. It runs the acceptance saga (reserve in every
+// limit counter the transaction falls in, then create; or release what was reserved and reject),
+// then applies the pure transaction state machine to every later fact (deposit, payout, expiry,
+// refund), turning its events into webhooks, payout/refund/delivery effects and counter updates,
+// all written in the same durable step as the new state.
+import {
+  acceptanceCounterKeys,
+  checkPerTransaction,
+  checkPrecedence,
+  describeAcceptanceRejection,
+  type AcceptanceCheck,
+  type AcceptanceCounterKeys,
+  type AcceptanceRejection,
+  type LimitsConfig,
+} from '../domain/limits.ts';
+import { compare, type Decimal } from '../domain/money.ts';
+import type { Quote } from '../domain/quote.ts';
+import {
+  decide,
+  evolve,
+  limitEffectFor,
+  webhooksFor,
+  type TransactionCommand,
+  type TransactionEvent,
+  type TransactionState,
+} from '../domain/transaction.ts';
+import { transactionReference } from '../domain/reference.ts';
+import { counterActorType, counterCommand, reservationResultKind, type CounterWindow, type ReservationResultPayload } from './counter-actor.ts';
+import type { ActorBehavior, CommandToSend, JsonValue, OutboxMessage, Outcome, ReadModelWrite, ReplyTarget } from './envelope.ts';
+import { timerCommandKind } from './envelope.ts';
+import { fromJsonValue, toJsonValue } from './state-codec.ts';
+
+export const transactionActorType = 'transaction';
+export const transactionsCollection = 'transactions';
+export const outboxTopicWebhooks = 'webhooks';
+export const outboxTopicPayouts = 'payouts';
+export const outboxTopicRefunds = 'refunds';
+export const outboxTopicDeliveries = 'deliveries';
+
+/** What the edge sends to accept a quote (it has checked auth, scoping, shapes and the account). */
+export interface AcceptPayload {
+  readonly partnerId: string;
+  readonly userId: string;
+  readonly quote: Quote;
+  readonly accountNumber: string | null;
+  readonly qrCode: string | null;
+  readonly taxId: string | null;
+  readonly externalId: string | null;
+  readonly kycEnabled: boolean;
+  readonly kycApproved: boolean;
+  readonly kybApproved: boolean;
+  /** The method's latest known liquidity in its currency; null when unknown (no check). */
+  readonly liquidity: Decimal | null;
+  readonly railAvailable: boolean;
+  /** The deposit (or charge) instructions fixed for this transaction; returned on acceptance. */
+  readonly paymentContext: JsonValue;
+}
+
+interface Reserving {
+  readonly phase: 'reserving';
+  readonly accept: AcceptPayload;
+  readonly keys: AcceptanceCounterKeys;
+  readonly windows: readonly CounterWindow[];
+  readonly results: Readonly<Partial<Record<CounterWindow, ReservationResultPayload['outcome']>>>;
+  readonly waiting: readonly ReplyTarget[];
+  readonly startedAtMs: number;
+}
+
+interface Rejected {
+  readonly phase: 'rejected';
+  readonly reply: JsonValue;
+}
+
+interface Live {
+  readonly phase: 'live';
+  readonly tx: TransactionState;
+  readonly keys: AcceptanceCounterKeys;
+  readonly windows: readonly CounterWindow[];
+  readonly paymentContext: JsonValue;
+}
+
+export type TransactionActorState = Reserving | Rejected | Live;
+
+/** The acceptance reply: the edge maps it to HTTP once. */
+export type AcceptReply =
+  | {
+      readonly ok: true;
+      readonly kycRequired: false;
+      readonly id: string;
+      readonly transactionReference: string;
+      readonly paymentContext: JsonValue;
+    }
+  | { readonly ok: true; readonly kycRequired: true }
+  | {
+      readonly ok: false;
+      readonly code: string;
+      readonly httpStatus: number;
+      readonly reason: string;
+      readonly retryable: boolean;
+    };
+
+export interface TransactionActorDeps {
+  limits(): LimitsConfig;
+}
+
+/** The stablecoin leg of a transaction, which the KYC volume and the KYB cap count (1:1 USD). */
+export function stablecoinAmount(quote: Quote): Decimal {
+  return quote.direction === 'payout' ? quote.sourceAmount : quote.targetAmount;
+}
+
+/** The amount moved on the fiat rail, which the method caps count. */
+export function railAmount(quote: Quote): Decimal {
+  return quote.direction === 'payout' ? quote.targetAmount : quote.sourceAmount;
+}
+
+function rejectionReply(rejection: AcceptanceRejection): AcceptReply {
+  const described = describeAcceptanceRejection(rejection);
+  return { ok: false, code: described.code, httpStatus: described.httpStatus, reason: described.reason, retryable: described.retryable };
+}
+
+function acceptedReply(state: Live): AcceptReply {
+  return {
+    ok: true,
+    kycRequired: false,
+    id: state.tx.id,
+    transactionReference: transactionReference(state.tx.id),
+    paymentContext: state.paymentContext,
+  };
+}
+
+function reply(value: AcceptReply): JsonValue {
+  return value as unknown as JsonValue;
+}
+
+/** The read-model document behind GET /transaction/{id}, the list and ops lookups. */
+export function transactionDocument(tx: TransactionState): { [key: string]: JsonValue } {
+  return toJsonValue({
+    id: tx.id,
+    partnerId: tx.partnerId,
+    userId: tx.userId,
+    direction: tx.direction,
+    status: tx.status,
+    createdAtMs: tx.createdAtMs,
+    updatedAtMs: tx.updatedAtMs,
+    expiresAtMs: tx.expiresAtMs,
+    accountNumber: tx.accountNumber,
+    onChainId: tx.onChainId,
+    refundOnChainId: tx.refundOnChainId,
+    taxId: tx.taxId,
+    externalId: tx.externalId,
+    quote: tx.quote,
+  }) as { [key: string]: JsonValue };
+}
+
+function windowsFor(accept: AcceptPayload, keys: AcceptanceCounterKeys): CounterWindow[] {
+  const windows: CounterWindow[] = [];
+  if (keys.userDay !== null) windows.push('userDay');
+  if (keys.methodDay !== null) windows.push('methodDay');
+  windows.push('kycMonth');
+  if (!accept.kybApproved) windows.push('kyb');
+  return windows;
+}
+
+function counterKey(keys: AcceptanceCounterKeys, window: CounterWindow): string {
+  const key = window === 'userDay' ? keys.userDay : window === 'methodDay' ? keys.methodDay : window === 'kycMonth' ? keys.kycMonth : keys.kyb;
+  if (key === null) throw new Error(`no counter key for window ${window}`);
+  return key;
+}
+
+function toCounter(keys: AcceptanceCounterKeys, window: CounterWindow, command: Parameters<typeof counterCommand>[0]): CommandToSend {
+  return { actorType: counterActorType, actorKey: counterKey(keys, window), kind: command.kind, payload: counterCommand(command) };
+}
+
+/** Read-only checks, in the catalogue's order of precedence; the first failure answers. */
+function preChecks(accept: AcceptPayload, limits: LimitsConfig, nowMs: number): AcceptanceRejection | null {
+  const { quote } = accept;
+  if (nowMs >= quote.expiresAtMs) return { code: 'quote_expired' };
+  const perTransaction = checkPerTransaction(limits, quote.paymentMethod, railAmount(quote));
+  if (!perTransaction.ok) return perTransaction.rejection;
+  if (!accept.railAvailable) return { code: 'rail_unavailable', method: quote.paymentMethod };
+  if (quote.direction === 'payout' && accept.liquidity !== null && compare(accept.liquidity, quote.targetAmount) < 0) {
+    return { code: 'liquidity_insufficient' };
+  }
+  return null;
+}
+
+function startAcceptance(accept: AcceptPayload, command: { replyTo?: ReplyTarget }, nowMs: number, limits: LimitsConfig, transactionId: string): Outcome<TransactionActorState> {
+  const rejection = preChecks(accept, limits, nowMs);
+  if (rejection !== null) {
+    const answer = reply(rejectionReply(rejection));
+    return { state: { phase: 'rejected', reply: answer }, reply: answer };
+  }
+  const keys = acceptanceCounterKeys(limits, {
+    partnerId: accept.partnerId,
+    userId: accept.userId,
+    method: accept.quote.paymentMethod,
+    nowMs,
+  });
+  const windows = windowsFor(accept, keys);
+  const send = windows.map((window) =>
+    toCounter(keys, window, {
+      kind: 'reserve',
+      window,
+      transactionId,
+      amount: window === 'kycMonth' || window === 'kyb' ? stablecoinAmount(accept.quote) : railAmount(accept.quote),
+      method: accept.quote.paymentMethod,
+      standing: { kycEnabled: accept.kycEnabled, kycApproved: accept.kycApproved },
+      kybApproved: accept.kybApproved,
+    }),
+  );
+  return {
+    state: {
+      phase: 'reserving',
+      accept,
+      keys,
+      windows,
+      results: {},
+      waiting: command.replyTo ? [command.replyTo] : [],
+      startedAtMs: nowMs,
+    },
+    send,
+  };
+}
+
+const windowCheck: Readonly<Record<CounterWindow, AcceptanceCheck>> = {
+  kyb: 'kyb_cap',
+  kycMonth: 'kyc_required',
+  userDay: 'user_daily_count_cap',
+  methodDay: 'method_daily_cap',
+};
+
+/** All counters answered: create the transaction, or release what was reserved and reject. */
+function finishAcceptance(state: Reserving, transactionId: string, nowMs: number): Outcome<TransactionActorState> {
+  const failures = state.windows
+    .map((window) => ({ window, outcome: state.results[window] }))
+    .filter((item) => item.outcome !== undefined && !item.outcome.ok)
+    .sort((a, b) => {
+      const rank = (item: typeof a): number =>
+        item.outcome !== undefined && !item.outcome.ok && 'rejection' in item.outcome
+          ? checkPrecedence(item.outcome.rejection.code)
+          : checkPrecedence(windowCheck[item.window]);
+      return rank(a) - rank(b);
+    });
+  const releaseAll = (): CommandToSend[] =>
+    state.windows.map((window) => toCounter(state.keys, window, { kind: 'release', transactionId }));
+  const first = failures[0];
+  const answerAll = (answer: JsonValue) => state.waiting.map((to) => ({ to, payload: answer }));
+  if (first !== undefined && first.outcome !== undefined && !first.outcome.ok) {
+    const answer = 'rejection' in first.outcome ? reply(rejectionReply(first.outcome.rejection)) : reply({ ok: true, kycRequired: true });
+    return { state: { phase: 'rejected', reply: answer }, replies: answerAll(answer), send: releaseAll() };
+  }
+  const { accept } = state;
+  const created = applyDomain(null, {
+    kind: 'Create',
+    transactionId,
+    partnerId: accept.partnerId,
+    userId: accept.userId,
+    quote: accept.quote,
+    accountNumber: accept.accountNumber,
+    qrCode: accept.qrCode,
+    taxId: accept.taxId,
+    externalId: accept.externalId,
+  }, nowMs);
+  if (!created.ok) {
+    const answer = reply(
+      created.rejection.code === 'quote_expired'
+        ? rejectionReply({ code: 'quote_expired' })
+        : { ok: false, code: 'invalid_request', httpStatus: 400, reason: `The transaction could not be created (${created.rejection.code})`, retryable: false },
+    );
+    return { state: { phase: 'rejected', reply: answer }, replies: answerAll(answer), send: releaseAll() };
+  }
+  const live: Live = { phase: 'live', tx: created.state, keys: state.keys, windows: state.windows, paymentContext: accept.paymentContext };
+  return { ...effectsOf(null, live, created.events), state: live, replies: answerAll(reply(acceptedReply(live))) };
+}
+
+function applyDomain(
+  state: TransactionState | null,
+  command: TransactionCommand,
+  nowMs: number,
+): { ok: true; state: TransactionState; events: readonly TransactionEvent[] } | { ok: false; rejection: { code: string } } {
+  const decision = decide(state, command, { nowMs });
+  if (!decision.ok) return { ok: false, rejection: decision.rejection };
+  let next = state;
+  for (const event of decision.events) next = evolve(next, event);
+  if (next === null) throw new Error('a decision without events on a missing transaction');
+  return { ok: true, state: next, events: decision.events };
+}
+
+/**
+ * Webhooks, payout/refund/delivery requests, counter updates and the read model for `events`,
+ * applied from `before` (null for a new transaction). Webhook data is the state right after each
+ * event, so several events in one decision yield webhooks of their own moments, in order.
+ */
+function effectsOf(
+  before: TransactionState | null,
+  live: Live,
+  events: readonly TransactionEvent[],
+): { outbox: OutboxMessage[]; send: CommandToSend[]; readModels: ReadModelWrite[] } {
+  const outbox: OutboxMessage[] = [];
+  const send: CommandToSend[] = [];
+  const tx = live.tx;
+  const toCounters = (command: (window: CounterWindow) => Parameters<typeof counterCommand>[0]): void => {
+    for (const window of live.windows) send.push(toCounter(live.keys, window, command(window)));
+  };
+  let current = before;
+  for (const event of events) {
+    current = evolve(current, event);
+    for (const webhook of webhooksFor(event, current)) {
+      outbox.push({ topic: outboxTopicWebhooks, partitionKey: tx.id, payload: toJsonValue({ partnerId: tx.partnerId, ...webhook }) });
+    }
+    const effect = limitEffectFor(event);
+    if (effect === 'release') toCounters(() => ({ kind: 'release', transactionId: tx.id }));
+    if (effect === 'keep') {
+      toCounters((window) => ({
+        kind: 'commit',
+        transactionId: tx.id,
+        amount: window === 'kycMonth' || window === 'kyb' ? stablecoinAmount(tx.quote) : railAmount(tx.quote),
+      }));
+    }
+    const common = { transactionId: tx.id, partnerId: tx.partnerId, direction: tx.direction };
+    if (event.type === 'PayoutRequested') outbox.push({ topic: outboxTopicPayouts, partitionKey: tx.id, payload: toJsonValue({ ...common, ...event }) });
+    if (event.type === 'RefundRequested') outbox.push({ topic: outboxTopicRefunds, partitionKey: tx.id, payload: toJsonValue({ ...common, ...event }) });
+    if (event.type === 'DeliveryRequested') outbox.push({ topic: outboxTopicDeliveries, partitionKey: tx.id, payload: toJsonValue({ ...common, ...event }) });
+  }
+  return { outbox, send, readModels: [{ collection: transactionsCollection, id: tx.id, doc: transactionDocument(tx) }] };
+}
+
+const domainCommandKinds = new Set([
+  'DepositDetected',
+  'PixPaymentReceived',
+  'PayoutSucceeded',
+  'PayoutFailed',
+  'CryptoDelivered',
+  'CryptoDeliveryFailed',
+  'RefundSettled',
+]);
+
+export type DomainReply = { readonly ok: true; readonly status: string } | { readonly ok: false; readonly code: string };
+
+function handleLive(state: Live, kind: string, payload: JsonValue, nowMs: number): Outcome<TransactionActorState> {
+  if (kind === timerCommandKind && state.tx.status !== 'AWAITING_PAYMENT') return {};
+  const command: TransactionCommand = kind === timerCommandKind ? { kind: 'Expire' } : fromJsonValue<TransactionCommand>(payload);
+  if (command.kind !== kind && kind !== timerCommandKind) return { reply: { ok: false, code: 'malformed_command' } };
+  const applied = applyDomain(state.tx, command, nowMs);
+  if (!applied.ok) return { reply: { ok: false, code: applied.rejection.code } };
+  const live: Live = { ...state, tx: applied.state };
+  return { ...effectsOf(state.tx, live, applied.events), state: live, reply: { ok: true, status: applied.state.status } };
+}
+
+export function transactionBehavior(deps: TransactionActorDeps): ActorBehavior<TransactionActorState> {
+  return {
+    type: transactionActorType,
+    encode: (state) => toJsonValue(state),
+    decode: (json) => fromJsonValue<TransactionActorState>(json),
+    timerAtMs: (state) => (state.phase === 'live' && state.tx.status === 'AWAITING_PAYMENT' ? state.tx.expiresAtMs : null),
+    handle(state, command, ctx) {
+      const transactionId = command.actorKey;
+      if (command.kind === 'accept') {
+        if (state === null) {
+          return startAcceptance(fromJsonValue<AcceptPayload>(command.payload), command, ctx.nowMs, deps.limits(), transactionId);
+        }
+        if (state.phase === 'reserving') {
+          return command.replyTo ? { state: { ...state, waiting: [...state.waiting, command.replyTo] } } : {};
+        }
+        return { reply: state.phase === 'rejected' ? state.reply : reply(acceptedReply(state)) };
+      }
+      if (command.kind === reservationResultKind) {
+        // Every counter answers exactly once per saga (commands dedupe by id), and the saga
+        // settles only when all have answered, so a result outside 'reserving' is a duplicate.
+        if (state === null || state.phase !== 'reserving') return {};
+        const result = fromJsonValue<ReservationResultPayload>(command.payload);
+        const results = { ...state.results, [result.window]: result.outcome };
+        const next: Reserving = { ...state, results };
+        if (state.windows.some((window) => results[window] === undefined)) return { state: next };
+        return finishAcceptance(next, transactionId, ctx.nowMs);
+      }
+      if (state === null || state.phase !== 'live') {
+        return { reply: { ok: false, code: 'not_found' } };
+      }
+      if (command.kind === timerCommandKind || domainCommandKinds.has(command.kind)) {
+        return handleLive(state, command.kind, command.payload, ctx.nowMs);
+      }
+      return { reply: { ok: false, code: 'unknown_command' } };
+    },
+  };
+}
+

@@ -1,0 +1,71 @@
+// The `shard` role: a shard worker running the actor runtime over the bus and the store.
+import type { Bus } from '../bus/bus.ts';
+import type { Leases } from '../bus/leases.ts';
+import type { ActorBehavior } from '../actors/envelope.ts';
+import { ActorRuntime } from '../actors/runtime.ts';
+import { ShardWorker } from '../actors/shard-worker.ts';
+import { runtimeStore } from '../actors/store-adapter.ts';
+import type { SnapshotStore } from '../store/store.ts';
+
+export const commandGroup = 'shard-workers';
+
+export interface ShardRoleOptions {
+  readonly bus: Bus;
+  readonly leases: Leases;
+  readonly store: SnapshotStore;
+  readonly behaviors: ReadonlyArray<ActorBehavior<unknown>>;
+  readonly workerId: string;
+  readonly keyPrefix: string;
+  readonly shardCount: number;
+  readonly clock: { nowMs(): number };
+  readonly leaseTtlMs?: number;
+  readonly readBlockMs?: number;
+  readonly log?: (level: 'info' | 'warn' | 'error', message: string, fields?: Record<string, unknown>) => void;
+}
+
+export interface ShardRole {
+  readonly worker: ShardWorker;
+  readonly runtime: ActorRuntime;
+  stop(): Promise<void>;
+}
+
+export async function startShardRole(options: ShardRoleOptions): Promise<ShardRole> {
+  const store = runtimeStore(options.store);
+  let worker: ShardWorker | null = null;
+  const runtime = new ActorRuntime({
+    bus: options.bus,
+    store,
+    behaviors: options.behaviors,
+    keyPrefix: options.keyPrefix,
+    shardCount: options.shardCount,
+    group: commandGroup,
+    consumer: options.workerId,
+    clock: options.clock,
+    fenceToken: (shard) => worker?.fenceToken(shard) ?? null,
+    onOutbox: (rows) => {
+      worker?.relayCommands(rows).catch((error: unknown) => {
+        // The rows stay in the outbox; the worker's periodic sweep relays them.
+        options.log?.('warn', 'command relay failed; the outbox sweep will retry', { error: String(error) });
+      });
+    },
+    onTimer: (actorId, dueAtMs) => worker?.scheduleTimer(actorId, dueAtMs),
+    ...(options.log ? { log: options.log } : {}),
+  });
+  worker = new ShardWorker({
+    bus: options.bus,
+    leases: options.leases,
+    store,
+    runtime,
+    workerId: options.workerId,
+    keyPrefix: options.keyPrefix,
+    shardCount: options.shardCount,
+    group: commandGroup,
+    clock: options.clock,
+    ...(options.leaseTtlMs !== undefined ? { leaseTtlMs: options.leaseTtlMs } : {}),
+    ...(options.readBlockMs !== undefined ? { readBlockMs: options.readBlockMs } : {}),
+    ...(options.log ? { log: options.log } : {}),
+  });
+  await worker.start();
+  const started = worker;
+  return { worker: started, runtime, stop: () => started.stop() };
+}

@@ -1,0 +1,124 @@
+// Caps hold exactly under concurrency because each counter is one actor applying one command at a
+// time: concurrent acceptances race through the real runtime (bus, shard worker, embedded store).
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { quoteFromDocument } from '../../src/actors/quote-actor.ts';
+import type { AcceptPayload, AcceptReply } from '../../src/actors/transaction-actor.ts';
+import { toJsonValue } from '../../src/actors/state-codec.ts';
+import { decimalFromString } from '../../src/domain/money.ts';
+import type { Quote } from '../../src/domain/quote.ts';
+import { methodDayCounterKey, methodDayKey, userDayCounterKey } from '../../src/domain/limits.ts';
+import { defaultLimitsConfig } from '../../src/config/limits.ts';
+import { startActorHarness, type ActorHarness, type BusKind } from '../support/actor-harness.ts';
+import { eventually } from '../support/eventually.ts';
+
+async function quoteBreb(harness: ActorHarness, partnerId: string, amountCop: number): Promise<Quote> {
+  const quoteId = randomUUID();
+  const reply = await harness.client.ask<{ ok: boolean }>('quote', quoteId, 'create', {
+    partnerId,
+    request: { kind: 'payout', amount: amountCop, cryptoCurrency: 'USDC', network: 'STELLAR', paymentMethod: 'BREB', targetCurrency: 'COP' },
+  });
+  assert.equal(reply.ok, true, JSON.stringify(reply));
+  const doc = await harness.store.get('quotes', quoteId);
+  assert.ok(doc, 'the quote is durable before its reply');
+  return quoteFromDocument(doc);
+}
+
+function accept(harness: ActorHarness, quote: Quote, userId: string): Promise<AcceptReply> {
+  const payload: AcceptPayload = {
+    partnerId: quote.partnerId,
+    userId,
+    quote,
+    accountNumber: '@recipient',
+    qrCode: null,
+    taxId: null,
+    externalId: null,
+    kycEnabled: false,
+    kycApproved: false,
+    kybApproved: true,
+    liquidity: null,
+    railAvailable: true,
+    paymentContext: { depositAddress: 'G-TEST' },
+  };
+  return harness.client.ask<AcceptReply>('transaction', randomUUID(), 'accept', toJsonValue(payload), { timeoutMs: 20_000 });
+}
+
+async function counterState(harness: ActorHarness, key: string): Promise<{ reservedCount: number; reservedAmount: string }> {
+  const snapshot = await harness.store.load(`counter/${key}`);
+  assert.ok(snapshot);
+  const state = snapshot.state as { reservedCount: number; reservedAmount: { decimal__: string } };
+  return { reservedCount: state.reservedCount, reservedAmount: state.reservedAmount.decimal__ };
+}
+
+for (const busKind of ['memory', 'redis'] as BusKind[]) {
+  describe(`exact caps under concurrency (${busKind} bus)`, () => {
+    let harness: ActorHarness;
+    before(async () => {
+      harness = await startActorHarness({ busKind, workers: 2 });
+    });
+    after(async () => {
+      await harness.stop();
+    });
+
+    test('50 concurrent BREB acceptances for one user: exactly 15 accepted (the per-user daily count)', async () => {
+      const partnerId = `p-${randomUUID()}`;
+      const quote = await quoteBreb(harness, partnerId, 10_000);
+      const replies = await Promise.all(Array.from({ length: 50 }, () => accept(harness, quote, 'user-1')));
+      const accepted = replies.filter((reply) => reply.ok && !reply.kycRequired);
+      const refused = replies.filter((reply) => !reply.ok);
+      assert.equal(accepted.length, 15);
+      assert.equal(refused.length, 35);
+      for (const reply of refused) {
+        assert.ok(!reply.ok);
+        assert.equal(reply.code, 'user_daily_count_cap');
+        assert.equal(reply.httpStatus, 400);
+      }
+      const nowMs = Date.now();
+      const key = userDayCounterKey(partnerId, 'user-1', 'BREB', methodDayKey(defaultLimitsConfig, 'BREB', nowMs));
+      // Refused acceptances released what they had reserved elsewhere; this counter holds 15.
+      assert.equal((await counterState(harness, key)).reservedCount, 15);
+    });
+
+    test('the per-method daily cap is reached exactly, from many users at once', async () => {
+      // Each partner run shares the method × day counter, so use a limits-wide fresh view: the
+      // counter may already hold earlier tests' reservations; measure what is left.
+      const nowMs = Date.now();
+      const methodKey = methodDayCounterKey('BREB', methodDayKey(defaultLimitsConfig, 'BREB', nowMs));
+      // Refused acceptances release their reservations asynchronously (commands between actors).
+      await eventually(async () => {
+        const usedBefore = (await counterState(harness, methodKey)).reservedAmount;
+        assert.equal(usedBefore, '150000.00', 'the 15 accepted transactions of the previous test (10,000 COP each)');
+      });
+      // 25,000,000 − 150,000 = 24,850,000: four users at 5,000,000 and one at 4,850,000 reach the
+      // cap exactly; ten more users race for it at the same time.
+      const partnerId = `p-${randomUUID()}`;
+      const full = await quoteBreb(harness, partnerId, 5_000_000);
+      const rest = await quoteBreb(harness, partnerId, 4_850_000);
+      const attempts = [
+        ...Array.from({ length: 12 }, (_, index) => accept(harness, full, `full-${index}`)),
+        accept(harness, rest, 'rest-0'),
+      ];
+      const replies = await Promise.all(attempts);
+      const acceptedFull = replies.slice(0, 12).filter((reply) => reply.ok).length;
+      const acceptedRest = replies[12]?.ok === true ? 1 : 0;
+      const expected = 150_000 + acceptedFull * 5_000_000 + acceptedRest * 4_850_000;
+      await eventually(async () => {
+        const usedAfter = (await counterState(harness, methodKey)).reservedAmount;
+        assert.equal(decimalFromString(usedAfter, 2).units, BigInt(expected) * 100n);
+      });
+      assert.ok(expected <= 25_000_000, 'never above the cap');
+      // Whatever the interleaving, the cap leaves no room for a 5,000,000 acceptance that was refused.
+      assert.ok(25_000_000 - expected < 5_000_000, `cap not reached: ${expected}`);
+      for (const reply of replies.filter((item) => !item.ok)) {
+        assert.ok(!reply.ok);
+        assert.equal(reply.code, 'method_daily_cap');
+      }
+      // The cap is reached exactly when the 4,850,000 one got in; then nothing more fits.
+      if (acceptedRest === 1) assert.equal(expected, 25_000_000);
+      const minimum = await quoteBreb(harness, partnerId, 10_000);
+      const late = await accept(harness, minimum, 'late-user');
+      assert.equal(late.ok, 25_000_000 - expected >= 10_000);
+    });
+  });
+}

@@ -1,0 +1,99 @@
+// Builds the actor system for integration tests: a bus (in-process or a private Redis), leases,
+// an embedded store in a temp directory, one or more shard workers, and an ActorClient with its
+// own reply stream. Everything is torn down by `stop()`.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import type { Bus } from '../../src/bus/bus.ts';
+import type { Leases } from '../../src/bus/leases.ts';
+import { MemoryBus } from '../../src/bus/memory-bus.ts';
+import { MemoryLeases } from '../../src/bus/memory-leases.ts';
+import { RedisBus } from '../../src/bus/redis-bus.ts';
+import { RedisLeases } from '../../src/bus/redis-leases.ts';
+import { Requester } from '../../src/bus/request-reply.ts';
+import { replyStreamKey } from '../../src/bus/shards.ts';
+import { ActorClient } from '../../src/actors/client.ts';
+import { runtimeReadModelIndexes } from '../../src/actors/store-adapter.ts';
+import { loadDefaultCorridors } from '../../src/config/corridors.ts';
+import { defaultLimitsConfig } from '../../src/config/limits.ts';
+import type { LimitsConfig } from '../../src/domain/limits.ts';
+import { LmdbStore } from '../../src/store/lmdb-store.ts';
+import { defaultReadModelIndexes, type SnapshotStore } from '../../src/store/store.ts';
+import { serviceBehaviors } from '../../src/service/behaviors.ts';
+import { startShardRole, type ShardRole } from '../../src/service/shard-role.ts';
+import { randomKeyPrefix, startRedis, type PrivateRedis } from './redis-server.ts';
+
+export type BusKind = 'memory' | 'redis';
+
+export interface ActorHarness {
+  readonly bus: Bus;
+  readonly leases: Leases;
+  readonly store: SnapshotStore;
+  readonly client: ActorClient;
+  readonly workers: ShardRole[];
+  readonly keyPrefix: string;
+  readonly shardCount: number;
+  stop(): Promise<void>;
+}
+
+export interface HarnessOptions {
+  readonly busKind: BusKind;
+  readonly shardCount?: number;
+  readonly workers?: number;
+  readonly limits?: LimitsConfig;
+}
+
+export async function startActorHarness(options: HarnessOptions): Promise<ActorHarness> {
+  const shardCount = options.shardCount ?? 8;
+  const keyPrefix = randomKeyPrefix();
+  let redis: PrivateRedis | null = null;
+  let bus: Bus;
+  let leases: Leases;
+  if (options.busKind === 'redis') {
+    redis = await startRedis();
+    bus = new RedisBus({ redis: redis.url });
+    leases = new RedisLeases({ redis: redis.url, keyPrefix });
+  } else {
+    bus = new MemoryBus();
+    leases = new MemoryLeases();
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'actors-'));
+  const store = new LmdbStore({ dir, readModelIndexes: [...defaultReadModelIndexes, ...runtimeReadModelIndexes] });
+  await store.init();
+  const corridors = loadDefaultCorridors();
+  const limits = options.limits ?? defaultLimitsConfig;
+  const behaviors = serviceBehaviors({
+    corridors: () => corridors,
+    rates: () => corridors.rates,
+    partnerFee: () => undefined,
+    limits: () => limits,
+  });
+  const clock = { nowMs: () => Date.now() };
+  const workers: ShardRole[] = [];
+  for (let index = 0; index < (options.workers ?? 1); index += 1) {
+    workers.push(
+      await startShardRole({ bus, leases, store, behaviors, workerId: `w${index}-${randomUUID()}`, keyPrefix, shardCount, clock, readBlockMs: 200, ...(process.env.HARNESS_LOG ? { log: (level: string, message: string, fields?: Record<string, unknown>) => console.error(level, message, fields) } : {}) }),
+    );
+  }
+  const requester = await Requester.start({ bus, replyStream: replyStreamKey(keyPrefix, `test-${randomUUID()}`), blockMs: 200 });
+  const client = new ActorClient({ bus, requester, keyPrefix, shardCount, nowMs: clock.nowMs });
+  return {
+    bus,
+    leases,
+    store,
+    client,
+    workers,
+    keyPrefix,
+    shardCount,
+    async stop() {
+      await requester.close();
+      for (const worker of workers) await worker.stop();
+      await bus.close();
+      await leases.close();
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+      await redis?.stop();
+    },
+  };
+}
