@@ -85,3 +85,6 @@ export interface ActorBehavior<State> {
 
 /** The kind of the command the runtime sends when an actor's timer is due. */
 export const timerCommandKind = 'timer';
+
+/** Log levels the runtime uses; the composition root maps them to its logger. */
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';

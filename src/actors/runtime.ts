@@ -20,6 +20,7 @@ import {
   type ActorBehavior,
   type CommandEnvelope,
   type JsonValue,
+  type LogLevel,
   type OutboxMessage,
   type ReadModelWrite,
   type ReplyTarget,
@@ -45,7 +46,7 @@ export interface RuntimeOptions {
   readonly batchSizeMax?: number;
   readonly actorsInMemoryMax?: number;
   readonly streamLengthMax?: number;
-  readonly log?: (level: 'info' | 'warn' | 'error', message: string, fields?: Record<string, unknown>) => void;
+  readonly log?: (level: LogLevel, message: string, fields?: Record<string, unknown>) => void;
   /** Called after each durable batch with the outbox rows written (the in-process fast path). */
   readonly onOutbox?: (rows: readonly OutboxRowWrite[]) => void;
   /** Called after a durable write that set or cleared an actor's timer. */
@@ -341,7 +342,7 @@ export class ActorRuntime {
     }
   }
 
-  private log(level: 'info' | 'warn' | 'error', message: string, fields?: Record<string, unknown>): void {
+  private log(level: LogLevel, message: string, fields?: Record<string, unknown>): void {
     this.options.log?.(level, message, fields);
   }
 }

@@ -10,7 +10,7 @@ import type { Leases } from '../bus/leases.ts';
 import { commandStreamKey, shardLeaseName, shardOfCommandStream } from '../bus/shards.ts';
 import type { OutboxRowWrite } from './actor-store.ts';
 import { decodeEnvelope } from './codec.ts';
-import type { CommandEnvelope } from './envelope.ts';
+import type { CommandEnvelope, LogLevel } from './envelope.ts';
 import { outboxTopicCommands, type ActorRuntime } from './runtime.ts';
 
 export interface WorkerStore {
@@ -36,7 +36,7 @@ export interface ShardWorkerOptions {
   readonly leaseRenewEveryMs?: number;
   readonly readBlockMs?: number;
   readonly clock: { nowMs(): number };
-  readonly log?: (level: 'info' | 'warn' | 'error', message: string, fields?: Record<string, unknown>) => void;
+  readonly log?: (level: LogLevel, message: string, fields?: Record<string, unknown>) => void;
 }
 
 const memberLeasePrefix = 'member:';
@@ -174,7 +174,7 @@ export class ShardWorker {
       await this.options.bus.ensureGroup(commandStreamKey(this.options.keyPrefix, shard), this.options.group);
       this.owned.set(shard, grant.token);
       this.needsRecovery.add(shard);
-      this.log('info', 'shard acquired', { shard, token: grant.token });
+      this.log('debug', 'shard acquired', { shard, token: grant.token });
       this.wakeAll();
     }
   }
@@ -189,7 +189,7 @@ export class ShardWorker {
         this.timers.delete(actorId);
       }
     }
-    this.log('info', 'shard released', { shard });
+    this.log('debug', 'shard released', { shard });
   }
 
   private shardOfActor(actorId: string): number | null {
@@ -268,7 +268,7 @@ export class ShardWorker {
     });
   }
 
-  private log(level: 'info' | 'warn' | 'error', message: string, fields?: Record<string, unknown>): void {
+  private log(level: LogLevel, message: string, fields?: Record<string, unknown>): void {
     this.options.log?.(level, message, { workerId: this.options.workerId, ...fields });
   }
 }

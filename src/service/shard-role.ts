@@ -1,7 +1,7 @@
 // The `shard` role: a shard worker running the actor runtime over the bus and the store.
 import type { Bus } from '../bus/bus.ts';
 import type { Leases } from '../bus/leases.ts';
-import type { ActorBehavior } from '../actors/envelope.ts';
+import type { ActorBehavior, LogLevel } from '../actors/envelope.ts';
 import { ActorRuntime } from '../actors/runtime.ts';
 import { ShardWorker } from '../actors/shard-worker.ts';
 import { runtimeStore } from '../actors/store-adapter.ts';
@@ -20,7 +20,7 @@ export interface ShardRoleOptions {
   readonly clock: { nowMs(): number };
   readonly leaseTtlMs?: number;
   readonly readBlockMs?: number;
-  readonly log?: (level: 'info' | 'warn' | 'error', message: string, fields?: Record<string, unknown>) => void;
+  readonly log?: (level: LogLevel, message: string, fields?: Record<string, unknown>) => void;
 }
 
 export interface ShardRole {

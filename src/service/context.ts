@@ -1,0 +1,154 @@
+// What every role is built from: configuration, the clock, the logger, the bus, leases, the store,
+// the partner directory and key ring. Built once per process by `createContext`.
+import { randomBytes, randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import { pino, type Logger } from 'pino';
+import type { Bus } from '../bus/bus.ts';
+import type { Leases } from '../bus/leases.ts';
+import { MemoryBus } from '../bus/memory-bus.ts';
+import { MemoryLeases } from '../bus/memory-leases.ts';
+import { RedisBus } from '../bus/redis-bus.ts';
+import { RedisLeases } from '../bus/redis-leases.ts';
+import { Requester } from '../bus/request-reply.ts';
+import { replyStreamKey } from '../bus/shards.ts';
+import { ActorClient } from '../actors/client.ts';
+import { runtimeReadModelIndexes } from '../actors/store-adapter.ts';
+import { loadCorridorsFile, loadDefaultCorridors } from '../config/corridors.ts';
+import type { EnvConfig } from '../config/env.ts';
+import { defaultLimitsConfig } from '../config/limits.ts';
+import { loadPartnersFile } from '../config/partners.ts';
+import type { CorridorConfig } from '../domain/corridors.ts';
+import type { FiatCurrency } from '../domain/assets.ts';
+import type { LimitsConfig } from '../domain/limits.ts';
+import type { Decimal } from '../domain/money.ts';
+import { createKeyRing, sha256Hex, type KeyRing } from '../edge/auth.ts';
+import { LmdbStore } from '../store/lmdb-store.ts';
+import { MongoStore } from '../store/mongo-store.ts';
+import { defaultReadModelIndexes, type ReadModelIndex, type SnapshotStore } from '../store/store.ts';
+import { PartnerDirectory, partnerFromConfig } from './partners.ts';
+import { join } from 'node:path';
+
+export const demoPartnerId = 'demo';
+
+/** Read-model indexes of every role (declared once, created at start). */
+export const serviceReadModelIndexes: ReadModelIndex[] = [...defaultReadModelIndexes, ...runtimeReadModelIndexes];
+
+export interface LiveConfig {
+  corridors(): CorridorConfig;
+  limits(): LimitsConfig;
+  rates(): Readonly<Partial<Record<FiatCurrency, Decimal>>>;
+  /** Sandbox/admin: replace the fixed rates. */
+  setRate(currency: FiatCurrency, rate: Decimal): void;
+}
+
+export interface ServiceContext {
+  readonly env: EnvConfig;
+  readonly processId: string;
+  readonly clock: { nowMs(): number };
+  readonly log: Logger;
+  readonly bus: Bus;
+  readonly leases: Leases;
+  readonly store: SnapshotStore;
+  readonly keyPrefix: string;
+  readonly shardCount: number;
+  readonly config: LiveConfig;
+  readonly partners: PartnerDirectory;
+  readonly keyRing: KeyRing;
+  /** Keys generated at start (not from the environment), to print once. Never logged elsewhere. */
+  readonly generatedKeys: { readonly demoApiKey?: string; readonly opsApiKey?: string };
+  /** An actor client with its own reply stream (one per role that asks actors). */
+  actorClient(name: string): Promise<ActorClient>;
+  close(): Promise<void>;
+}
+
+function liveConfig(corridors: CorridorConfig, limits: LimitsConfig): LiveConfig {
+  let rates = { ...corridors.rates };
+  return {
+    corridors: () => corridors,
+    limits: () => limits,
+    rates: () => rates,
+    setRate(currency, rate) {
+      rates = { ...rates, [currency]: rate };
+    },
+  };
+}
+
+export interface ContextOverrides {
+  readonly bus?: Bus;
+  readonly leases?: Leases;
+  readonly store?: SnapshotStore;
+  readonly log?: Logger;
+  readonly clock?: { nowMs(): number };
+}
+
+export async function createContext(env: EnvConfig, overrides: ContextOverrides = {}): Promise<ServiceContext> {
+  const processId = `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
+  const log = overrides.log ?? pino({ level: env.LOG_LEVEL, base: { role: env.ROLE, processId } });
+  const clock = overrides.clock ?? { nowMs: () => Date.now() };
+  const bus = overrides.bus ?? (env.REDIS_URL ? new RedisBus({ redis: env.REDIS_URL }) : new MemoryBus());
+  const leases =
+    overrides.leases ?? (env.REDIS_URL ? new RedisLeases({ redis: env.REDIS_URL, keyPrefix: env.KEY_PREFIX }) : new MemoryLeases());
+  const store =
+    overrides.store ??
+    (env.MONGODB_URL
+      ? new MongoStore({ url: env.MONGODB_URL, dbName: env.MONGODB_DB, readModelIndexes: serviceReadModelIndexes })
+      : new LmdbStore({ dir: join(env.DATA_DIR, 'store'), readModelIndexes: serviceReadModelIndexes }));
+  await store.init();
+
+  const corridors = env.CORRIDORS_FILE ? loadCorridorsFile(env.CORRIDORS_FILE) : loadDefaultCorridors();
+  const keyRing = createKeyRing();
+  const partners = new PartnerDirectory(keyRing);
+  for (const partner of env.PARTNERS_FILE ? loadPartnersFile(env.PARTNERS_FILE) : []) partners.set(partnerFromConfig(partner));
+
+  const generatedKeys: { demoApiKey?: string; opsApiKey?: string } = {};
+  const opsKey = env.OPS_API_KEY ?? (generatedKeys.opsApiKey = `ops_${randomBytes(24).toString('hex')}`);
+  keyRing.setOpsKeys([sha256Hex(opsKey)]);
+  // The demo partner exists in sandbox mode (and when no partners file is given).
+  if (env.sandbox || !env.PARTNERS_FILE) {
+    const demoKey = env.DEMO_API_KEY ?? (generatedKeys.demoApiKey = `demo_${randomBytes(24).toString('hex')}`);
+    if (partners.get(demoPartnerId) === undefined) {
+      partners.set({
+        id: demoPartnerId,
+        name: 'Demo partner',
+        apiKeySha256: [sha256Hex(demoKey)],
+        kycEnabled: true,
+        kybApproved: true,
+        disabledUsers: new Set(),
+        webhook: null,
+        fees: undefined,
+      });
+    }
+  }
+
+  const requesters: Requester[] = [];
+  return {
+    env,
+    processId,
+    clock,
+    log,
+    bus,
+    leases,
+    store,
+    keyPrefix: env.KEY_PREFIX,
+    shardCount: env.SHARDS,
+    config: liveConfig(corridors, defaultLimitsConfig),
+    partners,
+    keyRing,
+    generatedKeys,
+    async actorClient(name) {
+      const requester = await Requester.start({
+        bus,
+        replyStream: replyStreamKey(env.KEY_PREFIX, `${name}-${processId}`),
+        onError: (error) => log.warn({ error: String(error) }, 'reply loop error'),
+      });
+      requesters.push(requester);
+      return new ActorClient({ bus, requester, keyPrefix: env.KEY_PREFIX, shardCount: env.SHARDS, nowMs: clock.nowMs });
+    },
+    async close() {
+      for (const requester of requesters) await requester.close();
+      await bus.close();
+      await leases.close();
+      await store.close();
+    },
+  };
+}

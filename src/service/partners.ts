@@ -1,0 +1,62 @@
+// The partner directory: who the partners are (from the partners file, plus the demo partner in
+// sandbox mode), their KYC/KYB standing, disabled users, webhook destination and fees. The key
+// ring used by the edge is kept in step with it. Admin changes go through `update`.
+import { feeFromText } from '../config/corridors.ts';
+import type { PartnerConfig } from '../config/partners.ts';
+import type { FeeConfig } from '../domain/corridors.ts';
+import type { KeyRing } from '../edge/auth.ts';
+
+export interface Partner {
+  readonly id: string;
+  readonly name: string;
+  readonly apiKeySha256: readonly string[];
+  readonly kycEnabled: boolean;
+  readonly kybApproved: boolean;
+  readonly disabledUsers: ReadonlySet<string>;
+  readonly webhook: { readonly url: string; readonly secret: string } | null;
+  readonly fees: FeeConfig | undefined;
+}
+
+export function partnerFromConfig(config: PartnerConfig): Partner {
+  return {
+    id: config.id,
+    name: config.name,
+    apiKeySha256: [...config.apiKeySha256],
+    kycEnabled: config.kycEnabled,
+    kybApproved: config.kybApproved,
+    disabledUsers: new Set(config.disabledUsers),
+    webhook: config.webhook ? { url: config.webhook.url, secret: config.webhook.secret } : null,
+    fees: config.fees ? feeFromText(config.fees) : undefined,
+  };
+}
+
+export class PartnerDirectory {
+  private readonly partners = new Map<string, Partner>();
+
+  constructor(private readonly keyRing: KeyRing) {}
+
+  set(partner: Partner): void {
+    this.partners.set(partner.id, partner);
+    this.keyRing.setPartnerKeys(partner.id, [...partner.apiKeySha256]);
+  }
+
+  get(partnerId: string): Partner | undefined {
+    return this.partners.get(partnerId);
+  }
+
+  all(): Partner[] {
+    return [...this.partners.values()];
+  }
+
+  isUserDisabled(partnerId: string, userId: string): boolean {
+    return this.partners.get(partnerId)?.disabledUsers.has(userId) ?? false;
+  }
+
+  update(partnerId: string, change: (partner: Partner) => Partner): Partner | undefined {
+    const current = this.partners.get(partnerId);
+    if (current === undefined) return undefined;
+    const next = change(current);
+    this.set(next);
+    return next;
+  }
+}

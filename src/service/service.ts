@@ -1,0 +1,69 @@
+// The composition root's body: builds the context and starts the roles this process runs.
+// `all` runs every role in one process (the default of `npm start`).
+import { randomUUID } from 'node:crypto';
+import type { EnvConfig, Role } from '../config/env.ts';
+import { serviceBehaviors } from './behaviors.ts';
+import { createContext, type ContextOverrides, type ServiceContext } from './context.ts';
+import { startEdgeRole } from './edge-role.ts';
+import { startShardRole } from './shard-role.ts';
+
+export interface RunningRole {
+  readonly name: Role;
+  stop(): Promise<void>;
+}
+
+export interface RunningService {
+  readonly ctx: ServiceContext;
+  /** The edge's bound port, when this process runs the edge. */
+  readonly port: number | null;
+  stop(): Promise<void>;
+}
+
+function runs(env: EnvConfig, role: Role): boolean {
+  return env.ROLE === 'all' || env.ROLE === role;
+}
+
+export async function startService(env: EnvConfig, overrides: ContextOverrides = {}): Promise<RunningService> {
+  const ctx = await createContext(env, overrides);
+  const roles: RunningRole[] = [];
+  let port: number | null = null;
+  try {
+    if (runs(env, 'shard')) {
+      const shard = await startShardRole({
+        bus: ctx.bus,
+        leases: ctx.leases,
+        store: ctx.store,
+        behaviors: serviceBehaviors({
+          corridors: () => ctx.config.corridors(),
+          rates: () => ctx.config.rates(),
+          limits: () => ctx.config.limits(),
+          partnerFee: (partnerId) => ctx.partners.get(partnerId)?.fees,
+        }),
+        workerId: `${ctx.processId}-${randomUUID().slice(0, 8)}`,
+        keyPrefix: ctx.keyPrefix,
+        shardCount: ctx.shardCount,
+        clock: ctx.clock,
+        log: (level, message, fields) => ctx.log[level](fields ?? {}, message),
+      });
+      roles.push({ name: 'shard', stop: () => shard.stop() });
+    }
+    if (runs(env, 'edge')) {
+      const edge = await startEdgeRole(ctx);
+      port = edge.port;
+      roles.push({ name: 'edge', stop: () => edge.stop() });
+    }
+  } catch (error) {
+    for (const role of roles.reverse()) await role.stop();
+    await ctx.close();
+    throw error;
+  }
+  return {
+    ctx,
+    port,
+    async stop() {
+      // Edge first (no new work), then the workers, then the shared connections.
+      for (const role of [...roles].reverse()) await role.stop();
+      await ctx.close();
+    },
+  };
+}
