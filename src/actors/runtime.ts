@@ -49,6 +49,11 @@ export interface RuntimeOptions {
   readonly log?: (level: LogLevel, message: string, fields?: Record<string, unknown>) => void;
   /** Called after each durable batch with the outbox rows written (the in-process fast path). */
   readonly onOutbox?: (rows: readonly OutboxRowWrite[]) => void;
+  /**
+   * Test-only fault injection: called right after a write is durable and before anything is
+   * replied or acknowledged — the window a crash test must hit to prove dedupe after takeover.
+   */
+  readonly afterCommit?: (actorId: string) => void;
   /** Called after a durable write that set or cleared an actor's timer. */
   readonly onTimer?: (actorId: string, dueAtMs: number | null) => void;
 }
@@ -288,6 +293,7 @@ export class ActorRuntime {
       this.actors.delete(id);
       return null;
     }
+    this.options.afterCommit?.(id);
     actor.state = state;
     actor.version = newVersion;
     actor.lastUsedMs = this.options.clock.nowMs();

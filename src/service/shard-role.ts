@@ -20,6 +20,8 @@ export interface ShardRoleOptions {
   readonly clock: { nowMs(): number };
   readonly leaseTtlMs?: number;
   readonly readBlockMs?: number;
+  /** Test-only fault injection (see RuntimeOptions.afterCommit). */
+  readonly afterCommit?: (actorId: string) => void;
   readonly log?: (level: LogLevel, message: string, fields?: Record<string, unknown>) => void;
 }
 
@@ -49,6 +51,7 @@ export async function startShardRole(options: ShardRoleOptions): Promise<ShardRo
       });
     },
     onTimer: (actorId, dueAtMs) => worker?.scheduleTimer(actorId, dueAtMs),
+    ...(options.afterCommit ? { afterCommit: options.afterCommit } : {}),
     ...(options.log ? { log: options.log } : {}),
   });
   worker = new ShardWorker({
