@@ -175,7 +175,10 @@ export class ActorRuntime {
 
   private async activate(id: string, behavior: ActorBehavior<unknown>): Promise<ActiveActor> {
     const cached = this.actors.get(id);
-    if (cached) return cached;
+    if (cached) {
+      cached.lastUsedMs = this.options.clock.nowMs();
+      return cached;
+    }
     const snapshot = await this.options.store.load(id);
     const actor: ActiveActor = {
       id,
@@ -337,6 +340,19 @@ export class ActorRuntime {
       payload: { dueAtMs },
       sentAtMs: this.options.clock.nowMs(),
     };
+  }
+
+  /** Idle passivation: actors unused for `idleMs` leave memory (their snapshots are the truth). */
+  passivateIdle(idleMs: number): number {
+    const cutoffMs = this.options.clock.nowMs() - idleMs;
+    let dropped = 0;
+    for (const [id, actor] of this.actors) {
+      if (actor.lastUsedMs < cutoffMs) {
+        this.actors.delete(id);
+        dropped += 1;
+      }
+    }
+    return dropped;
   }
 
   /** Passivation: least recently used actors leave memory; their snapshots stay durable. */

@@ -35,6 +35,8 @@ export interface ShardWorkerOptions {
   readonly leaseTtlMs?: number;
   readonly leaseRenewEveryMs?: number;
   readonly readBlockMs?: number;
+  /** Actors unused this long leave memory (default 10 minutes). */
+  readonly actorIdleMs?: number;
   readonly clock: { nowMs(): number };
   readonly log?: (level: LogLevel, message: string, fields?: Record<string, unknown>) => void;
 }
@@ -135,6 +137,7 @@ export class ShardWorker {
       try {
         await this.rebalance();
         await this.relayPendingCommands();
+        this.options.runtime.passivateIdle(this.options.actorIdleMs ?? 600_000);
       } catch (error) {
         this.log('error', 'lease round failed', { error: String(error) });
       }

@@ -34,7 +34,9 @@ export const transactionActorType = 'transaction';
 export const transactionsCollection = 'transactions';
 export const outboxTopicWebhooks = 'webhooks';
 export const outboxTopicPayouts = 'payouts';
-export const outboxTopicRefunds = 'refunds';
+/** Refunds by the rail the deposit came in on: PIX (payout role) and on-chain (watcher role). */
+export const outboxTopicRefundsPix = 'refunds.pix';
+export const outboxTopicRefundsChain = 'refunds.chain';
 export const outboxTopicDeliveries = 'deliveries';
 
 /** What the edge sends to accept a quote (it has checked auth, scoping, shapes and the account). */
@@ -319,7 +321,7 @@ function effectsOf(
     }
     const common = { transactionId: tx.id, partnerId: tx.partnerId, direction: tx.direction };
     if (event.type === 'PayoutRequested') outbox.push({ topic: outboxTopicPayouts, partitionKey: tx.id, payload: toJsonValue({ ...common, ...event }) });
-    if (event.type === 'RefundRequested') outbox.push({ topic: outboxTopicRefunds, partitionKey: tx.id, payload: toJsonValue({ ...common, ...event }) });
+    if (event.type === 'RefundRequested') outbox.push({ topic: event.deposit.rail === 'pix' ? outboxTopicRefundsPix : outboxTopicRefundsChain, partitionKey: tx.id, payload: toJsonValue({ ...common, ...event }) });
     if (event.type === 'DeliveryRequested') outbox.push({ topic: outboxTopicDeliveries, partitionKey: tx.id, payload: toJsonValue({ ...common, ...event }) });
   }
   return { outbox, send, readModels: [{ collection: transactionsCollection, id: tx.id, doc: transactionDocument(tx) }] };

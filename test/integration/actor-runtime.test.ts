@@ -1,0 +1,125 @@
+// The runtime's guarantees, one by one, with the in-process bus and the embedded store: a command
+// applied once however often it is delivered, idle actors passivated and reactivated from their
+// snapshot, timers fired through the stream, and a stale writer refused.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { MemoryBus } from '../../src/bus/memory-bus.ts';
+import { MemoryLeases } from '../../src/bus/memory-leases.ts';
+import { Requester } from '../../src/bus/request-reply.ts';
+import { replyStreamKey, shardOf } from '../../src/bus/shards.ts';
+import { ActorClient } from '../../src/actors/client.ts';
+import type { ActorBehavior } from '../../src/actors/envelope.ts';
+import { LmdbStore } from '../../src/store/lmdb-store.ts';
+import { serviceReadModelIndexes } from '../../src/service/context.ts';
+import { startShardRole, type ShardRole } from '../../src/service/shard-role.ts';
+import { tallyBehavior, type TallyState } from '../support/tally-actor.ts';
+import { eventually } from '../support/eventually.ts';
+
+interface AlarmState {
+  readonly dueAtMs: number;
+  readonly fired: number;
+}
+
+/** A timed actor: `arm` sets a due time; the runtime's timer command increments `fired`. */
+function alarmBehavior(): ActorBehavior<AlarmState> {
+  return {
+    type: 'alarm',
+    encode: (state) => ({ ...state }),
+    decode: (json) => json as unknown as AlarmState,
+    timerAtMs: (state) => (state.fired === 0 ? state.dueAtMs : null),
+    handle(state, command) {
+      if (command.kind === 'arm') return { state: { dueAtMs: (command.payload as { dueAtMs: number }).dueAtMs, fired: 0 }, reply: 'armed' };
+      if (command.kind === 'timer' && state !== null) return { state: { ...state, fired: state.fired + 1 } };
+      return { reply: 'ignored' };
+    },
+  };
+}
+
+let dir: string;
+let store: LmdbStore;
+let bus: MemoryBus;
+let role: ShardRole;
+let client: ActorClient;
+let requester: Requester;
+const keyPrefix = 'rt:';
+
+before(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'runtime-'));
+  store = new LmdbStore({ dir, readModelIndexes: serviceReadModelIndexes });
+  await store.init();
+  bus = new MemoryBus();
+  role = await startShardRole({
+    bus,
+    leases: new MemoryLeases(),
+    store,
+    behaviors: [tallyBehavior(), alarmBehavior()] as unknown as Array<ActorBehavior<unknown>>,
+    workerId: 'w1',
+    keyPrefix,
+    shardCount: 4,
+    clock: { nowMs: () => Date.now() },
+    readBlockMs: 100,
+  });
+  requester = await Requester.start({ bus, replyStream: replyStreamKey(keyPrefix, 'client'), blockMs: 100 });
+  client = new ActorClient({ bus, requester, keyPrefix, shardCount: 4, nowMs: () => Date.now() });
+});
+
+after(async () => {
+  await requester.close();
+  await role.stop();
+  await bus.close();
+  await store.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+test('the same command delivered three times is applied once and answered three times alike', async () => {
+  const commandId = randomUUID();
+  const replies = [];
+  for (let index = 0; index < 3; index += 1) replies.push(await client.ask('tally', 'dup', 'add', null, { commandId }));
+  assert.deepEqual(replies, [{ count: 1 }, { count: 1 }, { count: 1 }]);
+  const snapshot = await store.load('tally/dup');
+  assert.deepEqual((snapshot?.state as unknown as TallyState).commandIds, [commandId]);
+});
+
+test('an idle actor leaves memory and comes back from its snapshot with its state intact', async () => {
+  await client.ask('tally', 'idle', 'add', null);
+  await client.ask('tally', 'idle', 'add', null);
+  assert.ok(role.runtime.actorCount() > 0);
+  assert.ok(role.runtime.passivateIdle(-1) > 0, 'every actor is idle for a negative idle time');
+  assert.equal(role.runtime.actorCount(), 0);
+  assert.deepEqual(await client.ask('tally', 'idle', 'add', null), { count: 3 });
+});
+
+test("an actor's timer fires through the stream at its due time, once", async () => {
+  assert.equal(await client.ask('alarm', 'a1', 'arm', { dueAtMs: Date.now() + 200 }), 'armed');
+  await eventually(async () => {
+    const snapshot = await store.load('alarm/a1');
+    assert.equal((snapshot?.state as unknown as AlarmState).fired, 1);
+  }, 5_000);
+  const timers = await store.list('timers', { where: { shard: 0 }, orderBy: 'dueAtMs', limit: 10 });
+  assert.ok(timers.items.every((item) => item.id !== 'alarm/a1'), 'a fired timer is cleared');
+});
+
+test('a write under a stale fencing token is refused and leaves the actor unchanged', async () => {
+  await client.ask('tally', 'fenced', 'add', null);
+  const before = await store.load('tally/fenced');
+  assert.ok(before);
+  // A previous owner of the shard (token 0, below the current owner's) tries to write.
+  const shard = shardOf('tally/fenced', 4);
+  assert.ok((role.worker.fenceToken(shard) ?? 0) > 0);
+  const result = await store.commit({
+    actorKey: 'tally/fenced',
+    expectedVersion: before.version,
+    newVersion: before.version + 1,
+    state: { count: 99, commandIds: [] },
+    fence: { shard, token: 0 },
+    appliedCommands: [],
+    outbox: [],
+    readModels: [],
+  });
+  assert.equal(result, 'fenced');
+  assert.deepEqual((await store.load('tally/fenced'))?.state, before.state);
+});
