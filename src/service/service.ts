@@ -6,6 +6,8 @@ import { serviceBehaviors } from './behaviors.ts';
 import { createContext, type ContextOverrides, type ServiceContext } from './context.ts';
 import { startEdgeRole } from './edge-role.ts';
 import { startShardRole } from './shard-role.ts';
+import { applyPartnerOverrides, startPartnerRefresh } from './partner-overrides.ts';
+import { startAdminServer, type AdminCapabilities } from '../grpc/admin-server.ts';
 
 export interface RunningRole {
   readonly name: Role;
@@ -16,6 +18,8 @@ export interface RunningService {
   readonly ctx: ServiceContext;
   /** The edge's bound port, when this process runs the edge. */
   readonly port: number | null;
+  /** The admin gRPC service's bound port, when this process runs it. */
+  readonly adminPort: number | null;
   stop(): Promise<void>;
 }
 
@@ -27,7 +31,13 @@ export async function startService(env: EnvConfig, overrides: ContextOverrides =
   const ctx = await createContext(env, overrides);
   const roles: RunningRole[] = [];
   let port: number | null = null;
+  let adminPort: number | null = null;
+  const capabilities: AdminCapabilities = {};
   try {
+    // Admin changes (keys, disabled users) win over the partners file, in every process.
+    await applyPartnerOverrides(ctx);
+    const refresh = startPartnerRefresh(ctx);
+    roles.push({ name: 'all', stop: async () => refresh.stop() });
     if (runs(env, 'shard')) {
       const shard = await startShardRole({
         bus: ctx.bus,
@@ -52,6 +62,11 @@ export async function startService(env: EnvConfig, overrides: ContextOverrides =
       port = edge.port;
       roles.push({ name: 'edge', stop: () => edge.stop() });
     }
+    if (runs(env, 'admin')) {
+      const admin = await startAdminServer(ctx, capabilities);
+      adminPort = admin.port;
+      roles.push({ name: 'admin', stop: () => admin.stop() });
+    }
   } catch (error) {
     for (const role of roles.reverse()) await role.stop();
     await ctx.close();
@@ -60,6 +75,7 @@ export async function startService(env: EnvConfig, overrides: ContextOverrides =
   return {
     ctx,
     port,
+    adminPort,
     async stop() {
       // Edge first (no new work), then the workers, then the shared connections.
       for (const role of [...roles].reverse()) await role.stop();

@@ -1,0 +1,145 @@
+// `npm run admin -- <command> …`: the ops CLI over the admin gRPC service. Reads OPS_API_KEY and
+// ADMIN_ADDR (default 127.0.0.1:$GRPC_PORT or 127.0.0.1:50051) from the environment.
+import { createAdminClient } from './admin-client.ts';
+
+const usage = `usage: npm run admin -- <command> [arguments]
+  shards                                   shard ownership, fencing tokens, stream length, pending, lag
+  disable-user <partner> <user>            no transaction can be accepted for the user (403)
+  enable-user <partner> <user>
+  rotate-key <partner>                     a new API key (printed once); the old ones stop working
+  reconcile <chain> <hash> [transaction]   same as POST /ops/transactions/reconcile-hash
+  deliveries <partner> [state]             webhook deliveries (state: pending, delivered, failed)
+  redeliver <partner> <event id>           a fresh attempt budget for a failed delivery
+  destination <stage|test|activate|discard> <partner> [url]
+  rotate-secret <partner>                  stage a new webhook secret (printed once)
+  activate-secret <partner>                sign with the staged secret from now on
+  set-rate <COP|BRL> <rate>                sandbox: fiat units per USD stablecoin
+  sandbox-rail <BREB|PIX> [--liquidity N] [--latency MS] [--failure-rate R] [--outage on|off]`;
+
+/** Prints rows as an aligned text table. */
+export function table(rows: ReadonlyArray<Record<string, unknown>>, columns: readonly string[]): string {
+  const cells = rows.map((row) => columns.map((column) => String(row[column] ?? '')));
+  const widths = columns.map((column, index) => Math.max(column.length, ...cells.map((cell) => cell[index]?.length ?? 0)));
+  const line = (values: readonly string[]) => values.map((value, index) => value.padEnd(widths[index] ?? 0)).join('  ').trimEnd();
+  return [line(columns), line(widths.map((width) => '-'.repeat(width))), ...cells.map(line)].join('\n');
+}
+
+function option(args: string[], name: string): string | undefined {
+  const index = args.indexOf(name);
+  return index >= 0 ? args[index + 1] : undefined;
+}
+
+export async function runCli(argv: string[], env: NodeJS.ProcessEnv, print: (text: string) => void): Promise<number> {
+  const [command, ...args] = argv;
+  const opsKey = env.OPS_API_KEY;
+  if (command === undefined || command === 'help') {
+    print(usage);
+    return command === undefined ? 2 : 0;
+  }
+  if (!opsKey) {
+    print('OPS_API_KEY must be set');
+    return 2;
+  }
+  const address = env.ADMIN_ADDR ?? `127.0.0.1:${env.GRPC_PORT ?? '50051'}`;
+  const client = createAdminClient(address, opsKey);
+  const need = (count: number): void => {
+    if (args.length < count) throw new Error(usage);
+  };
+  try {
+    switch (command) {
+      case 'shards': {
+        const reply = await client.call('ListShards');
+        print(table(reply.shards as Array<Record<string, unknown>>, ['shard', 'owner', 'token', 'lease_remaining_ms', 'stream_length', 'pending', 'lag']));
+        print(`workers: ${(reply.workers as string[]).join(', ') || '(none)'}`);
+        return 0;
+      }
+      case 'disable-user':
+      case 'enable-user': {
+        need(2);
+        const reply = await client.call(command === 'disable-user' ? 'DisableUser' : 'EnableUser', { partner_id: args[0], user_id: args[1] });
+        print(String(reply.message));
+        return 0;
+      }
+      case 'rotate-key': {
+        need(1);
+        const reply = await client.call('RotateApiKey', { partner_id: args[0] });
+        print(`new API key for ${String(reply.partner_id)} (shown once): ${String(reply.api_key)}`);
+        return 0;
+      }
+      case 'reconcile': {
+        need(2);
+        const reply = await client.call('Reconcile', { blockchain: args[0], on_chain_tx: args[1], transaction_id: args[2] ?? '' });
+        print(table([reply], ['blockchain', 'on_chain_tx', 'result', 'transaction_id', 'transaction_status', 'reason']));
+        return 0;
+      }
+      case 'deliveries': {
+        need(1);
+        const reply = await client.call('ListDeliveries', { partner_id: args[0], state: args[1] ?? '', limit: 100 });
+        print(table(reply.deliveries as Array<Record<string, unknown>>, ['event_id', 'sequence', 'event', 'state', 'attempts', 'last_status', 'last_error', 'updated_at_ms']));
+        return 0;
+      }
+      case 'redeliver': {
+        need(2);
+        print(String((await client.call('Redeliver', { partner_id: args[0], event_id: args[1] })).message));
+        return 0;
+      }
+      case 'destination': {
+        need(2);
+        const methods: Record<string, string> = { stage: 'StageDestination', test: 'TestDestination', activate: 'ActivateDestination', discard: 'DiscardDestination' };
+        const method = methods[args[0] ?? ''];
+        if (method === undefined) throw new Error(usage);
+        const reply = await client.call(method, { partner_id: args[1], url: args[2] ?? '' });
+        print(table([reply], ['ok', 'message', 'live_url', 'draft_url']));
+        return reply.ok === true ? 0 : 1;
+      }
+      case 'rotate-secret': {
+        need(1);
+        const reply = await client.call('RotateWebhookSecret', { partner_id: args[0] });
+        print(`staged webhook secret for ${String(reply.partner_id)} (shown once): ${String(reply.secret)}`);
+        return 0;
+      }
+      case 'activate-secret': {
+        need(1);
+        const reply = await client.call('ActivateWebhookSecret', { partner_id: args[0] });
+        print(table([reply], ['ok', 'message', 'live_url']));
+        return reply.ok === true ? 0 : 1;
+      }
+      case 'set-rate': {
+        need(2);
+        print(String((await client.call('SetRate', { currency: args[0], rate: args[1] })).message));
+        return 0;
+      }
+      case 'sandbox-rail': {
+        need(1);
+        const reply = await client.call('SetSandboxRail', {
+          method: args[0],
+          liquidity: option(args, '--liquidity') ?? '',
+          latency_ms: Number(option(args, '--latency') ?? -1),
+          failure_rate: Number(option(args, '--failure-rate') ?? -1),
+          outage: option(args, '--outage') ?? '',
+        });
+        print(String(reply.message));
+        return 0;
+      }
+      default:
+        print(usage);
+        return 2;
+    }
+  } catch (error) {
+    const details = (error as { details?: string }).details;
+    print(`error: ${details ?? (error instanceof Error ? error.message : String(error))}`);
+    return 1;
+  } finally {
+    client.close();
+  }
+}
+
+if (process.argv[1]?.endsWith('admin-cli.ts')) {
+  runCli(process.argv.slice(2), process.env, (text) => process.stdout.write(`${text}\n`)).then(
+    (code) => process.exit(code),
+    (error: unknown) => {
+      process.stderr.write(`${String(error)}\n`);
+      process.exit(1);
+    },
+  );
+}

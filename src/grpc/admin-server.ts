@@ -1,0 +1,255 @@
+// The admin service (proto/admin.proto) for ops: shards and leases, end users, partner keys,
+// reconciliation, webhook deliveries and destinations, sandbox knobs. Every call carries the ops
+// key in metadata `x-ops-api-key`, checked in constant time; a missing or wrong key is
+// UNAUTHENTICATED. Capabilities that this process does not have answer UNAVAILABLE with a reason.
+import { randomBytes } from 'node:crypto';
+import {
+  Server,
+  ServerCredentials,
+  status as grpcStatus,
+  type sendUnaryData,
+  type ServerUnaryCall,
+  type ServiceDefinition,
+  type UntypedServiceImplementation,
+} from '@grpc/grpc-js';
+import { commandStreamKey, shardLeaseName } from '../bus/shards.ts';
+import { commandGroup } from '../service/shard-role.ts';
+import { isOneOf, fiatCurrencies, networks, paymentMethods } from '../domain/assets.ts';
+import { parseAmount, decimalFromExactString } from '../domain/money.ts';
+import { sha256Hex } from '../edge/auth.ts';
+import type { ServiceContext } from '../service/context.ts';
+import type { Reconciler } from '../service/ports.ts';
+import type { DeliveryLog, DestinationsApi, DestinationView } from '../webhooks/index.ts';
+import type { DestinationResult } from '../webhooks/destinations.ts';
+import type { SandboxRailControls } from '../rails/sandbox-rail.ts';
+import { persistPartner } from '../service/partner-overrides.ts';
+import { loadProto, lookup } from './proto.ts';
+
+export interface AdminCapabilities {
+  readonly reconciler?: Reconciler;
+  readonly webhooks?: { readonly deliveries: DeliveryLog; readonly destinations: DestinationsApi };
+  readonly sandboxRail?: SandboxRailControls;
+}
+
+/** A failure to report to the caller with a gRPC status (never a stack trace). */
+class AdminError extends Error {
+  constructor(
+    readonly code: grpcStatus,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+type Handler = (request: Record<string, unknown>) => Promise<Record<string, unknown>>;
+
+function field(request: Record<string, unknown>, name: string): string {
+  const value = request[name];
+  return typeof value === 'string' ? value.trim() : '';
+}
+
+function required(request: Record<string, unknown>, name: string): string {
+  const value = field(request, name);
+  if (value === '') throw new AdminError(grpcStatus.INVALID_ARGUMENT, `${name} is required`);
+  return value;
+}
+
+function unavailable(what: string): never {
+  throw new AdminError(grpcStatus.UNAVAILABLE, `${what} is not available in this process`);
+}
+
+export function adminHandlers(ctx: ServiceContext, capabilities: AdminCapabilities): Record<string, Handler> {
+  const partnerOf = (request: Record<string, unknown>) => {
+    const partnerId = required(request, 'partner_id');
+    const partner = ctx.partners.get(partnerId);
+    if (partner === undefined) throw new AdminError(grpcStatus.NOT_FOUND, `no partner ${partnerId}`);
+    return partner;
+  };
+  const destinationReply = (result: DestinationResult<{ destination: DestinationView }>) =>
+    result.ok
+      ? { ok: true, message: 'ok', live_url: result.destination.url ?? '', draft_url: result.destination.draft?.url ?? '' }
+      : { ok: false, message: result.reason, live_url: '', draft_url: '' };
+  const webhooks = () => capabilities.webhooks ?? unavailable('the webhooks service');
+  const setUserDisabled = async (request: Record<string, unknown>, disabled: boolean) => {
+    const partner = partnerOf(request);
+    const userId = required(request, 'user_id');
+    const users = new Set(partner.disabledUsers);
+    if (disabled) users.add(userId);
+    else users.delete(userId);
+    const next = ctx.partners.update(partner.id, (current) => ({ ...current, disabledUsers: users }));
+    if (next) await persistPartner(ctx, next);
+    return { ok: true, message: `user ${disabled ? 'disabled' : 'enabled'}` };
+  };
+
+  return {
+    async ListShards() {
+      const holders = await ctx.leases.listAll('shard:');
+      const byName = new Map(holders.map((holder) => [holder.name, holder]));
+      const shards = [];
+      for (let shard = 0; shard < ctx.shardCount; shard += 1) {
+        const holder = byName.get(shardLeaseName(shard));
+        const summary = await ctx.bus.summary(commandStreamKey(ctx.keyPrefix, shard));
+        const group = summary.groups.find((candidate) => candidate.group === commandGroup);
+        shards.push({
+          shard,
+          owner: holder?.owner ?? '',
+          token: String(holder?.token ?? 0),
+          lease_remaining_ms: String(holder?.remainingMs ?? 0),
+          stream_length: String(summary.length),
+          pending: String(group?.pending ?? 0),
+          lag: String(group?.lag ?? -1),
+        });
+      }
+      const workers = (await ctx.leases.listAll('member:')).map((holder) => holder.owner);
+      return { shards, workers };
+    },
+    DisableUser: (request) => setUserDisabled(request, true),
+    EnableUser: (request) => setUserDisabled(request, false),
+    async RotateApiKey(request) {
+      const partner = partnerOf(request);
+      const apiKey = `key_${randomBytes(24).toString('hex')}`;
+      // The old keys stop working at once: rotation is for a leaked key.
+      const next = ctx.partners.update(partner.id, (current) => ({ ...current, apiKeySha256: [sha256Hex(apiKey)] }));
+      if (next) await persistPartner(ctx, next);
+      return { partner_id: partner.id, api_key: apiKey };
+    },
+    async Reconcile(request) {
+      const reconciler = capabilities.reconciler ?? unavailable('reconciliation');
+      const blockchain = required(request, 'blockchain');
+      if (!isOneOf(networks, blockchain)) throw new AdminError(grpcStatus.INVALID_ARGUMENT, 'blockchain must be STELLAR, SOLANA or CELO');
+      const onChainTx = required(request, 'on_chain_tx');
+      const transactionId = field(request, 'transaction_id');
+      const result = await reconciler.reconcile({ blockchain, onChainTx, transactionId: transactionId === '' ? null : transactionId });
+      return {
+        blockchain,
+        on_chain_tx: onChainTx,
+        result: result.result,
+        transaction_id: result.transactionId ?? '',
+        transaction_status: result.transactionStatus ?? '',
+        reason: result.reason ?? '',
+      };
+    },
+    async ListDeliveries(request) {
+      const partner = partnerOf(request);
+      const state = field(request, 'state');
+      const limit = Math.min(Math.max(Number(request.limit ?? 50) || 50, 1), 500);
+      const page = await webhooks().deliveries.list(partner.id, {
+        limit,
+        ...(state !== '' ? { status: state as Parameters<DeliveryLog['list']>[1]['status'] & string } : {}),
+      });
+      return {
+        deliveries: page.deliveries.map((delivery) => {
+          const last = delivery.attempts[delivery.attempts.length - 1];
+          return {
+            event_id: delivery.eventId,
+            partner_id: partner.id,
+            sequence: String(delivery.sequence),
+            event: delivery.event,
+            state: delivery.status,
+            attempts: delivery.attempts.length,
+            last_status: last?.httpStatus ?? 0,
+            last_error: delivery.lastError ?? '',
+            updated_at_ms: String(delivery.finishedAtMs ?? last?.atMs ?? delivery.createdAtMs),
+          };
+        }),
+      };
+    },
+    async Redeliver(request) {
+      const partner = partnerOf(request);
+      const result = await webhooks().deliveries.redeliver(partner.id, required(request, 'event_id'), ctx.clock.nowMs());
+      return { ok: result.ok, message: result.ok ? 'redelivery scheduled' : result.reason };
+    },
+    StageDestination: async (request) => destinationReply(await webhooks().destinations.stageDraft(partnerOf(request).id, required(request, 'url'))),
+    TestDestination: async (request) => destinationReply(await webhooks().destinations.testDraft(partnerOf(request).id)),
+    ActivateDestination: async (request) => destinationReply(await webhooks().destinations.activateDraft(partnerOf(request).id)),
+    DiscardDestination: async (request) => destinationReply(await webhooks().destinations.discardDraft(partnerOf(request).id)),
+    ActivateWebhookSecret: async (request) => destinationReply(await webhooks().destinations.activateSecret(partnerOf(request).id)),
+    async RotateWebhookSecret(request) {
+      const partner = partnerOf(request);
+      const result = await webhooks().destinations.rotateSecret(partner.id);
+      if (!result.ok) throw new AdminError(grpcStatus.FAILED_PRECONDITION, result.reason);
+      return { partner_id: partner.id, secret: result.secret };
+    },
+    async SetRate(request) {
+      if (!ctx.env.sandbox) throw new AdminError(grpcStatus.FAILED_PRECONDITION, 'rates are set by the rates feed outside sandbox mode');
+      const currency = required(request, 'currency');
+      if (!isOneOf(fiatCurrencies, currency)) throw new AdminError(grpcStatus.INVALID_ARGUMENT, 'currency must be COP or BRL');
+      const text = required(request, 'rate');
+      const parsed = parseAmount(text, 8, { label: 'rate' });
+      if (!parsed.ok) throw new AdminError(grpcStatus.INVALID_ARGUMENT, parsed.error.reason);
+      ctx.config.setRate(currency, decimalFromExactString(text));
+      return { ok: true, message: `rate ${currency} = ${text}` };
+    },
+    async SetSandboxRail(request) {
+      if (!ctx.env.sandbox) throw new AdminError(grpcStatus.FAILED_PRECONDITION, 'sandbox mode only');
+      const rail = capabilities.sandboxRail ?? unavailable('the sandbox rail');
+      const method = required(request, 'method');
+      if (!isOneOf(paymentMethods, method)) throw new AdminError(grpcStatus.INVALID_ARGUMENT, 'method must be BREB or PIX');
+      const liquidity = field(request, 'liquidity');
+      if (liquidity !== '') {
+        const parsed = parseAmount(liquidity, 2, { label: 'liquidity', allowZero: true });
+        if (!parsed.ok) throw new AdminError(grpcStatus.INVALID_ARGUMENT, parsed.error.reason);
+        await rail.setLiquidity(method, parsed.value);
+      }
+      const latencyMs = Number(request.latency_ms ?? -1);
+      if (latencyMs >= 0) await rail.setLatency(latencyMs);
+      const failureRate = Number(request.failure_rate ?? -1);
+      if (failureRate >= 0) {
+        if (failureRate > 1) throw new AdminError(grpcStatus.INVALID_ARGUMENT, 'failure_rate must be within 0..1');
+        await rail.setFailureRate(failureRate);
+      }
+      const outage = field(request, 'outage');
+      if (outage === 'on' || outage === 'off') await rail.setOutage(method, outage === 'on');
+      return { ok: true, message: 'sandbox rail updated' };
+    },
+  };
+}
+
+function wrap(ctx: ServiceContext, name: string, handler: Handler) {
+  return (call: ServerUnaryCall<Record<string, unknown>, Record<string, unknown>>, callback: sendUnaryData<Record<string, unknown>>): void => {
+    const presented = call.metadata.get('x-ops-api-key')[0];
+    if (typeof presented !== 'string' || !ctx.keyRing.isOpsKey(presented)) {
+      callback({ code: grpcStatus.UNAUTHENTICATED, details: 'a valid x-ops-api-key is required' });
+      return;
+    }
+    handler(call.request).then(
+      (reply) => callback(null, reply),
+      (error: unknown) => {
+        if (error instanceof AdminError) {
+          callback({ code: error.code, details: error.message });
+          return;
+        }
+        ctx.log.error({ method: name, error: String(error) }, 'admin call failed');
+        callback({ code: grpcStatus.INTERNAL, details: 'internal error' });
+      },
+    );
+  };
+}
+
+export interface RunningAdmin {
+  readonly port: number;
+  stop(): Promise<void>;
+}
+
+export async function startAdminServer(ctx: ServiceContext, capabilities: AdminCapabilities, port = ctx.env.GRPC_PORT): Promise<RunningAdmin> {
+  const service = (lookup(loadProto('admin.proto'), 'payments.admin.v1.Admin') as { service: ServiceDefinition }).service;
+  const handlers = adminHandlers(ctx, capabilities);
+  const implementation: UntypedServiceImplementation = {};
+  for (const name of Object.keys(service)) {
+    const handler = handlers[name];
+    if (handler === undefined) throw new Error(`admin method ${name} has no handler`);
+    implementation[name] = wrap(ctx, name, handler);
+  }
+  const server = new Server({ 'grpc.max_receive_message_length': 64 * 1024 });
+  server.addService(service, implementation);
+  const bound = await new Promise<number>((resolve, reject) => {
+    server.bindAsync(`${ctx.env.HOST}:${port}`, ServerCredentials.createInsecure(), (error, boundPort) => (error ? reject(error) : resolve(boundPort)));
+  });
+  return {
+    port: bound,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        server.tryShutdown(() => resolve());
+      }),
+  };
+}

@@ -1,0 +1,91 @@
+// The admin gRPC service and its CLI, against a running service (every role in one process).
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { readEnv } from '../../src/config/env.ts';
+import { startService, type RunningService } from '../../src/service/service.ts';
+import { createAdminClient, type AdminClient } from '../../src/grpc/admin-client.ts';
+import { runCli } from '../../src/grpc/admin-cli.ts';
+import { partnerOverridesCollection } from '../../src/service/partner-overrides.ts';
+import { sha256Hex } from '../../src/edge/auth.ts';
+import { eventually } from '../support/eventually.ts';
+
+const opsKey = 'ops-key-for-the-admin-test-0123456789';
+const demoKey = 'demo-key-for-the-admin-test-0123456789';
+let dir: string;
+let service: RunningService;
+let admin: AdminClient;
+
+before(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'admin-'));
+  service = await startService(
+    readEnv({ PORT: '0', GRPC_PORT: '0', DATA_DIR: dir, LOG_LEVEL: 'silent', OPS_API_KEY: opsKey, DEMO_API_KEY: demoKey, SHARDS: '8' }),
+  );
+  assert.ok(service.adminPort);
+  admin = createAdminClient(`127.0.0.1:${service.adminPort}`, opsKey);
+});
+
+after(async () => {
+  admin.close();
+  await service.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+test('a call without the ops key, or with a partner key, is UNAUTHENTICATED', async () => {
+  const wrong = createAdminClient(`127.0.0.1:${service.adminPort}`, demoKey);
+  await assert.rejects(wrong.call('ListShards'), (error: { code?: number }) => error.code === 16);
+  wrong.close();
+});
+
+test('shard status: every shard has exactly one owner with a fencing token, and the worker is listed', async () => {
+  const reply = await eventually(async () => {
+    const shards = await admin.call('ListShards');
+    const rows = shards.shards as Array<{ shard: number; owner: string; token: string }>;
+    assert.equal(rows.length, 8);
+    assert.ok(rows.every((row) => row.owner !== '' && Number(row.token) > 0));
+    return shards;
+  });
+  assert.equal((reply.workers as string[]).length, 1);
+});
+
+test('disabling a user is stored (it survives a restart) and enabling restores it', async () => {
+  const reply = await admin.call('DisableUser', { partner_id: 'demo', user_id: 'u-1' });
+  assert.equal(reply.ok, true);
+  assert.equal(service.ctx.partners.isUserDisabled('demo', 'u-1'), true);
+  const stored = await service.ctx.store.get(partnerOverridesCollection, 'demo');
+  assert.deepEqual(stored?.disabledUsers, ['u-1']);
+  await admin.call('EnableUser', { partner_id: 'demo', user_id: 'u-1' });
+  assert.equal(service.ctx.partners.isUserDisabled('demo', 'u-1'), false);
+});
+
+test('an unknown partner is NOT_FOUND; a missing field is INVALID_ARGUMENT', async () => {
+  await assert.rejects(admin.call('DisableUser', { partner_id: 'nobody', user_id: 'u' }), (error: { code?: number }) => error.code === 5);
+  await assert.rejects(admin.call('DisableUser', { partner_id: 'demo' }), (error: { code?: number }) => error.code === 3);
+});
+
+test('rotating an API key: the new key authenticates, the old one no longer does', async () => {
+  const reply = await admin.call('RotateApiKey', { partner_id: 'demo' });
+  const newKey = String(reply.api_key);
+  assert.equal(service.ctx.keyRing.findPartner(newKey), 'demo');
+  assert.equal(service.ctx.keyRing.findPartner(demoKey), null);
+  assert.deepEqual(service.ctx.partners.get('demo')?.apiKeySha256, [sha256Hex(newKey)]);
+});
+
+test('sandbox rates are set through the admin service; a bad rate is refused', async () => {
+  await admin.call('SetRate', { currency: 'COP', rate: '4100.25' });
+  assert.equal(service.ctx.config.rates().COP?.units, 410025n);
+  await assert.rejects(admin.call('SetRate', { currency: 'COP', rate: '-1' }), (error: { code?: number }) => error.code === 3);
+  await assert.rejects(admin.call('SetRate', { currency: 'ARS', rate: '1' }), (error: { code?: number }) => error.code === 3);
+});
+
+test('the CLI prints the shard table', async () => {
+  const lines: string[] = [];
+  const code = await runCli(['shards'], { OPS_API_KEY: opsKey, ADMIN_ADDR: `127.0.0.1:${service.adminPort}` }, (text) => lines.push(text));
+  assert.equal(code, 0);
+  assert.match(lines[0] ?? '', /^shard\s+owner\s+token/);
+  assert.equal(lines[0]?.split('\n').length, 8 + 2);
+  const missingKey = await runCli(['shards'], {}, (text) => lines.push(text));
+  assert.equal(missingKey, 2);
+});
