@@ -19,11 +19,44 @@ import { parseAmount, decimalFromExactString } from '../domain/money.ts';
 import { sha256Hex } from '../edge/auth.ts';
 import type { ServiceContext } from '../service/context.ts';
 import type { Reconciler } from '../service/ports.ts';
-import type { DeliveryLog, DestinationsApi, DestinationView } from '../webhooks/index.ts';
-import type { DestinationResult } from '../webhooks/destinations.ts';
-import type { SandboxRailControls } from '../rails/sandbox-rail.ts';
 import { persistPartner } from '../service/partner-overrides.ts';
 import { loadProto, lookup } from './proto.ts';
+
+// The admin service's view of the webhooks service and the sandbox rail: only what it calls, so
+// this module depends on their shapes, not on their modules.
+type DestinationResult<T> = ({ readonly ok: true } & T) | { readonly ok: false; readonly reason: string };
+interface DestinationView {
+  readonly url: string | null;
+  readonly draft: { readonly url: string } | null;
+}
+interface DeliveryRow {
+  readonly eventId: string;
+  readonly sequence: number;
+  readonly event: string;
+  readonly status: string;
+  readonly lastError: string | null;
+  readonly createdAtMs: number;
+  readonly finishedAtMs: number | null;
+  readonly attempts: ReadonlyArray<{ readonly atMs: number; readonly httpStatus: number | null }>;
+}
+export interface DeliveryLog {
+  list(partnerId: string, query: { readonly status?: never; readonly limit: number }): Promise<{ deliveries: DeliveryRow[] }>;
+  redeliver(partnerId: string, eventId: string, nowMs: number): Promise<{ readonly ok: true } | { readonly ok: false; readonly reason: string }>;
+}
+export interface DestinationsApi {
+  stageDraft(partnerId: string, url: string): Promise<DestinationResult<{ destination: DestinationView }>>;
+  testDraft(partnerId: string): Promise<DestinationResult<{ destination: DestinationView }>>;
+  activateDraft(partnerId: string): Promise<DestinationResult<{ destination: DestinationView }>>;
+  discardDraft(partnerId: string): Promise<DestinationResult<{ destination: DestinationView }>>;
+  rotateSecret(partnerId: string): Promise<DestinationResult<{ secret: string }>>;
+  activateSecret(partnerId: string): Promise<DestinationResult<{ destination: DestinationView }>>;
+}
+export interface SandboxRailControls {
+  setLatency(latencyMs: number): Promise<void>;
+  setFailureRate(rate: number): Promise<void>;
+  setLiquidity(method: 'BREB' | 'PIX', amount: import('../domain/money.ts').Decimal): Promise<void>;
+  setOutage(method: 'BREB' | 'PIX', down: boolean): Promise<void>;
+}
 
 export interface AdminCapabilities {
   readonly reconciler?: Reconciler;
@@ -135,7 +168,7 @@ export function adminHandlers(ctx: ServiceContext, capabilities: AdminCapabiliti
       const limit = Math.min(Math.max(Number(request.limit ?? 50) || 50, 1), 500);
       const page = await webhooks().deliveries.list(partner.id, {
         limit,
-        ...(state !== '' ? { status: state as Parameters<DeliveryLog['list']>[1]['status'] & string } : {}),
+        ...(state !== '' ? { status: state as never } : {}),
       });
       return {
         deliveries: page.deliveries.map((delivery) => {

@@ -59,10 +59,22 @@ export interface LiquidityReading {
 
 export interface Rail {
   payout(request: PayoutRequest): Promise<PayoutResult>;
+  /** The outcome so far of the payout with this key (never pays); null when the provider never saw it. */
+  payoutStatus(idempotencyKey: string): Promise<PayoutResult | null>;
   /** Liquidity available for payouts on `method`, in its currency. Throws when unreadable. */
   liquidity(method: PaymentMethod): Promise<LiquidityReading>;
   /** False while the provider reports an outage of `method`. */
   available(method: PaymentMethod): Promise<boolean>;
   createPixCharge(request: PixChargeRequest): Promise<PixCharge>;
   refundPixPayment(request: PixRefundRequest): Promise<PixRefundResult>;
+}
+
+/** The provider cannot be reached or reports an outage (calls without a 'retry' result throw it). */
+export class RailUnavailableError extends Error {
+  override readonly name = 'RailUnavailableError';
+}
+
+/** A caller broke the port's contract (a bug): bad amount, the same idempotency key with other content. */
+export class RailUsageError extends Error {
+  override readonly name = 'RailUsageError';
 }
