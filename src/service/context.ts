@@ -26,12 +26,13 @@ import { LmdbStore } from '../store/lmdb-store.ts';
 import { MongoStore } from '../store/mongo-store.ts';
 import { defaultReadModelIndexes, type ReadModelIndex, type SnapshotStore } from '../store/store.ts';
 import { PartnerDirectory, partnerFromConfig } from './partners.ts';
+import { webhookReadModelIndexes } from '../webhooks/records.ts';
 import { join } from 'node:path';
 
 export const demoPartnerId = 'demo';
 
 /** Read-model indexes of every role (declared once, created at start). */
-export const serviceReadModelIndexes: ReadModelIndex[] = [...defaultReadModelIndexes, ...runtimeReadModelIndexes];
+export const serviceReadModelIndexes: ReadModelIndex[] = [...defaultReadModelIndexes, ...runtimeReadModelIndexes, ...webhookReadModelIndexes];
 
 export interface LiveConfig {
   corridors(): CorridorConfig;

@@ -1,0 +1,429 @@
+// The webhook dispatcher: turns `webhooks` outbox rows into HTTP deliveries (docs/webhooks.md).
+//
+// One round (every `pollIntervalMs`, or sooner when woken):
+//   1. record  — read new outbox rows in commit order and give each event its per-partner sequence
+//                in the event log (event-log.ts), BEFORE any delivery;
+//   2. claim   — claim up to `claimBatchMax` rows (store claims: while a claim is live no other
+//                dispatcher gets the row; if this process dies the claim expires and another
+//                dispatcher takes the row: at-least-once);
+//   3. heads   — read the pending rows (claimed by anyone) in commit order up to the last row we
+//                hold, to learn each partition's oldest unfinished row;
+//   4. start   — an attempt starts only for a row that is the oldest unfinished row of its partition
+//                (so event N+1 of a transaction never starts before N is delivered or given up),
+//                whose next attempt is due, whose event is recorded, and whose claim still covers a
+//                whole attempt (claim left ≥ attemptTimeoutMs + claimMarginMs).
+// Waiting rows (backoff, or behind an earlier event of their partition) stay claimed but idle: they
+// cost no slot of `inFlightMax`, so other partitions go on. A row whose claim no longer covers an
+// attempt is released and re-claimed later with a fresh claim; the due time lives in the store.
+// After a delivered or given-up attempt the delivery record is written, then the row is marked done.
+import { performance } from 'node:perf_hooks';
+import type { OutboxRow, SnapshotStore } from '../store/store.ts';
+import { recordPartnerRows, type RowToRecord } from './event-log.ts';
+import { classify, nextStep, type AttemptResult, type DeliveryPolicy } from './policy.ts';
+import {
+  attemptLogMax,
+  deliveriesCollection,
+  deliveryBody,
+  deliveryFromDoc,
+  deliveryToDoc,
+  eventFromDoc,
+  eventsCollection,
+  parseRowPayload,
+  webhooksTopic,
+  type AttemptLogEntry,
+  type DeliveryRecord,
+  type WebhookRowPayload,
+} from './records.ts';
+import type { ResolvedDestination } from './destinations.ts';
+import { deliveryHeaders, eventIdOf } from './signing.ts';
+import { sendWebhook, type SendOutcome, type SendRequest, type TransportLimits } from './transport.ts';
+import type { UrlPolicyMode } from './url-policy.ts';
+
+export interface DispatcherLimits {
+  /** Claim length; must exceed attemptTimeoutMs + claimMarginMs. */
+  readonly leaseMs: number;
+  /** Slack for clock skew between dispatchers and for the work around an attempt. */
+  readonly claimMarginMs: number;
+  readonly pollIntervalMs: number;
+  /** Rows claimed per round. */
+  readonly claimBatchMax: number;
+  /** Rows held (claimed, waiting or in flight) by this dispatcher. */
+  readonly heldRowsMax: number;
+  /** Rows of one partition held at once (the per-partition queue). */
+  readonly heldPerPartitionMax: number;
+  /** Concurrent HTTP attempts. */
+  readonly inFlightMax: number;
+  /** Rows read per recording page, and pages per round. */
+  readonly recordPageRowsMax: number;
+  readonly recordPagesPerRoundMax: number;
+  /** Pending rows read per round to find partition heads. */
+  readonly headScanRowsMax: number;
+}
+
+export const defaultDispatcherLimits: DispatcherLimits = {
+  leaseMs: 60_000,
+  claimMarginMs: 5_000,
+  pollIntervalMs: 250,
+  claimBatchMax: 100,
+  heldRowsMax: 2_000,
+  heldPerPartitionMax: 32,
+  inFlightMax: 64,
+  recordPageRowsMax: 400,
+  recordPagesPerRoundMax: 5,
+  headScanRowsMax: 10_000,
+};
+
+export interface DispatcherLogger {
+  info(fields: Record<string, unknown>, message: string): void;
+  warn(fields: Record<string, unknown>, message: string): void;
+  error(fields: Record<string, unknown>, message: string): void;
+}
+
+export interface DispatcherDeps {
+  readonly store: SnapshotStore;
+  readonly clock: { nowMs(): number };
+  readonly log: DispatcherLogger;
+  readonly owner: string;
+  readonly mode: UrlPolicyMode;
+  readonly policy: DeliveryPolicy;
+  readonly transport: TransportLimits;
+  readonly limits: DispatcherLimits;
+  /** A draw in [0, 1) for the backoff jitter. */
+  readonly random: () => number;
+  readonly resolveDestination: (partnerId: string) => Promise<ResolvedDestination>;
+  /** The HTTP attempt; replaceable only to observe it (tests use a real receiver). */
+  readonly send?: (request: SendRequest, mode: UrlPolicyMode, limits: TransportLimits) => Promise<SendOutcome>;
+}
+
+interface Held {
+  readonly row: OutboxRow;
+  readonly payload: WebhookRowPayload;
+  readonly eventId: string;
+  readonly partition: string;
+  readonly claimExpiresAtMs: number;
+  /** Loaded lazily; null until the event is recorded. */
+  delivery: DeliveryRecord | null;
+  running: boolean;
+}
+
+const idsPerCallMax = 1_000;
+
+export class WebhookDispatcher {
+  private readonly held = new Map<string, Held>();
+  private readonly attempts = new Set<Promise<void>>();
+  private recordCursor = 0;
+  private roundRunning: Promise<void> | null = null;
+  private loop: Promise<void> | null = null;
+  private stopped = false;
+  private wakeUp: (() => void) | null = null;
+  private woken = false;
+
+  constructor(private readonly deps: DispatcherDeps) {
+    const { limits, transport } = deps;
+    if (limits.leaseMs <= transport.attemptTimeoutMs + limits.claimMarginMs) {
+      throw new RangeError('leaseMs must be greater than attemptTimeoutMs + claimMarginMs');
+    }
+  }
+
+  /** Starts the polling loop. */
+  start(): void {
+    if (this.loop !== null) return;
+    this.stopped = false;
+    this.loop = this.runLoop();
+  }
+
+  /** A hint that new rows may be waiting (e.g. right after a commit in the same process). */
+  wake(): void {
+    this.woken = true;
+    this.wakeUp?.();
+  }
+
+  /** Stops polling, lets attempts in flight finish (each is bounded by its timeout), releases held rows. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.wake();
+    await this.loop;
+    this.loop = null;
+    await this.roundRunning;
+    await this.idle();
+    const ids = [...this.held.keys()];
+    this.held.clear();
+    for (let index = 0; index < ids.length; index += idsPerCallMax) {
+      await this.deps.store.outboxRelease(ids.slice(index, index + idsPerCallMax), this.deps.owner);
+    }
+  }
+
+  /** Resolves when no attempt is in flight. */
+  async idle(): Promise<void> {
+    while (this.attempts.size > 0) await Promise.all([...this.attempts]);
+  }
+
+  heldCount(): number {
+    return this.held.size;
+  }
+
+  inFlightCount(): number {
+    return this.attempts.size;
+  }
+
+  /** One round (exposed so tests can drive the dispatcher step by step with a fake clock). */
+  async runRound(): Promise<void> {
+    if (this.roundRunning !== null) return this.roundRunning;
+    this.roundRunning = this.round().finally(() => {
+      this.roundRunning = null;
+    });
+    return this.roundRunning;
+  }
+
+  private async runLoop(): Promise<void> {
+    while (!this.stopped) {
+      try {
+        await this.runRound();
+      } catch (error) {
+        this.deps.log.error({ error: String(error) }, 'webhook dispatcher round failed');
+      }
+      if (this.stopped) break;
+      await this.sleep(this.deps.limits.pollIntervalMs);
+    }
+  }
+
+  private async sleep(ms: number): Promise<void> {
+    if (this.woken) {
+      this.woken = false;
+      return;
+    }
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done(): void {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.wakeUp = done;
+    });
+    this.wakeUp = null;
+    this.woken = false;
+  }
+
+  private async round(): Promise<void> {
+    await this.record();
+    if (this.stopped) return;
+    await this.claim();
+    await this.releaseShortClaims();
+    await this.startDue();
+  }
+
+  // ---- 1. record ----
+
+  private async record(): Promise<void> {
+    const { limits } = this.deps;
+    for (let page = 0; page < limits.recordPagesPerRoundMax; page += 1) {
+      const rows = await this.deps.store.outboxPending(webhooksTopic, limits.recordPageRowsMax, this.recordCursor);
+      const last = rows[rows.length - 1];
+      if (last === undefined) return;
+      const byPartner = new Map<string, RowToRecord[]>();
+      for (const row of rows) {
+        const payload = parseRowPayload(row.payload);
+        if (payload === null || payload.kind !== 'event') continue; // malformed rows are dropped at claim
+        const list = byPartner.get(payload.partnerId) ?? [];
+        list.push({ row, webhook: payload });
+        byPartner.set(payload.partnerId, list);
+      }
+      const nowMs = this.deps.clock.nowMs();
+      for (const [partnerId, list] of byPartner) await recordPartnerRows(this.deps.store, partnerId, list, nowMs);
+      this.recordCursor = last.seq;
+      if (rows.length < limits.recordPageRowsMax) return;
+    }
+  }
+
+  // ---- 2. claim ----
+
+  private async claim(): Promise<void> {
+    const { limits, store, owner } = this.deps;
+    const room = Math.min(limits.claimBatchMax, limits.heldRowsMax - this.held.size);
+    if (room <= 0) return;
+    const rows = await store.outboxClaim(webhooksTopic, owner, room, limits.leaseMs, this.deps.clock.nowMs());
+    const perPartition = new Map<string, number>();
+    for (const held of this.held.values()) perPartition.set(held.partition, (perPartition.get(held.partition) ?? 0) + 1);
+    const malformed: string[] = [];
+    const overflow: string[] = [];
+    for (const row of rows) {
+      const payload = parseRowPayload(row.payload);
+      if (payload === null) {
+        malformed.push(row.id);
+        continue;
+      }
+      const eventId = payload.kind === 'redelivery' ? payload.eventId : eventIdOf(row.id);
+      const partition = row.partitionKey ?? eventId;
+      const count = perPartition.get(partition) ?? 0;
+      if (count >= limits.heldPerPartitionMax) {
+        overflow.push(row.id);
+        continue;
+      }
+      perPartition.set(partition, count + 1);
+      this.held.set(row.id, { row, payload, eventId, partition, claimExpiresAtMs: row.claimExpiresAtMs, delivery: null, running: false });
+    }
+    if (malformed.length > 0) {
+      // A row we cannot read would block its partition forever; it is a bug upstream, so say so loudly.
+      this.deps.log.error({ count: malformed.length, rowIds: malformed.slice(0, 10) }, 'dropping malformed webhook outbox rows');
+      await store.outboxMarkDone(malformed);
+    }
+    if (overflow.length > 0) await store.outboxRelease(overflow, owner);
+  }
+
+  private async releaseShortClaims(): Promise<void> {
+    const nowMs = this.deps.clock.nowMs();
+    const needed = this.deps.transport.attemptTimeoutMs + this.deps.limits.claimMarginMs;
+    const release: string[] = [];
+    for (const [id, held] of this.held) {
+      if (!held.running && held.claimExpiresAtMs - nowMs < needed) release.push(id);
+    }
+    for (const id of release) this.held.delete(id);
+    for (let index = 0; index < release.length; index += idsPerCallMax) {
+      await this.deps.store.outboxRelease(release.slice(index, index + idsPerCallMax), this.deps.owner);
+    }
+  }
+
+  // ---- 3. heads ----
+
+  /** partition → seq of its oldest unfinished row, for rows up to the last one we hold. */
+  private async partitionHeads(): Promise<Map<string, number>> {
+    const heads = new Map<string, number>();
+    let maxSeq = 0;
+    for (const held of this.held.values()) if (!held.running) maxSeq = Math.max(maxSeq, held.row.seq);
+    if (maxSeq === 0) return heads;
+    const pageSize = 1_000;
+    let after = 0;
+    for (let scanned = 0; scanned < this.deps.limits.headScanRowsMax; ) {
+      const rows = await this.deps.store.outboxPending(webhooksTopic, pageSize, after);
+      for (const row of rows) {
+        const payload = parseRowPayload(row.payload);
+        const partition = row.partitionKey ?? (payload?.kind === 'redelivery' ? payload.eventId : eventIdOf(row.id));
+        if (!heads.has(partition)) heads.set(partition, row.seq);
+      }
+      scanned += rows.length;
+      const last = rows[rows.length - 1];
+      if (last === undefined || rows.length < pageSize || last.seq >= maxSeq) break;
+      after = last.seq;
+    }
+    return heads;
+  }
+
+  // ---- 4. start ----
+
+  private async startDue(): Promise<void> {
+    const { limits } = this.deps;
+    if (this.attempts.size >= limits.inFlightMax) return;
+    // Skip the head scan when every held row is known to be waiting for a later retry.
+    const nowMs = this.deps.clock.nowMs();
+    const anyDue = [...this.held.values()].some((held) => !held.running && (held.delivery === null || held.delivery.nextAttemptAtMs <= nowMs));
+    if (!anyDue) return;
+    const heads = await this.partitionHeads();
+    const candidates = [...this.held.values()].filter((held) => !held.running && heads.get(held.partition) === held.row.seq);
+    candidates.sort((a, b) => a.row.seq - b.row.seq);
+    for (const held of candidates) {
+      if (this.stopped || this.attempts.size >= limits.inFlightMax) return;
+      const ready = await this.prepare(held);
+      if (!ready) continue;
+      const attempt = this.attempt(held)
+        .catch((error: unknown) => {
+          held.delivery = null; // reload from the store next time
+          this.deps.log.error({ error: String(error), eventId: held.eventId }, 'webhook attempt failed to record');
+        })
+        .finally(() => {
+          held.running = false;
+          this.attempts.delete(attempt);
+          this.wake();
+        });
+      this.attempts.add(attempt);
+    }
+  }
+
+  /** Loads the delivery record and decides whether `held` may start an attempt now. */
+  private async prepare(held: Held): Promise<boolean> {
+    const { store } = this.deps;
+    if (held.delivery === null) {
+      held.delivery = deliveryFromDoc(await store.get(deliveriesCollection, held.eventId));
+      if (held.delivery === null) return false; // not recorded yet (the recorder will get to it)
+    }
+    const delivery = held.delivery;
+    const expectedRun = held.payload.kind === 'redelivery' ? held.payload.run : 1;
+    if (delivery.status !== 'pending' || delivery.run !== expectedRun) {
+      // Finished already (a previous holder died between recording the result and marking the
+      // row done), or superseded by a redelivery: nothing to send for this row.
+      await this.finish(held);
+      return false;
+    }
+    const nowMs = this.deps.clock.nowMs();
+    if (delivery.nextAttemptAtMs > nowMs) return false;
+    if (held.claimExpiresAtMs - nowMs < this.deps.transport.attemptTimeoutMs + this.deps.limits.claimMarginMs) return false;
+    held.running = true;
+    return true;
+  }
+
+  private async finish(held: Held): Promise<void> {
+    await this.deps.store.outboxMarkDone([held.row.id]);
+    this.held.delete(held.row.id);
+  }
+
+  private async attempt(held: Held): Promise<void> {
+    const { store, clock, policy } = this.deps;
+    const delivery = held.delivery;
+    if (delivery === null) throw new Error('attempt without a delivery record');
+    const event = eventFromDoc(await store.get(eventsCollection, held.eventId));
+    if (event === null) throw new Error(`event ${held.eventId} is not recorded`);
+    const attemptNumber = delivery.attemptsInRun + 1;
+    const destination = await this.deps.resolveDestination(event.partnerId);
+    const startedAtMs = clock.nowMs();
+    let result: AttemptResult;
+    let durationMs = 0;
+    if (!destination.ok) {
+      result = { kind: 'error', error: destination.error };
+    } else {
+      const body = deliveryBody(event.event, event.data);
+      const headers = deliveryHeaders({ secret: destination.secret, eventId: event.id, sequence: event.seq, attempt: attemptNumber, nowMs: startedAtMs, body });
+      const send = this.deps.send ?? sendWebhook;
+      const sent = await send({ url: destination.url, headers, body }, this.deps.mode, this.deps.transport);
+      result = sent.result;
+      durationMs = sent.durationMs;
+    }
+    const finishedAtMs = clock.nowMs();
+    const step = nextStep(policy, attemptNumber, result, finishedAtMs, this.deps.random());
+    const classification = classify(result);
+    const entry: AttemptLogEntry = {
+      run: delivery.run,
+      attempt: attemptNumber,
+      atMs: startedAtMs,
+      durationMs,
+      httpStatus: result.kind === 'response' ? result.httpStatus : null,
+      outcome: classification.outcome,
+      error: classification.outcome === 'delivered' ? null : classification.error,
+    };
+    const next: DeliveryRecord = {
+      ...delivery,
+      status: step.kind === 'delivered' ? 'delivered' : step.kind === 'give_up' ? 'failed' : 'pending',
+      attemptsInRun: attemptNumber,
+      nextAttemptAtMs: step.kind === 'retry' ? step.atMs : 0,
+      attempts: [...delivery.attempts, entry].slice(-attemptLogMax),
+      lastError: entry.error,
+      finishedAtMs: step.kind === 'retry' ? null : finishedAtMs,
+      updatedAtMs: finishedAtMs,
+    };
+    await store.put(deliveriesCollection, held.eventId, deliveryToDoc(next));
+    held.delivery = next;
+    this.deps.log.info(
+      {
+        partnerId: event.partnerId,
+        eventId: event.id,
+        sequence: event.seq,
+        run: delivery.run,
+        attempt: attemptNumber,
+        httpStatus: entry.httpStatus,
+        error: entry.error,
+        durationMs,
+        next: step.kind,
+      },
+      'webhook attempt',
+    );
+    if (step.kind !== 'retry') await this.finish(held);
+  }
+}

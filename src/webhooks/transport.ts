@@ -1,0 +1,128 @@
+// One HTTP POST to a partner: node:http/https directly, so that
+// - redirects are never followed (a 3xx is just a status; the policy calls it a misconfiguration);
+// - the response body is read only up to `responseBytesMax`, then the socket is destroyed;
+// - the whole attempt (DNS, connect, TLS, response head, capped body) has one deadline;
+// - in production the host is resolved once, every address is checked (url-policy.ts), and the
+//   socket connects to a checked address (the `lookup` we hand to node answers from that list).
+// No keep-alive: every attempt is its own connection (webhook volume per partner is modest, and a
+// pooled socket would bypass the per-attempt address check).
+import http from 'node:http';
+import https from 'node:https';
+import type { LookupFunction } from 'node:net';
+import { performance } from 'node:perf_hooks';
+import type { AttemptErrorCode, AttemptResult } from './policy.ts';
+import { BlockedAddressError, checkDestinationUrl, hostnameOf, resolveCheckedAddresses, type ResolvedAddress, type UrlPolicyMode } from './url-policy.ts';
+
+export interface TransportLimits {
+  /** The whole attempt, DNS to last byte read. */
+  readonly attemptTimeoutMs: number;
+  /** Bytes of the response body we read before closing the connection. */
+  readonly responseBytesMax: number;
+}
+
+export const defaultTransportLimits: TransportLimits = { attemptTimeoutMs: 10_000, responseBytesMax: 4 * 1_024 };
+
+export interface SendRequest {
+  readonly url: string;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body: string;
+}
+
+export interface SendOutcome {
+  readonly result: AttemptResult;
+  readonly durationMs: number;
+}
+
+const tlsErrorPattern = /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_|HOSTNAME_MISMATCH|ERR_OSSL_)/;
+
+function errorCodeOf(error: unknown): AttemptErrorCode {
+  if (error instanceof BlockedAddressError) return 'blocked_address';
+  const code = typeof error === 'object' && error !== null && 'code' in error ? String((error as { code: unknown }).code) : '';
+  if (code === 'ECONNREFUSED') return 'connection_refused';
+  if (code === 'ECONNRESET' || code === 'EPIPE' || code === 'ECONNABORTED') return 'connection_reset';
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EAI_FAIL' || code === 'EAI_NODATA') return 'dns_failure';
+  if (tlsErrorPattern.test(code)) return 'tls_error';
+  return 'connection_error';
+}
+
+/** A `lookup` for node's socket that only ever answers with the pre-checked addresses. */
+function pinnedLookup(addresses: readonly ResolvedAddress[]): LookupFunction {
+  return (_hostname, options, callback) => {
+    const all = typeof options === 'object' && options !== null && 'all' in options && options.all === true;
+    const first = addresses[0];
+    if (first === undefined) {
+      callback(Object.assign(new Error('no address'), { code: 'ENOTFOUND' }), '', 4);
+      return;
+    }
+    if (all) {
+      (callback as unknown as (error: Error | null, addresses: Array<{ address: string; family: number }>) => void)(
+        null,
+        addresses.map((entry) => ({ address: entry.address, family: entry.family })),
+      );
+      return;
+    }
+    callback(null, first.address, first.family);
+  };
+}
+
+/** Sends one attempt. Never throws: every failure is an AttemptResult. */
+export async function sendWebhook(request: SendRequest, mode: UrlPolicyMode, limits: TransportLimits = defaultTransportLimits): Promise<SendOutcome> {
+  const startedAt = performance.now();
+  const done = (result: AttemptResult): SendOutcome => ({ result, durationMs: Math.max(0, Math.round(performance.now() - startedAt)) });
+  const checked = checkDestinationUrl(request.url, mode);
+  if (!checked.ok) return done({ kind: 'error', error: 'invalid_destination' });
+  const url = checked.url;
+
+  return new Promise<SendOutcome>((resolve) => {
+    let settled = false;
+    let clientRequest: http.ClientRequest | null = null;
+    const settle = (result: AttemptResult): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(deadline);
+      clientRequest?.destroy();
+      resolve(done(result));
+    };
+    let status: number | null = null;
+    let retryAfter: string | null = null;
+    const deadline = setTimeout(() => {
+      // A response head already received decides the outcome; the rest of the body is not needed.
+      settle(status === null ? { kind: 'error', error: 'timeout' } : { kind: 'response', httpStatus: status, retryAfter });
+    }, limits.attemptTimeoutMs);
+
+    const start = async (): Promise<void> => {
+      const host = hostnameOf(url);
+      const addresses = mode.sandbox ? null : await resolveCheckedAddresses(host, mode);
+      if (settled) return;
+      const transport = url.protocol === 'https:' ? https : http;
+      const options: http.RequestOptions = {
+        method: 'POST',
+        protocol: url.protocol,
+        hostname: host,
+        port: url.port === '' ? undefined : Number(url.port),
+        path: `${url.pathname}${url.search}`,
+        headers: { ...request.headers, 'content-length': String(Buffer.byteLength(request.body, 'utf8')) },
+        agent: false,
+        ...(addresses === null ? {} : { lookup: pinnedLookup(addresses) }),
+      };
+      const req = transport.request(options, (res) => {
+        status = res.statusCode ?? 0;
+        const header = res.headers['retry-after'];
+        retryAfter = typeof header === 'string' ? header : null;
+        let bytes = 0;
+        const finish = (): void => settle({ kind: 'response', httpStatus: status ?? 0, retryAfter });
+        res.on('data', (chunk: Buffer) => {
+          bytes += chunk.length;
+          if (bytes >= limits.responseBytesMax) finish();
+        });
+        res.on('end', finish);
+        res.on('error', finish);
+        res.on('close', finish);
+      });
+      clientRequest = req;
+      req.on('error', (error) => settle(status === null ? { kind: 'error', error: errorCodeOf(error) } : { kind: 'response', httpStatus: status, retryAfter }));
+      req.end(request.body);
+    };
+    start().catch((error: unknown) => settle({ kind: 'error', error: errorCodeOf(error) }));
+  });
+}

@@ -1,0 +1,180 @@
+// Destination management as an administrator uses it: stage a draft URL, test it (a real
+// `webhook.test` delivery), activate or discard it; rotate the signing secret independently of the
+// URL. Every change takes effect for the next delivery of a running dispatcher, without a restart,
+// and secrets never appear in what the API returns (except the new one, once, at rotation).
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { LmdbStore } from '../../src/store/lmdb-store.ts';
+import { defaultReadModelIndexes } from '../../src/store/store.ts';
+import { createKeyRing } from '../../src/edge/auth.ts';
+import { PartnerDirectory } from '../../src/service/partners.ts';
+import { createWebhookServices, webhookReadModelIndexes, type RunningWebhooksRole, type WebhookServices } from '../../src/webhooks/index.ts';
+import { verifySignature, webhookHeaders } from '../../src/webhooks/signing.ts';
+import { eventually } from '../support/eventually.ts';
+import { collectingLogger, commitWebhooks, newTransaction, startWebhookReceiver, type ReceivedRequest, type WebhookReceiver } from '../support/webhook-receiver.ts';
+
+const fileSecret = 'acme-file-secret-0123456789abc';
+
+function verifies(request: ReceivedRequest | undefined, secret: string): boolean {
+  return (
+    request !== undefined &&
+    request.headers[webhookHeaders.secret] === secret &&
+    verifySignature({ secret, timestamp: request.headers[webhookHeaders.timestamp], signature: request.headers[webhookHeaders.signature], body: request.body, nowMs: Date.now() })
+  );
+}
+
+describe('webhook destinations', () => {
+  let receiver: WebhookReceiver;
+  let dir: string;
+  let store: LmdbStore;
+  let services: WebhookServices;
+  let role: RunningWebhooksRole;
+  const log = collectingLogger();
+  const draftStatuses: number[] = [];
+
+  before(async () => {
+    receiver = await startWebhookReceiver();
+    // /draft answers with the statuses queued by the test (then 200); everything else 200.
+    receiver.respondWith((request) => (request.path === '/draft' ? { status: draftStatuses.shift() ?? 200 } : { status: 200 }));
+    dir = mkdtempSync(join(tmpdir(), 'webhooks-destinations-'));
+    store = new LmdbStore({ dir, readModelIndexes: [...defaultReadModelIndexes, ...webhookReadModelIndexes] });
+    await store.init();
+    const partners = new PartnerDirectory(createKeyRing());
+    partners.set({ id: 'acme', name: 'Acme', apiKeySha256: [], kycEnabled: false, kybApproved: true, disabledUsers: new Set(), webhook: { url: `${receiver.origin}/live`, secret: fileSecret }, fees: undefined });
+    services = createWebhookServices(
+      { env: { sandbox: true }, processId: 'test', clock: { nowMs: () => Date.now() }, log, store, partners },
+      { limits: { pollIntervalMs: 20 }, transport: { attemptTimeoutMs: 2_000 } },
+    );
+    role = await services.startWebhooksRole();
+  });
+  after(async () => {
+    await role.stop();
+    await receiver.close();
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  async function deliverOne(): Promise<ReceivedRequest> {
+    const before = receiver.requests.length;
+    const tx = newTransaction('acme');
+    await commitWebhooks(store, tx, [{ event: 'transaction.created', status: 'AWAITING_PAYMENT' }]);
+    role.wake();
+    await receiver.waitForRequests(before + 1);
+    const request = receiver.requests.find((item) => item.transactionId === tx.transactionId);
+    assert.ok(request);
+    return request;
+  }
+
+  test('the partners file is the destination until an administrator changes it', async () => {
+    const view = await services.destinations.get('acme');
+    assert.ok(view.ok);
+    assert.equal(view.destination.source, 'partners_file');
+    assert.equal(view.destination.url, `${receiver.origin}/live`);
+    assert.equal(view.destination.secretConfigured, true);
+    const request = await deliverOne();
+    assert.equal(request.path, '/live');
+    assert.ok(verifies(request, fileSecret));
+    assert.deepEqual(await services.destinations.get('nobody'), { ok: false, code: 'unknown_partner', reason: 'No such partner' });
+  });
+
+  test('stage → test (failing, then passing) → activate: the next delivery goes to the new URL', async () => {
+    assert.equal((await services.destinations.stageDraft('acme', 'ftp://example.com/hook')).ok, false);
+    assert.equal((await services.destinations.stageDraft('acme', 'https://user:pw@example.com/hook')).ok, false);
+    const staged = await services.destinations.stageDraft('acme', `${receiver.origin}/draft`);
+    assert.ok(staged.ok);
+    assert.equal(staged.destination.source, 'store');
+    assert.equal(staged.destination.url, `${receiver.origin}/live`, 'staging does not change the live URL');
+    assert.equal(staged.destination.draft?.url, `${receiver.origin}/draft`);
+    assert.deepEqual(await services.destinations.activateDraft('acme'), { ok: false, code: 'draft_not_tested', reason: 'The draft has no successful test delivery yet' });
+
+    draftStatuses.push(500);
+    const failing = await services.destinations.testDraft('acme');
+    assert.ok(failing.ok);
+    assert.equal(failing.test.ok, false);
+    assert.equal(failing.test.httpStatus, 500);
+    assert.equal((await services.destinations.activateDraft('acme')).ok, false, 'a failed test does not allow activation');
+
+    const passing = await services.destinations.testDraft('acme');
+    assert.ok(passing.ok);
+    assert.equal(passing.test.ok, true);
+    assert.equal(passing.test.httpStatus, 200);
+    const testRequest = receiver.requestsTo('/draft').at(-1);
+    assert.ok(testRequest);
+    const testBody = JSON.parse(testRequest.body) as { event: string; data: { id: string } };
+    assert.equal(testBody.event, 'webhook.test');
+    assert.match(testBody.data.id, /^test_/);
+    assert.equal(testRequest.headers[webhookHeaders.sequence], undefined, 'a test delivery is not in the event log');
+    assert.ok(verifies(testRequest, fileSecret));
+
+    // Still the old URL until activation.
+    assert.equal((await deliverOne()).path, '/live');
+    const activated = await services.destinations.activateDraft('acme');
+    assert.ok(activated.ok);
+    assert.equal(activated.destination.url, `${receiver.origin}/draft`);
+    assert.equal(activated.destination.draft, null);
+    assert.equal((await deliverOne()).path, '/draft', 'takes effect without a restart');
+  });
+
+  test('a staged draft can be discarded; the live URL stays', async () => {
+    assert.ok((await services.destinations.stageDraft('acme', `${receiver.origin}/other`)).ok);
+    const discarded = await services.destinations.discardDraft('acme');
+    assert.ok(discarded.ok);
+    assert.equal(discarded.destination.draft, null);
+    assert.equal(discarded.destination.url, `${receiver.origin}/draft`);
+    assert.deepEqual(await services.destinations.testDraft('acme'), { ok: false, code: 'no_draft', reason: 'No draft URL is staged' });
+  });
+
+  test('secret rotation: staged, shown once, used only after activation; discard keeps the live secret', async () => {
+    const rotated = await services.destinations.rotateSecret('acme');
+    assert.ok(rotated.ok);
+    assert.match(rotated.secret, /^whsec_[A-Za-z0-9_-]{43}$/);
+    assert.notEqual(rotated.secret, fileSecret);
+    assert.ok(rotated.destination.pendingSecret !== null);
+    assert.ok(verifies(await deliverOne(), fileSecret), 'the live secret still signs');
+
+    // A draft tested while a secret is staged is signed with the staged secret (the partner can
+    // check its new configuration before anything live changes).
+    assert.ok((await services.destinations.stageDraft('acme', `${receiver.origin}/draft`)).ok);
+    assert.ok((await services.destinations.testDraft('acme')).ok);
+    assert.ok(verifies(receiver.requestsTo('/draft').at(-1), rotated.secret));
+    assert.ok((await services.destinations.discardDraft('acme')).ok);
+
+    const activated = await services.destinations.activateSecret('acme');
+    assert.ok(activated.ok);
+    assert.equal(activated.destination.pendingSecret, null);
+    const signedWithNew = await deliverOne();
+    assert.ok(verifies(signedWithNew, rotated.secret));
+    assert.ok(!verifies(signedWithNew, fileSecret));
+
+    const again = await services.destinations.rotateSecret('acme');
+    assert.ok(again.ok);
+    assert.ok((await services.destinations.discardSecret('acme')).ok);
+    assert.deepEqual(await services.destinations.activateSecret('acme'), { ok: false, code: 'no_pending_secret', reason: 'No staged secret; rotate first' });
+    assert.ok(verifies(await deliverOne(), rotated.secret), 'discarding the staged secret keeps the live one');
+
+    const view = await services.destinations.get('acme');
+    const shown = JSON.stringify(view);
+    for (const secret of [fileSecret, rotated.secret, again.secret]) assert.ok(!shown.includes(secret), 'secrets are never returned by get');
+    assert.ok(!log.lines.some((line) => [fileSecret, rotated.secret, again.secret].some((secret) => line.includes(secret))), 'secrets are never logged');
+  });
+
+  test('concurrent changes do not lose each other (compare-and-set)', async () => {
+    const results = await Promise.all([
+      services.destinations.stageDraft('acme', `${receiver.origin}/concurrent`),
+      services.destinations.rotateSecret('acme'),
+      services.destinations.stageDraft('acme', `${receiver.origin}/concurrent`),
+      services.destinations.rotateSecret('acme'),
+    ]);
+    assert.ok(results.every((result) => result.ok));
+    const view = await services.destinations.get('acme');
+    assert.ok(view.ok);
+    assert.equal(view.destination.draft?.url, `${receiver.origin}/concurrent`);
+    assert.ok(view.destination.pendingSecret !== null);
+    await services.destinations.discardDraft('acme');
+    await services.destinations.discardSecret('acme');
+    await eventually(async () => assert.equal((await services.deliveries.list('acme', { status: 'pending', limit: 10 })).total, 0));
+  });
+});
