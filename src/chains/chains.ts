@@ -3,6 +3,7 @@
 // the end-to-end tests drive; all of them pass one contract suite where the behaviour overlaps.
 import type { CryptoAsset, Network } from '../domain/assets.ts';
 import type { Decimal } from '../domain/money.ts';
+import type { JsonObject, PutIfAbsentResult, SnapshotStore } from '../store/store.ts';
 
 /** A transfer of the deposit asset into our deposit address, as the chain reports it. */
 export interface ObservedTransfer {
@@ -68,9 +69,31 @@ export interface TransferWatcher {
 
 export interface WatcherStatus {
   readonly network: Network;
-  readonly state: 'starting' | 'streaming' | 'reconnecting' | 'stopped';
+  /** 'stale': no contact with the chain for a while and its health probe failed (an alert). */
+  readonly state: 'starting' | 'streaming' | 'reconnecting' | 'stale' | 'stopped';
   readonly cursor: string | null;
   readonly lastEventAtMs: number | null;
   readonly reconnects: number;
   readonly lastError: string | null;
+}
+
+/**
+ * Where an adapter records a signed transaction BEFORE broadcasting it, so that a retry with the
+ * same idempotency key rebroadcasts the same bytes instead of signing a second transfer.
+ * `putIfAbsent` must be atomic: of two racing writers exactly one gets 'inserted'.
+ */
+export interface SendJournal {
+  get(key: string): Promise<JsonObject | null>;
+  putIfAbsent(key: string, record: JsonObject): Promise<PutIfAbsentResult>;
+}
+
+/** The SnapshotStore (LMDB or MongoDB) as a SendJournal: one read-model collection of records. */
+export function sendJournalOnStore(
+  store: Pick<SnapshotStore, 'get' | 'putIfAbsent'>,
+  collection = 'chain_sends',
+): SendJournal {
+  return {
+    get: async (key) => store.get(collection, key),
+    putIfAbsent: async (key, record) => store.putIfAbsent(collection, key, record),
+  };
 }

@@ -1,6 +1,7 @@
 // The actor types of the service and what each needs from configuration.
 import type { ActorBehavior } from '../actors/envelope.ts';
 import { counterBehavior } from '../actors/counter-actor.ts';
+import { depositBehavior } from '../actors/deposit-actor.ts';
 import { kycBehavior } from '../actors/kyc-actor.ts';
 import { quoteBehavior, type QuoteActorDeps } from '../actors/quote-actor.ts';
 import { transactionBehavior } from '../actors/transaction-actor.ts';
@@ -16,5 +17,6 @@ export function serviceBehaviors(deps: BehaviorDeps): Array<ActorBehavior<unknow
     counterBehavior(deps),
     transactionBehavior(deps),
     kycBehavior(),
+    depositBehavior(),
   ] as unknown as Array<ActorBehavior<unknown>>;
 }

@@ -8,6 +8,8 @@ import { startEdgeRole } from './edge-role.ts';
 import { startShardRole } from './shard-role.ts';
 import { applyPartnerOverrides, startPartnerRefresh } from './partner-overrides.ts';
 import { startAdminServer, type AdminCapabilities } from '../grpc/admin-server.ts';
+import { createRailServices, type RailServices } from '../rails/rail-services.ts';
+import { createWebhookServices } from '../webhooks/index.ts';
 
 export interface RunningRole {
   readonly name: Role;
@@ -32,8 +34,17 @@ export async function startService(env: EnvConfig, overrides: ContextOverrides =
   const roles: RunningRole[] = [];
   let port: number | null = null;
   let adminPort: number | null = null;
-  const capabilities: AdminCapabilities = {};
+  let rails: RailServices | null = null;
   try {
+    // The fiat side: the sandbox rail in sandbox mode (no production provider adapter exists yet,
+    // and createRailServices refuses to start without one rather than pay nobody).
+    rails = env.sandbox ? createRailServices(ctx) : null;
+    const railServices = rails;
+    const webhooks = createWebhookServices(ctx);
+    const capabilities: AdminCapabilities = {
+      webhooks: { deliveries: webhooks.deliveries, destinations: webhooks.destinations },
+      ...(railServices?.sandbox ? { sandboxRail: railServices.sandbox } : {}),
+    };
     // Admin changes (keys, disabled users) win over the partners file, in every process.
     await applyPartnerOverrides(ctx);
     const refresh = startPartnerRefresh(ctx);
@@ -62,6 +73,14 @@ export async function startService(env: EnvConfig, overrides: ContextOverrides =
       port = edge.port;
       roles.push({ name: 'edge', stop: () => edge.stop() });
     }
+    if (railServices && runs(env, 'payout')) {
+      const payout = await railServices.startPayoutRole();
+      roles.push({ name: 'payout', stop: () => payout.stop() });
+    }
+    if (runs(env, 'webhooks')) {
+      const dispatcher = await webhooks.startWebhooksRole();
+      roles.push({ name: 'webhooks', stop: () => dispatcher.stop() });
+    }
     if (runs(env, 'admin')) {
       const admin = await startAdminServer(ctx, capabilities);
       adminPort = admin.port;
@@ -69,6 +88,7 @@ export async function startService(env: EnvConfig, overrides: ContextOverrides =
     }
   } catch (error) {
     for (const role of roles.reverse()) await role.stop();
+    await rails?.close();
     await ctx.close();
     throw error;
   }
@@ -79,6 +99,7 @@ export async function startService(env: EnvConfig, overrides: ContextOverrides =
     async stop() {
       // Edge first (no new work), then the workers, then the shared connections.
       for (const role of [...roles].reverse()) await role.stop();
+      await rails?.close();
       await ctx.close();
     },
   };

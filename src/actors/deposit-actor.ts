@@ -1,0 +1,203 @@
+// The deposit actor: one per chain transfer (`deposit/<network>:<onChainId>`). It is the only
+// writer of "which transaction does this transfer fund", so a transfer funds AT MOST ONE
+// transaction ever, whoever reports it and however often (the Stellar watcher, a partner's notify,
+// an operator's reconcile, in any order and concurrently):
+// - the first `claim` wins: the link is recorded and `DepositDetected` goes to the transaction
+//   actor in the same durable step;
+// - a later claim for the same transaction is harmless (`alreadyProcessed`);
+// - a claim for another transaction is refused;
+// - a transfer that matches no transaction (`unmatched`: its memo names none, or a transaction that
+//   does not exist or is on another network) is recorded as an unmatched deposit and refunded in full
+//   to its sender through the chain refund path; no transaction can claim it afterwards.
+import type { CryptoAsset, Network } from '../domain/assets.ts';
+import { compare, toFixedString, type Decimal } from '../domain/money.ts';
+import type { ActorBehavior, JsonValue, Outcome, ReadModelWrite } from './envelope.ts';
+import { fromJsonValue, toJsonValue } from './state-codec.ts';
+import { outboxTopicRefundsChain, transactionActorType } from './transaction-actor.ts';
+
+export const depositActorType = 'deposit';
+export const depositsCollection = 'deposits';
+/** Chain refunds (the transaction actor's RefundRequested rows and unmatched deposits) share this topic. */
+export const chainRefundTopic = outboxTopicRefundsChain;
+
+export function depositActorKey(network: Network, onChainId: string): string {
+  return `${network}:${onChainId}`;
+}
+
+/** A transfer into our deposit address (several transfers of one chain transaction combined). */
+export interface ClaimedTransfer {
+  readonly network: Network;
+  readonly onChainId: string;
+  readonly asset: CryptoAsset;
+  /** Token units. */
+  readonly amount: Decimal;
+  readonly sender: string;
+  readonly memo: string | null;
+}
+
+export type UnmatchedReason = 'memo_missing' | 'memo_unknown' | 'transaction_not_found' | 'wrong_network' | 'not_a_payout';
+
+export type DepositCommand =
+  | { readonly kind: 'claim'; readonly transactionId: string; readonly transfer: ClaimedTransfer }
+  | { readonly kind: 'unmatched'; readonly transfer: ClaimedTransfer; readonly reason: UnmatchedReason }
+  | { readonly kind: 'refundSettled'; readonly refundOnChainId: string };
+
+export type DepositReply =
+  | { readonly result: 'enqueued'; readonly transactionId: string }
+  /** `differs`: the same chain transaction was reported with other transfer details (ops look). */
+  | { readonly result: 'alreadyProcessed'; readonly transactionId: string; readonly differs: boolean }
+  | { readonly result: 'refused'; readonly linkedTo: string | null; readonly reason: 'linked_elsewhere' | 'unmatched' }
+  | { readonly result: 'recorded' }
+  | { readonly result: 'alreadyRecorded' }
+  | { readonly result: 'settled' }
+  | { readonly result: 'rejected'; readonly code: 'not_found' | 'not_unmatched' | 'refund_conflict' | 'unknown_command' | 'malformed' };
+
+export type DepositLink =
+  | { readonly kind: 'transaction'; readonly transactionId: string }
+  | { readonly kind: 'unmatched'; readonly reason: UnmatchedReason };
+
+export interface DepositActorState {
+  readonly transfer: ClaimedTransfer;
+  readonly link: DepositLink;
+  readonly claimedAtMs: number;
+  /** Unmatched deposits only: progress of their refund (a linked one is refunded by its transaction). */
+  readonly refund: 'none' | 'pending' | 'settled';
+  readonly refundOnChainId: string | null;
+}
+
+function sameTransfer(a: ClaimedTransfer, b: ClaimedTransfer): boolean {
+  return a.asset === b.asset && compare(a.amount, b.amount) === 0 && a.sender === b.sender;
+}
+
+function assert(condition: boolean, what: string): asserts condition {
+  if (!condition) throw new Error(`deposit invariant violated: ${what}`);
+}
+
+function assertInvariants(state: DepositActorState, key: string): void {
+  assert(depositActorKey(state.transfer.network, state.transfer.onChainId) === key, 'the key is the transfer');
+  assert(state.transfer.amount.units > 0n, 'a deposit moved a positive amount');
+  assert(state.link.kind === 'unmatched' || state.refund === 'none', 'only unmatched deposits are refunded here');
+  assert((state.refund === 'settled') === (state.refundOnChainId !== null), 'refund id iff settled');
+}
+
+/** The `deposits` read model: what operations see about a transfer. */
+export function depositDocument(state: DepositActorState): { [key: string]: JsonValue } {
+  return {
+    network: state.transfer.network,
+    onChainId: state.transfer.onChainId,
+    asset: state.transfer.asset,
+    amount: toFixedString(state.transfer.amount),
+    sender: state.transfer.sender,
+    memo: state.transfer.memo,
+    status: state.link.kind === 'transaction' ? 'linked' : 'unmatched',
+    transactionId: state.link.kind === 'transaction' ? state.link.transactionId : null,
+    unmatchedReason: state.link.kind === 'unmatched' ? state.link.reason : null,
+    refund: state.refund,
+    refundOnChainId: state.refundOnChainId,
+    claimedAtMs: state.claimedAtMs,
+  };
+}
+
+function reply(value: DepositReply): JsonValue {
+  return value as unknown as JsonValue;
+}
+
+function persisted(state: DepositActorState, key: string, result: DepositReply, extra: Omit<Outcome<DepositActorState>, 'state' | 'reply' | 'readModels'> = {}): Outcome<DepositActorState> {
+  assertInvariants(state, key);
+  const readModels: ReadModelWrite[] = [{ collection: depositsCollection, id: key, doc: depositDocument(state) }];
+  return { ...extra, state, reply: reply(result), readModels };
+}
+
+function claim(state: DepositActorState | null, command: Extract<DepositCommand, { kind: 'claim' }>, key: string, nowMs: number): Outcome<DepositActorState> {
+  if (state !== null) {
+    if (state.link.kind === 'unmatched') return { reply: reply({ result: 'refused', linkedTo: null, reason: 'unmatched' }) };
+    if (state.link.transactionId !== command.transactionId) {
+      return { reply: reply({ result: 'refused', linkedTo: state.link.transactionId, reason: 'linked_elsewhere' }) };
+    }
+    return { reply: reply({ result: 'alreadyProcessed', transactionId: command.transactionId, differs: !sameTransfer(state.transfer, command.transfer) }) };
+  }
+  const { transfer } = command;
+  const next: DepositActorState = {
+    transfer,
+    link: { kind: 'transaction', transactionId: command.transactionId },
+    claimedAtMs: nowMs,
+    refund: 'none',
+    refundOnChainId: null,
+  };
+  const detected = toJsonValue({
+    kind: 'DepositDetected',
+    onChainId: transfer.onChainId,
+    amount: transfer.amount,
+    network: transfer.network,
+    asset: transfer.asset,
+    sender: transfer.sender,
+  });
+  return persisted(next, key, { result: 'enqueued', transactionId: command.transactionId }, {
+    send: [{ actorType: transactionActorType, actorKey: command.transactionId, kind: 'DepositDetected', payload: detected }],
+  });
+}
+
+function unmatched(state: DepositActorState | null, command: Extract<DepositCommand, { kind: 'unmatched' }>, key: string, nowMs: number): Outcome<DepositActorState> {
+  if (state !== null) {
+    return state.link.kind === 'unmatched'
+      ? { reply: reply({ result: 'alreadyRecorded' }) }
+      : { reply: reply({ result: 'refused', linkedTo: state.link.transactionId, reason: 'linked_elsewhere' }) };
+  }
+  const { transfer } = command;
+  const next: DepositActorState = { transfer, link: { kind: 'unmatched', reason: command.reason }, claimedAtMs: nowMs, refund: 'pending', refundOnChainId: null };
+  // Same shape as the transaction actor's RefundRequested rows, plus where to report settlement.
+  const refundRow = toJsonValue({
+    transactionId: null,
+    partnerId: null,
+    direction: 'payout',
+    type: 'RefundRequested',
+    atMs: nowMs,
+    deposit: { rail: 'chain', id: transfer.onChainId, amount: transfer.amount, network: transfer.network, asset: transfer.asset, sender: transfer.sender, receivedAtMs: nowMs },
+    reason: 'unmatched',
+    settleTo: { actorType: depositActorType, actorKey: key },
+  });
+  return persisted(next, key, { result: 'recorded' }, { outbox: [{ topic: chainRefundTopic, partitionKey: key, payload: refundRow }] });
+}
+
+function refundSettled(state: DepositActorState | null, command: Extract<DepositCommand, { kind: 'refundSettled' }>, key: string): Outcome<DepositActorState> {
+  if (state === null) return { reply: reply({ result: 'rejected', code: 'not_found' }) };
+  if (state.link.kind !== 'unmatched') return { reply: reply({ result: 'rejected', code: 'not_unmatched' }) };
+  if (state.refund === 'settled') {
+    return { reply: reply(state.refundOnChainId === command.refundOnChainId ? { result: 'settled' } : { result: 'rejected', code: 'refund_conflict' }) };
+  }
+  return persisted({ ...state, refund: 'settled', refundOnChainId: command.refundOnChainId }, key, { result: 'settled' });
+}
+
+function wellFormed(command: DepositCommand, key: string): boolean {
+  if (command.kind === 'refundSettled') return typeof command.refundOnChainId === 'string' && command.refundOnChainId !== '';
+  const transfer = command.transfer as Partial<ClaimedTransfer> | undefined;
+  if (transfer === undefined || transfer.network === undefined || typeof transfer.onChainId !== 'string') return false;
+  if (depositActorKey(transfer.network, transfer.onChainId) !== key) return false;
+  if (transfer.amount === undefined || typeof transfer.amount.units !== 'bigint' || transfer.amount.units <= 0n) return false;
+  if (typeof transfer.sender !== 'string' || transfer.sender === '') return false;
+  return command.kind !== 'claim' || (typeof command.transactionId === 'string' && command.transactionId !== '');
+}
+
+export function depositBehavior(): ActorBehavior<DepositActorState> {
+  return {
+    type: depositActorType,
+    encode: (state) => toJsonValue(state),
+    decode: (json) => fromJsonValue<DepositActorState>(json),
+    handle(state, envelope, ctx) {
+      const key = envelope.actorKey;
+      if (envelope.kind !== 'claim' && envelope.kind !== 'unmatched' && envelope.kind !== 'refundSettled') {
+        return { reply: reply({ result: 'rejected', code: 'unknown_command' }) };
+      }
+      const command = { ...fromJsonValue<DepositCommand>(envelope.payload), kind: envelope.kind } as DepositCommand;
+      if (!wellFormed(command, key)) return { reply: reply({ result: 'rejected', code: 'malformed' }) };
+      switch (command.kind) {
+        case 'claim':
+          return claim(state, command, key, ctx.nowMs);
+        case 'unmatched':
+          return unmatched(state, command, key, ctx.nowMs);
+        case 'refundSettled':
+          return refundSettled(state, command, key);
+      }
+    },
+  };
+}

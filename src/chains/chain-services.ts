@@ -1,0 +1,186 @@
+// The crypto side, assembled for the composition root: one adapter per offered network (live from
+// CHAINS_FILE through the factories the root passes, or the sandbox chain), payment_context, the
+// deposit intake (notify, reconcile, watched transfers), chain availability, the sandbox test
+// helpers, and the watcher role (the Stellar-style watchers plus the chain refund worker).
+import { randomUUID } from 'node:crypto';
+import { networks, type Network } from '../domain/assets.ts';
+import { compare, rescale, toJsonNumber } from '../domain/money.ts';
+import type { Quote } from '../domain/quote.ts';
+import { fromJsonValue } from '../actors/state-codec.ts';
+import { transactionsCollection } from '../actors/transaction-actor.ts';
+import { transactionReference } from '../domain/reference.ts';
+import type { ChainAvailability, DepositVerifier, PaymentContexts, Reconciler, SandboxDriver, SandboxResult } from '../service/ports.ts';
+import type { ServiceContext } from '../service/context.ts';
+import type { ChainAdapter, TransferWatcher, WatcherStatus } from './chains.ts';
+import { loadChainsFile, resolveChainSetups, type ChainSetup, type ChainSetups, type ChainsFile } from './config.ts';
+import { DepositIntake } from './deposits.ts';
+import { createChainAvailability, createPaymentContexts } from './payment-context.ts';
+import { RefundWorker, type RefundWorkerOptions, type RefundWorkerStatus } from './refunds.ts';
+import { SandboxChain } from './sandbox-chain.ts';
+
+/** Builds the real adapter (and, for push networks, the watcher) of a network in the chains file. */
+export type LiveChainFactory = (setup: Extract<ChainSetup, { mode: 'live' }>, ctx: ServiceContext) => {
+  readonly adapter: ChainAdapter;
+  readonly watcher?: TransferWatcher;
+};
+
+export type RefundTuning = Partial<Pick<RefundWorkerOptions, 'claimLeaseMs' | 'claimBatchMax' | 'inFlightMax' | 'tickMs' | 'retryDelayMsMin' | 'retryDelayMsMax' | 'parkedRetryDelayMs' | 'askTimeoutMs' | 'topic'>>;
+
+export interface ChainServicesOptions {
+  /** The parsed chains file; default: CHAINS_FILE of the environment, if set. */
+  readonly chainsFile?: ChainsFile | null;
+  /** Real adapters per network; a network in the chains file without one stops start-up. */
+  readonly live?: Partial<Record<Network, LiveChainFactory>>;
+  readonly refunds?: RefundTuning;
+  /** How often the sandbox watcher polls its feed. */
+  readonly sandboxWatcherPollMs?: number;
+}
+
+export interface WatcherRole {
+  watchers(): WatcherStatus[];
+  refunds(): RefundWorkerStatus;
+  stop(): Promise<void>;
+}
+
+export interface ChainServices {
+  readonly setups: ChainSetups;
+  readonly adapters: ReadonlyMap<Network, ChainAdapter>;
+  readonly paymentContexts: PaymentContexts;
+  readonly depositVerifier: DepositVerifier;
+  readonly reconciler: Reconciler;
+  readonly chainAvailability: ChainAvailability;
+  readonly sandbox: SandboxDriver;
+  /** The sandbox ledger (null when every network is live): knobs and lookups for tests and admin. */
+  readonly sandboxChain: SandboxChain | null;
+  readonly intake: DepositIntake;
+  /** The watcher role: Stellar-style watchers and the chain refund worker. */
+  startWatcherRole(): Promise<WatcherRole>;
+}
+
+function sandboxError(status: 400 | 404, code: string, reason: string): SandboxResult {
+  return { ok: false, status, code, reason };
+}
+
+export async function createChainServices(ctx: ServiceContext, options: ChainServicesOptions = {}): Promise<ChainServices> {
+  const file = options.chainsFile !== undefined ? options.chainsFile : ctx.env.CHAINS_FILE ? loadChainsFile(ctx.env.CHAINS_FILE) : null;
+  const setups = resolveChainSetups(file, { sandbox: ctx.env.sandbox, corridors: ctx.config.corridors() });
+  const sandboxSetups = networks.map((network) => setups[network]).filter((setup): setup is ChainSetup => setup?.mode === 'sandbox');
+  const sandboxChain = sandboxSetups.length > 0 ? new SandboxChain({ store: ctx.store, clock: ctx.clock, setups: sandboxSetups }) : null;
+
+  const adapters = new Map<Network, ChainAdapter>();
+  const watchers: TransferWatcher[] = [];
+  for (const network of networks) {
+    const setup = setups[network];
+    if (setup === undefined) continue;
+    if (setup.mode === 'sandbox') {
+      if (sandboxChain === null) throw new Error('sandbox chain missing');
+      adapters.set(network, sandboxChain.adapter(network));
+      // Stellar pushes payments; Solana and Celo transfers are reported by notify.
+      if (network === 'STELLAR') watchers.push(sandboxChain.watcher(network, options.sandboxWatcherPollMs !== undefined ? { pollMs: options.sandboxWatcherPollMs } : {}));
+      continue;
+    }
+    const factory = options.live?.[network];
+    if (factory === undefined) throw new Error(`chains file: ${network} is configured but this build has no ${network} adapter wired`);
+    const built = factory(setup, ctx);
+    adapters.set(network, built.adapter);
+    if (built.watcher) watchers.push(built.watcher);
+  }
+
+  const actors = await ctx.actorClient('chains');
+  const intake = new DepositIntake({ store: ctx.store, adapters, actors, log: ctx.log.child({ component: 'deposits' }) });
+
+  const sandbox: SandboxDriver = {
+    async deposit(request) {
+      const doc = await ctx.store.get(transactionsCollection, request.transactionId);
+      if (doc === null || doc.partnerId !== request.partnerId) return sandboxError(404, 'not_found', 'Transaction not found');
+      if (doc.direction !== 'payout') return sandboxError(404, 'not_found', 'Not a payout transaction; use /sandbox/pix-payments');
+      const quote = fromJsonValue<Quote>(doc.quote ?? null);
+      const setup = setups[quote.network];
+      if (sandboxChain === null || setup?.mode !== 'sandbox') {
+        return sandboxError(400, 'invalid_request', `${quote.network} is a live network here; fund it on chain`);
+      }
+      const decimals = setup.assets[quote.cryptoCurrency]?.decimals;
+      if (decimals === undefined) return sandboxError(400, 'invalid_request', `${quote.cryptoCurrency} has no token on the sandbox ${quote.network}`);
+      const amount = request.amount ?? quote.sourceAmount;
+      if (amount.units <= 0n) return sandboxError(400, 'invalid_request', 'amount must be positive');
+      const exact = rescale(amount, Math.max(decimals, amount.scale), 'floor');
+      if (compare(rescale(amount, decimals, 'floor'), exact) !== 0) {
+        return sandboxError(400, 'invalid_request', `amount has more than ${decimals} decimals`);
+      }
+      const stellar = quote.network === 'STELLAR';
+      const transfer = await sandboxChain.deposit({
+        network: quote.network,
+        asset: quote.cryptoCurrency,
+        amount: rescale(amount, decimals, 'floor'),
+        memo: stellar ? transactionReference(request.transactionId) : null,
+      });
+      return {
+        ok: true,
+        body: {
+          blockchain: quote.network,
+          on_chain_tx: transfer.onChainId,
+          amount: toJsonNumber(transfer.amount),
+          crypto_currency: transfer.asset,
+          sender: transfer.sender,
+          deposit_address: transfer.destination,
+          memo: transfer.memo,
+          notify: stellar ? { endpoint: null, required: false } : { endpoint: '/payments/notify', required: true },
+        },
+      };
+    },
+    async pixPayment(request) {
+      const doc = await ctx.store.get(transactionsCollection, request.transactionId);
+      if (doc === null || doc.partnerId !== request.partnerId) return sandboxError(404, 'not_found', 'Transaction not found');
+      if (doc.direction !== 'onramp') return sandboxError(404, 'not_found', 'Not an onramp transaction');
+      // The PIX side of the sandbox belongs to the rails; the composition root wires it there.
+      return sandboxError(400, 'invalid_request', 'Sandbox PIX payments are not available in this build yet');
+    },
+  };
+
+  const paymentContexts = createPaymentContexts(() => setups);
+  const chainAvailability = createChainAvailability(() => setups);
+
+  return {
+    setups,
+    adapters,
+    paymentContexts,
+    depositVerifier: intake,
+    reconciler: intake,
+    chainAvailability,
+    sandbox,
+    sandboxChain,
+    intake,
+    async startWatcherRole() {
+      const log = ctx.log.child({ component: 'watcher' });
+      const started: TransferWatcher[] = [];
+      const refunds = new RefundWorker({
+        store: ctx.store,
+        adapters,
+        actors,
+        clock: ctx.clock,
+        log: ctx.log.child({ component: 'refunds' }),
+        owner: `refunds-${ctx.processId}-${randomUUID().slice(0, 8)}`,
+        ...options.refunds,
+      });
+      try {
+        for (const watcher of watchers) {
+          await watcher.start(async (transfer) => intake.onWatchedTransfer(transfer));
+          started.push(watcher);
+          log.info({ network: watcher.network }, 'watcher started');
+        }
+        refunds.start();
+      } catch (error) {
+        for (const watcher of started) await watcher.stop();
+        throw error;
+      }
+      return {
+        watchers: () => watchers.map((watcher) => watcher.status()),
+        refunds: () => refunds.status(),
+        async stop() {
+          await refunds.stop();
+          for (const watcher of started) await watcher.stop();
+        },
+      };
+    },
+  };
+}

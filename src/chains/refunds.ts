@@ -1,0 +1,264 @@
+// The chain refund worker: returns crypto deposits in full to their senders. It consumes the chain
+// refund topic of the outbox: the transaction actor's RefundRequested rows whose deposit came by
+// chain (wrong amount, late, payout failed, stray) and the deposit actor's unmatched deposits.
+//
+// For each row: `adapter.send` with the idempotency key `refund:<txId>:<depositId>` (unmatched:
+// `refund:unmatched:<network>:<depositId>`), so a retry, a second worker or a restart never sends
+// twice. Confirmed → the owner is told (transaction: RefundSettled {depositId, refundOnChainId};
+// unmatched deposit: refundSettled) and the row is marked done. Pending or a retryable failure →
+// tried again with bounded exponential backoff. A non-retryable failure (the chain refuses the
+// send) is logged as an error every time and retried at the slow `parkedRetryDelayMs`, so it is
+// neither lost nor hammering: operations see it in `status()` and the logs.
+//
+// Claims: rows are claimed for `claimLeaseMs`; while this worker holds a row it re-claims it when the
+// lease lapses (same owner). A crash drops the claim; after the lease another worker (or this one,
+// restarted) takes the row again. Due times are read from the injected clock; the loop itself ticks
+// on a real timer every `tickMs`.
+import type { Logger } from 'pino';
+import { isOneOf, networks, type Network } from '../domain/assets.ts';
+import type { Deposit } from '../domain/transaction.ts';
+import { fromJsonValue, toJsonValue } from '../actors/state-codec.ts';
+import { transactionActorType, type DomainReply } from '../actors/transaction-actor.ts';
+import { chainRefundTopic, type DepositReply } from '../actors/deposit-actor.ts';
+import type { JsonValue } from '../actors/envelope.ts';
+import type { OutboxRow, SnapshotStore } from '../store/store.ts';
+import type { ChainAdapter } from './chains.ts';
+import type { ActorAsker } from './deposits.ts';
+
+export interface RefundWorkerOptions {
+  readonly store: SnapshotStore;
+  readonly adapters: ReadonlyMap<Network, ChainAdapter>;
+  readonly actors: ActorAsker;
+  readonly clock: { nowMs(): number };
+  readonly log: Logger;
+  /** Unique per worker process: the outbox claim owner. */
+  readonly owner: string;
+  readonly topic?: string;
+  readonly claimLeaseMs?: number;
+  readonly claimBatchMax?: number;
+  readonly inFlightMax?: number;
+  readonly tickMs?: number;
+  readonly retryDelayMsMin?: number;
+  readonly retryDelayMsMax?: number;
+  readonly parkedRetryDelayMs?: number;
+  readonly askTimeoutMs?: number;
+}
+
+/** A chain refund to make, read from an outbox row. */
+export interface ChainRefund {
+  readonly rowId: string;
+  readonly network: Network;
+  readonly deposit: Extract<Deposit, { rail: 'chain' }>;
+  readonly idempotencyKey: string;
+  /** Who is told when the refund settles. */
+  readonly settleTo: { readonly actorType: string; readonly actorKey: string };
+}
+
+interface Entry {
+  readonly refund: ChainRefund;
+  attempts: number;
+  nextAttemptAtMs: number;
+  lastError: string | null;
+  running: boolean;
+}
+
+export interface RefundWorkerStatus {
+  readonly inFlight: number;
+  /** Refunds that failed at least once, oldest attempt count first. */
+  readonly retrying: ReadonlyArray<{ readonly rowId: string; readonly network: Network; readonly attempts: number; readonly lastError: string | null }>;
+}
+
+/** Reads a refund row; null when it is not a chain refund (a PIX refund is the rails' business). */
+export function chainRefundOf(row: Pick<OutboxRow, 'id' | 'payload'>): ChainRefund | 'not_chain' | 'malformed' {
+  const payload = row.payload;
+  if (payload === null || typeof payload !== 'object' || Array.isArray(payload) || payload.type !== 'RefundRequested') return 'malformed';
+  const deposit = fromJsonValue<Deposit | null>(payload.deposit ?? null);
+  if (deposit === null || typeof deposit !== 'object') return 'malformed';
+  if (deposit.rail !== 'chain') return 'not_chain';
+  if (!isOneOf(networks, deposit.network) || typeof deposit.id !== 'string' || typeof deposit.sender !== 'string') return 'malformed';
+  if (typeof deposit.amount?.units !== 'bigint' || deposit.amount.units <= 0n) return 'malformed';
+  const settleTo = payload.settleTo;
+  if (settleTo !== null && typeof settleTo === 'object' && !Array.isArray(settleTo)) {
+    if (typeof settleTo.actorType !== 'string' || typeof settleTo.actorKey !== 'string') return 'malformed';
+    return {
+      rowId: row.id,
+      network: deposit.network,
+      deposit,
+      idempotencyKey: `refund:unmatched:${deposit.network}:${deposit.id}`,
+      settleTo: { actorType: settleTo.actorType, actorKey: settleTo.actorKey },
+    };
+  }
+  if (typeof payload.transactionId !== 'string') return 'malformed';
+  return {
+    rowId: row.id,
+    network: deposit.network,
+    deposit,
+    idempotencyKey: `refund:${payload.transactionId}:${deposit.id}`,
+    settleTo: { actorType: transactionActorType, actorKey: payload.transactionId },
+  };
+}
+
+export class RefundWorker {
+  private readonly entries = new Map<string, Entry>();
+  private running = false;
+  private loop: Promise<void> | null = null;
+  private wake: (() => void) | null = null;
+  private readonly topic: string;
+  private readonly claimLeaseMs: number;
+  private readonly claimBatchMax: number;
+  private readonly inFlightMax: number;
+  private readonly tickMs: number;
+  private readonly retryDelayMsMin: number;
+  private readonly retryDelayMsMax: number;
+  private readonly parkedRetryDelayMs: number;
+  private readonly askTimeoutMs: number;
+
+  constructor(private readonly options: RefundWorkerOptions) {
+    this.topic = options.topic ?? chainRefundTopic;
+    this.claimLeaseMs = options.claimLeaseMs ?? 60_000;
+    this.claimBatchMax = options.claimBatchMax ?? 32;
+    this.inFlightMax = options.inFlightMax ?? 256;
+    this.tickMs = options.tickMs ?? 250;
+    this.retryDelayMsMin = options.retryDelayMsMin ?? 1_000;
+    this.retryDelayMsMax = options.retryDelayMsMax ?? 30_000;
+    this.parkedRetryDelayMs = options.parkedRetryDelayMs ?? 600_000;
+    this.askTimeoutMs = options.askTimeoutMs ?? 10_000;
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.loop = this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    this.wake?.();
+    await this.loop;
+    this.loop = null;
+    // Hand the rows back at once instead of waiting for the lease to lapse.
+    const ids = [...this.entries.keys()];
+    this.entries.clear();
+    if (ids.length > 0) await this.options.store.outboxRelease(ids, this.options.owner).catch(() => undefined);
+  }
+
+  status(): RefundWorkerStatus {
+    const retrying = [...this.entries.values()]
+      .filter((entry) => entry.attempts > 0)
+      .sort((a, b) => b.attempts - a.attempts)
+      .map((entry) => ({ rowId: entry.refund.rowId, network: entry.refund.network, attempts: entry.attempts, lastError: entry.lastError }));
+    return { inFlight: this.entries.size, retrying };
+  }
+
+  /** One round: claim new rows, then attempt every due refund. Exposed for tests and ops. */
+  async tick(): Promise<void> {
+    await this.claim();
+    const nowMs = this.options.clock.nowMs();
+    const due = [...this.entries.values()].filter((entry) => !entry.running && entry.nextAttemptAtMs <= nowMs);
+    await Promise.all(due.map((entry) => this.attempt(entry)));
+  }
+
+  private async run(): Promise<void> {
+    while (this.running) {
+      try {
+        await this.tick();
+      } catch (error) {
+        this.options.log.error({ error: error instanceof Error ? error.message : String(error) }, 'refund round failed; retrying');
+      }
+      await this.sleep(this.tickMs);
+    }
+  }
+
+  private async claim(): Promise<void> {
+    const room = Math.min(this.claimBatchMax, this.inFlightMax - this.entries.size);
+    if (room <= 0) return;
+    const rows = await this.options.store.outboxClaim(this.topic, this.options.owner, room, this.claimLeaseMs, this.options.clock.nowMs());
+    const notOurs: string[] = [];
+    for (const row of rows) {
+      if (this.entries.has(row.id)) continue; // our own row whose lease lapsed: now renewed
+      const refund = chainRefundOf(row);
+      if (refund === 'not_chain') {
+        notOurs.push(row.id);
+        continue;
+      }
+      if (refund === 'malformed') {
+        this.options.log.error({ rowId: row.id }, 'malformed refund row; left in the outbox for operations');
+        continue; // keeps its claim until the lease lapses; never marked done silently
+      }
+      this.entries.set(row.id, { refund, attempts: 0, nextAttemptAtMs: 0, lastError: null, running: false });
+    }
+    if (notOurs.length > 0) await this.options.store.outboxRelease(notOurs, this.options.owner);
+  }
+
+  private backoffMs(attempts: number): number {
+    return Math.min(this.retryDelayMsMax, this.retryDelayMsMin * 2 ** Math.min(attempts - 1, 20));
+  }
+
+  private async attempt(entry: Entry): Promise<void> {
+    entry.running = true;
+    const { refund } = entry;
+    try {
+      const adapter = this.options.adapters.get(refund.network);
+      if (adapter === undefined) throw new Error(`no adapter for ${refund.network}`);
+      const sent = await adapter.send({
+        network: refund.network,
+        asset: refund.deposit.asset,
+        amount: refund.deposit.amount,
+        destination: refund.deposit.sender,
+        idempotencyKey: refund.idempotencyKey,
+      });
+      if (sent.status === 'confirmed') {
+        await this.settle(refund, sent.onChainId);
+        await this.options.store.outboxMarkDone([refund.rowId]);
+        this.entries.delete(refund.rowId);
+        this.options.log.info({ rowId: refund.rowId, network: refund.network, refundOnChainId: sent.onChainId }, 'refund settled');
+        return;
+      }
+      entry.attempts += 1;
+      if (sent.status === 'pending') {
+        entry.lastError = null;
+        entry.nextAttemptAtMs = this.options.clock.nowMs() + this.backoffMs(entry.attempts);
+      } else if (sent.retryable) {
+        entry.lastError = sent.reason;
+        entry.nextAttemptAtMs = this.options.clock.nowMs() + this.backoffMs(entry.attempts);
+        this.options.log.warn({ rowId: refund.rowId, network: refund.network, attempts: entry.attempts, reason: sent.reason }, 'refund send failed; will retry');
+      } else {
+        entry.lastError = sent.reason;
+        entry.nextAttemptAtMs = this.options.clock.nowMs() + this.parkedRetryDelayMs;
+        this.options.log.error({ rowId: refund.rowId, network: refund.network, attempts: entry.attempts, reason: sent.reason }, 'refund refused by the chain; needs operations (retried slowly)');
+      }
+    } catch (error) {
+      entry.attempts += 1;
+      entry.lastError = error instanceof Error ? error.message : String(error);
+      entry.nextAttemptAtMs = this.options.clock.nowMs() + this.backoffMs(entry.attempts);
+      this.options.log.warn({ rowId: refund.rowId, network: refund.network, attempts: entry.attempts, error: entry.lastError }, 'refund attempt failed; will retry');
+    } finally {
+      entry.running = false;
+    }
+  }
+
+  /** Tells the owner; a domain rejection is terminal (logged), infrastructure errors throw. */
+  private async settle(refund: ChainRefund, refundOnChainId: string): Promise<void> {
+    const commandId = `refund-settled:${refund.rowId}`;
+    const options = { commandId, timeoutMs: this.askTimeoutMs };
+    if (refund.settleTo.actorType === transactionActorType) {
+      const payload: JsonValue = toJsonValue({ kind: 'RefundSettled', depositId: refund.deposit.id, refundOnChainId });
+      const reply = await this.options.actors.ask<DomainReply>(transactionActorType, refund.settleTo.actorKey, 'RefundSettled', payload, options);
+      if (!reply.ok) this.options.log.error({ rowId: refund.rowId, code: reply.code, refundOnChainId }, 'the transaction refused the refund settlement; check it by hand');
+      return;
+    }
+    const reply = await this.options.actors.ask<DepositReply>(refund.settleTo.actorType, refund.settleTo.actorKey, 'refundSettled', { refundOnChainId }, options);
+    if (reply.result !== 'settled') this.options.log.error({ rowId: refund.rowId, reply: reply.result, refundOnChainId }, 'the deposit refused the refund settlement; check it by hand');
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done(): void {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.wake = done;
+    });
+  }
+}

@@ -1,0 +1,430 @@
+// The sandbox chain: a pretend ledger for every network that runs in sandbox mode, behind the same
+// ChainAdapter / TransferWatcher port as the real networks. Its ledger lives in the store
+// (collection `sandbox_chain`), so every process of a deployment sees the same transfers: a deposit
+// made through the edge's test helper is verified by the watcher role, a refund sent by the refund
+// worker is visible to the tests.
+//
+// - `deposit()` makes a transfer into the network's deposit address (or any other address). On
+//   Stellar it is appended to the network's feed, which the sandbox watcher streams like Horizon's
+//   payment stream, so a memo payment is detected without a notify. On Solana and Celo the caller
+//   gets the `on_chain_tx` to report with POST /payments/notify.
+// - `send()` (refunds, onramp deliveries) is idempotent by key: the hash is derived from the key,
+//   and the first request is recorded; the same key with another request is refused.
+// - Knobs (stored, so they apply to every process): verify outage, send outage, permanent send
+//   failure, sends that stay pending for N polls, watcher outage.
+//
+// Ledger documents (ids are prefixed by kind):
+//   tx:<network>:<onChainId>        a transfer (deposit or send)
+//   send:<network>:<sha256(key)>    the first send request of an idempotency key
+//   feed:<network>:<seq>            the Stellar feed, gap-free: seq n exists before n+1
+//   head:<network>                  where the feed probably ends (a hint)
+//   knobs:<network>, cursor:<network>
+import { createHash, randomBytes } from 'node:crypto';
+import type { CryptoAsset, Network } from '../domain/assets.ts';
+import { decimalFromExactString, rescale, toFixedString, type Decimal } from '../domain/money.ts';
+import type { JsonObject, SnapshotStore } from '../store/store.ts';
+import type { ChainAdapter, ObservedTransfer, SendRequest, SendResult, TransferWatcher, VerifyResult, WatcherStatus } from './chains.ts';
+import { base58Encode, isAddressOf, stellarAccountFromPublicKey, type ChainSetup } from './config.ts';
+
+export const sandboxChainCollection = 'sandbox_chain';
+
+export interface SandboxKnobs {
+  /** verify() throws, as an unreachable RPC node would. */
+  readonly verifyOutage: boolean;
+  /** send() fails with a retryable error. */
+  readonly sendOutage: boolean;
+  /** send() fails with a non-retryable error (e.g. the hot wallet is empty). */
+  readonly sendRejects: boolean;
+  /** A new send stays `pending` for this many calls before it is confirmed. */
+  readonly sendPendingPolls: number;
+  /** The watcher stops streaming (state `reconnecting`) until cleared. */
+  readonly watcherOutage: boolean;
+}
+
+export const defaultKnobs: SandboxKnobs = {
+  verifyOutage: false,
+  sendOutage: false,
+  sendRejects: false,
+  sendPendingPolls: 0,
+  watcherOutage: false,
+};
+
+export interface SandboxTransfer {
+  readonly kind: 'deposit' | 'send';
+  readonly network: Network;
+  readonly onChainId: string;
+  readonly asset: CryptoAsset;
+  readonly amount: Decimal;
+  readonly sender: string;
+  readonly destination: string;
+  readonly memo: string | null;
+  /** A failed (reverted) transaction: on chain, but it moved nothing. */
+  readonly succeeded: boolean;
+  readonly atMs: number;
+}
+
+export interface SandboxDepositRequest {
+  readonly network: Network;
+  readonly asset: CryptoAsset;
+  readonly amount: Decimal;
+  /** Stellar text memo (at most 28 bytes). */
+  readonly memo?: string | null;
+  /** Defaults to a fresh well-formed address. */
+  readonly sender?: string;
+  /** Defaults to the network's deposit address. */
+  readonly destination?: string;
+  /** A transaction that failed on chain (it exists, it moved nothing). */
+  readonly failed?: boolean;
+}
+
+const feedSeqDigits = 12;
+const feedScanMax = 100_000;
+const stellarMemoBytesMax = 28;
+
+function feedId(network: Network, seq: number): string {
+  return `feed:${network}:${String(seq).padStart(feedSeqDigits, '0')}`;
+}
+
+function transferDoc(transfer: SandboxTransfer): JsonObject {
+  return {
+    kind: transfer.kind,
+    network: transfer.network,
+    onChainId: transfer.onChainId,
+    asset: transfer.asset,
+    amount: toFixedString(transfer.amount),
+    sender: transfer.sender,
+    destination: transfer.destination,
+    memo: transfer.memo,
+    succeeded: transfer.succeeded,
+    atMs: transfer.atMs,
+  };
+}
+
+function transferFromDoc(doc: JsonObject): SandboxTransfer {
+  return {
+    kind: doc.kind === 'send' ? 'send' : 'deposit',
+    network: doc.network as Network,
+    onChainId: String(doc.onChainId),
+    asset: doc.asset as CryptoAsset,
+    amount: decimalFromExactString(String(doc.amount)),
+    sender: String(doc.sender),
+    destination: String(doc.destination),
+    memo: typeof doc.memo === 'string' ? doc.memo : null,
+    succeeded: doc.succeeded === true,
+    atMs: Number(doc.atMs),
+  };
+}
+
+/** A fresh well-formed address of `network` (a sandbox sender). */
+export function randomAddress(network: Network): string {
+  switch (network) {
+    case 'STELLAR':
+      return stellarAccountFromPublicKey(randomBytes(32));
+    case 'SOLANA':
+      return base58Encode(randomBytes(32));
+    case 'CELO':
+      return `0x${randomBytes(20).toString('hex')}`;
+  }
+}
+
+/** A well-formed transaction id: Stellar 64 hex, Celo 0x + 64 hex, Solana base58 of 64 bytes. */
+function onChainIdFrom(network: Network, bytes64: Uint8Array): string {
+  const hex = Buffer.from(bytes64.subarray(0, 32)).toString('hex');
+  switch (network) {
+    case 'STELLAR':
+      return hex;
+    case 'CELO':
+      return `0x${hex}`;
+    case 'SOLANA': {
+      // A signature whose first byte is zero would encode shorter than real ones; avoid it.
+      const bytes = Uint8Array.from(bytes64);
+      bytes[0] = (bytes[0] ?? 0) | 1;
+      return base58Encode(bytes);
+    }
+  }
+}
+
+export interface SandboxChainOptions {
+  readonly store: SnapshotStore;
+  readonly clock: { nowMs(): number };
+  /** The sandbox networks and their deposit addresses. */
+  readonly setups: readonly ChainSetup[];
+}
+
+export class SandboxChain {
+  private readonly setups = new Map<Network, ChainSetup>();
+
+  constructor(private readonly options: SandboxChainOptions) {
+    for (const setup of options.setups) this.setups.set(setup.network, setup);
+  }
+
+  networks(): Network[] {
+    return [...this.setups.keys()];
+  }
+
+  depositAddress(network: Network): string {
+    return this.setupOf(network).depositAddress;
+  }
+
+  private setupOf(network: Network): ChainSetup {
+    const setup = this.setups.get(network);
+    if (setup === undefined) throw new Error(`${network} is not a sandbox network`);
+    return setup;
+  }
+
+  async knobs(network: Network): Promise<SandboxKnobs> {
+    const doc = await this.options.store.get(sandboxChainCollection, `knobs:${network}`);
+    return { ...defaultKnobs, ...(doc as Partial<SandboxKnobs> | null) };
+  }
+
+  async setKnobs(network: Network, change: Partial<SandboxKnobs>): Promise<SandboxKnobs> {
+    const next = { ...(await this.knobs(network)), ...change };
+    if (!Number.isSafeInteger(next.sendPendingPolls) || next.sendPendingPolls < 0 || next.sendPendingPolls > 1_000) {
+      throw new Error('sendPendingPolls must be an integer in [0, 1000]');
+    }
+    await this.options.store.put(sandboxChainCollection, `knobs:${network}`, { ...next });
+    return next;
+  }
+
+  async transfer(network: Network, onChainId: string): Promise<SandboxTransfer | null> {
+    const doc = await this.options.store.get(sandboxChainCollection, `tx:${network}:${onChainId}`);
+    return doc === null ? null : transferFromDoc(doc);
+  }
+
+  /** A transfer arrives on the sandbox chain. Stellar transfers to our address enter the feed. */
+  async deposit(request: SandboxDepositRequest): Promise<SandboxTransfer> {
+    const setup = this.setupOf(request.network);
+    const asset = setup.assets[request.asset];
+    if (asset === undefined) throw new Error(`${request.asset} has no token on the sandbox ${request.network}`);
+    if (request.amount.scale > asset.decimals) throw new Error(`the amount has more decimals than ${request.asset} (${asset.decimals})`);
+    const memo = request.network === 'STELLAR' ? (request.memo ?? null) : null;
+    if (memo !== null && Buffer.byteLength(memo, 'utf8') > stellarMemoBytesMax) throw new Error('a Stellar text memo holds at most 28 bytes');
+    const transfer: SandboxTransfer = {
+      kind: 'deposit',
+      network: request.network,
+      onChainId: onChainIdFrom(request.network, randomBytes(64)),
+      asset: request.asset,
+      amount: rescale(request.amount, asset.decimals, 'floor'),
+      sender: request.sender ?? randomAddress(request.network),
+      destination: request.destination ?? setup.depositAddress,
+      memo,
+      succeeded: request.failed !== true,
+      atMs: this.options.clock.nowMs(),
+    };
+    await this.options.store.put(sandboxChainCollection, `tx:${transfer.network}:${transfer.onChainId}`, transferDoc(transfer));
+    if (transfer.network === 'STELLAR' && transfer.succeeded && transfer.destination === setup.depositAddress) {
+      await this.appendToFeed(transfer.network, transfer.onChainId);
+    }
+    return transfer;
+  }
+
+  /** Appends at the first free sequence number; putIfAbsent makes concurrent appenders take turns. */
+  private async appendToFeed(network: Network, onChainId: string): Promise<number> {
+    const head = await this.options.store.get(sandboxChainCollection, `head:${network}`);
+    let seq = typeof head?.seq === 'number' ? head.seq : 1;
+    for (let scanned = 0; scanned < feedScanMax; scanned += 1, seq += 1) {
+      const inserted = await this.options.store.putIfAbsent(sandboxChainCollection, feedId(network, seq), { onChainId });
+      if (inserted.status === 'inserted') {
+        await this.options.store.put(sandboxChainCollection, `head:${network}`, { seq: seq + 1 });
+        return seq;
+      }
+    }
+    throw new Error('sandbox feed: no free sequence number found');
+  }
+
+  /** The feed entry after `cursor` (0 = from the start), or null at the end. */
+  async nextInFeed(network: Network, cursor: number): Promise<{ seq: number; transfer: SandboxTransfer } | null> {
+    const entry = await this.options.store.get(sandboxChainCollection, feedId(network, cursor + 1));
+    if (entry === null) return null;
+    const transfer = await this.transfer(network, String(entry.onChainId));
+    if (transfer === null) throw new Error(`sandbox feed ${cursor + 1} names a missing transfer`);
+    return { seq: cursor + 1, transfer };
+  }
+
+  async cursor(network: Network): Promise<number> {
+    const doc = await this.options.store.get(sandboxChainCollection, `cursor:${network}`);
+    return typeof doc?.seq === 'number' ? doc.seq : 0;
+  }
+
+  async saveCursor(network: Network, seq: number): Promise<void> {
+    await this.options.store.put(sandboxChainCollection, `cursor:${network}`, { seq });
+  }
+
+  /** What the chain says about a reported transaction: the transfers into our deposit address. */
+  async verify(network: Network, onChainId: string): Promise<VerifyResult> {
+    if ((await this.knobs(network)).verifyOutage) throw new Error(`sandbox ${network}: the node is unreachable (outage knob)`);
+    const transfer = await this.transfer(network, onChainId);
+    if (transfer === null) return { status: 'not_found', reason: 'The transaction was not found on chain' };
+    if (!transfer.succeeded) return { status: 'invalid', reason: 'The transaction failed on chain' };
+    if (transfer.kind !== 'deposit' || transfer.destination !== this.depositAddress(network)) {
+      return { status: 'invalid', reason: 'The transaction moves no funds to the deposit address' };
+    }
+    return { status: 'found', transfers: [observed(transfer)] };
+  }
+
+  /** Sends at most once per idempotency key; the hash is derived from the key. */
+  async send(request: SendRequest): Promise<SendResult> {
+    const setup = this.setupOf(request.network);
+    const knobs = await this.knobs(request.network);
+    if (knobs.sendOutage) return { status: 'failed', reason: 'sandbox send outage', retryable: true };
+    const keyHash = createHash('sha256').update(request.idempotencyKey).digest('hex');
+    const sendId = `send:${request.network}:${keyHash}`;
+    const existing = await this.options.store.get(sandboxChainCollection, sendId);
+    if (existing === null) {
+      if (knobs.sendRejects) return { status: 'failed', reason: 'sandbox send rejected (knob)', retryable: false };
+      const asset = setup.assets[request.asset];
+      if (asset === undefined) return { status: 'failed', reason: `${request.asset} has no token on ${request.network}`, retryable: false };
+      if (request.amount.units <= 0n || request.amount.scale > asset.decimals) {
+        return { status: 'failed', reason: `the amount must be positive with at most ${asset.decimals} decimals`, retryable: false };
+      }
+      if (!isAddressOf(request.network, request.destination)) {
+        return { status: 'failed', reason: 'the destination is not an address of this network', retryable: false };
+      }
+    }
+    const digest = createHash('sha512').update(`sandbox-send:${request.network}:${request.idempotencyKey}`).digest();
+    const onChainId = onChainIdFrom(request.network, digest);
+    const fingerprint = `${request.asset}|${toFixedString(request.amount)}|${request.destination}`;
+    const first = await this.options.store.putIfAbsent(sandboxChainCollection, sendId, {
+      onChainId,
+      fingerprint,
+      polls: 0,
+      pendingPolls: knobs.sendPendingPolls,
+    });
+    const record = first.status === 'inserted' ? { fingerprint, polls: 0, pendingPolls: knobs.sendPendingPolls } : first.doc;
+    if (record.fingerprint !== fingerprint) {
+      return { status: 'failed', reason: 'the idempotency key was used for another request', retryable: false };
+    }
+    if (first.status === 'inserted') {
+      const transfer: SandboxTransfer = {
+        kind: 'send',
+        network: request.network,
+        onChainId,
+        asset: request.asset,
+        amount: request.amount,
+        sender: setup.depositAddress,
+        destination: request.destination,
+        memo: request.network === 'STELLAR' ? (request.memo ?? null) : null,
+        succeeded: true,
+        atMs: this.options.clock.nowMs(),
+      };
+      await this.options.store.put(sandboxChainCollection, `tx:${request.network}:${onChainId}`, transferDoc(transfer));
+    }
+    const polls = Number(record.polls) + 1;
+    await this.options.store.put(sandboxChainCollection, sendId, { onChainId, fingerprint, polls, pendingPolls: Number(record.pendingPolls) });
+    return polls > Number(record.pendingPolls) ? { status: 'confirmed', onChainId } : { status: 'pending', onChainId };
+  }
+
+  adapter(network: Network): ChainAdapter {
+    this.setupOf(network);
+    return {
+      network,
+      verify: (onChainId) => this.verify(network, onChainId),
+      send: (request) => (request.network === network ? this.send(request) : Promise.resolve({ status: 'failed', reason: `this adapter sends on ${network}`, retryable: false })),
+    };
+  }
+
+  watcher(network: Network, options: { readonly pollMs?: number; readonly retryDelayMsMax?: number } = {}): TransferWatcher {
+    this.setupOf(network);
+    return new SandboxTransferWatcher(this, network, options.pollMs ?? 200, options.retryDelayMsMax ?? 5_000, this.options.clock);
+  }
+}
+
+function observed(transfer: SandboxTransfer): ObservedTransfer {
+  return {
+    network: transfer.network,
+    onChainId: transfer.onChainId,
+    asset: transfer.asset,
+    amount: transfer.amount,
+    sender: transfer.sender,
+    memo: transfer.memo,
+    observedAtMs: transfer.atMs,
+  };
+}
+
+/**
+ * Streams the network's feed from the persisted cursor, one transfer at a time; the cursor moves
+ * only after `onTransfer` resolved. A failing handler is retried (bounded backoff) with the same
+ * transfer: nothing is skipped, and the status says so.
+ */
+class SandboxTransferWatcher implements TransferWatcher {
+  private running = false;
+  private loop: Promise<void> | null = null;
+  private wake: (() => void) | null = null;
+  private current: WatcherStatus;
+
+  constructor(
+    private readonly chain: SandboxChain,
+    readonly network: Network,
+    private readonly pollMs: number,
+    private readonly retryDelayMsMax: number,
+    private readonly clock: { nowMs(): number },
+  ) {
+    this.current = { network, state: 'stopped', cursor: null, lastEventAtMs: null, reconnects: 0, lastError: null };
+  }
+
+  status(): WatcherStatus {
+    return this.current;
+  }
+
+  async start(onTransfer: (transfer: ObservedTransfer, cursor: string) => Promise<void>): Promise<void> {
+    if (this.running) return;
+    this.running = true;
+    const cursor = await this.chain.cursor(this.network);
+    this.current = { ...this.current, state: 'starting', cursor: String(cursor) };
+    this.loop = this.run(onTransfer, cursor);
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    this.wake?.();
+    await this.loop;
+    this.loop = null;
+    this.current = { ...this.current, state: 'stopped' };
+  }
+
+  private async run(onTransfer: (transfer: ObservedTransfer, cursor: string) => Promise<void>, from: number): Promise<void> {
+    let cursor = from;
+    let failures = 0;
+    while (this.running) {
+      try {
+        if ((await this.chain.knobs(this.network)).watcherOutage) {
+          this.current = { ...this.current, state: 'reconnecting', lastError: 'sandbox watcher outage (knob)' };
+          await this.sleep(this.pollMs);
+          continue;
+        }
+        this.current = { ...this.current, state: 'streaming' };
+        const next = await this.chain.nextInFeed(this.network, cursor);
+        if (next === null) {
+          await this.sleep(this.pollMs);
+          continue;
+        }
+        await onTransfer(observed(next.transfer), String(next.seq));
+        cursor = next.seq;
+        await this.chain.saveCursor(this.network, cursor);
+        failures = 0;
+        this.current = { ...this.current, cursor: String(cursor), lastEventAtMs: this.clock.nowMs(), lastError: null };
+      } catch (error) {
+        failures += 1;
+        this.current = {
+          ...this.current,
+          state: 'reconnecting',
+          reconnects: this.current.reconnects + 1,
+          lastError: error instanceof Error ? error.message : String(error),
+        };
+        await this.sleep(Math.min(this.retryDelayMsMax, this.pollMs * 2 ** Math.min(failures, 10)));
+      }
+    }
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      const wake = (): void => done();
+      function done(): void {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.wake = wake;
+    });
+  }
+}
