@@ -10,6 +10,8 @@ import { applyPartnerOverrides, startPartnerRefresh } from './partner-overrides.
 import { startAdminServer, type AdminCapabilities } from '../grpc/admin-server.ts';
 import { createRailServices, type RailServices } from '../rails/rail-services.ts';
 import { createWebhookServices } from '../webhooks/index.ts';
+import { createChainServices, type ChainServices } from '../chains/chain-services.ts';
+import { liveChainFactories } from '../chains/live-chains.ts';
 
 export interface RunningRole {
   readonly name: Role;
@@ -41,7 +43,11 @@ export async function startService(env: EnvConfig, overrides: ContextOverrides =
     rails = env.sandbox ? createRailServices(ctx) : null;
     const railServices = rails;
     const webhooks = createWebhookServices(ctx);
+    // The crypto side: real adapters for configured networks, the sandbox chain for the rest.
+    const chains: ChainServices | null =
+      runs(env, 'edge') || runs(env, 'watcher') || runs(env, 'admin') ? await createChainServices(ctx, { live: liveChainFactories }) : null;
     const capabilities: AdminCapabilities = {
+      ...(chains ? { reconciler: chains.reconciler } : {}),
       webhooks: { deliveries: webhooks.deliveries, destinations: webhooks.destinations },
       ...(railServices?.sandbox ? { sandboxRail: railServices.sandbox } : {}),
     };
@@ -76,6 +82,10 @@ export async function startService(env: EnvConfig, overrides: ContextOverrides =
     if (railServices && runs(env, 'payout')) {
       const payout = await railServices.startPayoutRole();
       roles.push({ name: 'payout', stop: () => payout.stop() });
+    }
+    if (chains && runs(env, 'watcher')) {
+      const watcher = await chains.startWatcherRole();
+      roles.push({ name: 'watcher', stop: () => watcher.stop() });
     }
     if (runs(env, 'webhooks')) {
       const dispatcher = await webhooks.startWebhooksRole();
