@@ -18,8 +18,15 @@ export const errorCatalogue = {
   not_found: { status: 404, retryable: false, defaultReason: 'Not found' },
   method_not_allowed: { status: 405, retryable: false, defaultReason: 'Method not allowed' },
   request_timeout: { status: 408, retryable: true, defaultReason: 'Request not received in time' },
-  idempotency_conflict: {
+  quote_not_found: { status: 400, retryable: false, defaultReason: 'The quote does not exist; request a new quote' },
+  kyc_rejected: { status: 400, retryable: false, defaultReason: 'KYC for this user was rejected; contact support' },
+  idempotency_in_progress: {
     status: 409,
+    retryable: true,
+    defaultReason: 'A request with this Idempotency-Key is still being processed; retry later',
+  },
+  idempotency_conflict: {
+    status: 422,
     retryable: false,
     defaultReason: 'The same idempotency key was used with a different request',
   },

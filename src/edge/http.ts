@@ -26,7 +26,7 @@ import {
   type BodyReader,
 } from './body.ts';
 import { errorResponse } from './errors.ts';
-import { writeAccessLog } from './access-log.ts';
+import { writeAccessLog, type AccessLogEntry } from './access-log.ts';
 
 export { parseJsonBody, type BodyParse } from './body.ts';
 
@@ -116,6 +116,8 @@ export interface HttpAppOptions {
   readonly queryParamsCountMax?: number;
   /** Called (after logging) for every handler exception and internal failure; for metrics/alerts. */
   readonly onError?: (error: unknown, info: RequestErrorInfo) => void;
+  /** Called once per request with its access-log entry, after the line is written (metrics). */
+  readonly onRequestFinished?: (entry: AccessLogEntry) => void;
   /** Request ids for requests that bring none; `crypto.randomUUID` by default. */
   readonly generateRequestId?: () => string;
 }
@@ -276,6 +278,7 @@ interface ExchangeHooks {
   readonly budget: BodyBudget;
   readonly onFinished: () => void;
   readonly reportError: (error: unknown, info: RequestErrorInfo) => void;
+  readonly onRequestFinished?: ((entry: AccessLogEntry) => void) | undefined;
 }
 
 class Exchange {
@@ -383,7 +386,7 @@ class Exchange {
     this.clearTimer();
     this.bodyReader?.release();
     this.hooks.onFinished();
-    writeAccessLog(this.hooks.logger, {
+    const entry: AccessLogEntry = {
       method: this.method,
       route: this.routePattern,
       status,
@@ -392,7 +395,9 @@ class Exchange {
       partnerId: this.partnerId,
       requestBytes: this.bodyReader?.receivedBytes() ?? 0,
       aborted: this.aborted,
-    });
+    };
+    writeAccessLog(this.hooks.logger, entry);
+    this.hooks.onRequestFinished?.(entry);
   }
 }
 
@@ -468,7 +473,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
       logger.error({ err: hookError }, 'onError hook threw');
     }
   };
-  const hooks: ExchangeHooks = { logger, budget, reportError, onFinished: () => (inFlight -= 1) };
+  const hooks: ExchangeHooks = { logger, budget, reportError, onFinished: () => (inFlight -= 1), onRequestFinished: options.onRequestFinished };
 
   async function runHandler(exchange: Exchange, route: Route, ctx: RequestContext): Promise<void> {
     exchange.handlerRunning = true;

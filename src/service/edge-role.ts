@@ -1,26 +1,89 @@
-// The `edge` role: the partner-facing HTTP server (uWebSockets.js) on PORT.
-import { createHttpApp, jsonResponse, type Route } from '../edge/http.ts';
-import { listCorridors, corridorToJson } from '../domain/corridors.ts';
+// The `edge` role: the partner-facing HTTP server (uWebSockets.js) on PORT. Every endpoint of the
+// spec (docs/api.md), built on the toolkit in src/edge/ and turned into commands to the actors
+// through the edge's own actor client. Capabilities owned by other roles (chains, rails, sandbox)
+// come in as `EdgeDeps`; an endpoint whose capability is absent answers 503 `service_unavailable`.
+import { createHttpApp, type Route } from '../edge/http.ts';
+import { opsGuard, partnerGuard } from '../edge/auth.ts';
+import { createIdempotency } from '../edge/idempotency.ts';
+import { createRateLimiter, defaultRateLimitConfig, type TokenBucketConfig } from '../edge/rate-limit.ts';
+import { edgeActors, type EdgeEnv } from '../edge/routes/common.ts';
+import { kycRoutes } from '../edge/routes/kyc.ts';
+import { createEdgeMetrics, metricsRoutes } from '../edge/routes/metrics.ts';
+import { opsRoutes } from '../edge/routes/ops.ts';
+import { paymentRoutes } from '../edge/routes/payments.ts';
+import { publicRoutes } from '../edge/routes/public.ts';
+import { quoteRoutes } from '../edge/routes/quotes.ts';
+import { sandboxRoutes } from '../edge/routes/sandbox.ts';
+import { transactionRoutes } from '../edge/routes/transactions.ts';
 import type { ServiceContext } from './context.ts';
+import type { ChainAvailability, DepositVerifier, LiquidityView, PaymentContexts, Reconciler, SandboxDriver } from './ports.ts';
+
+/** What the edge needs from other roles; each is optional until that role is wired. */
+export interface EdgeDeps {
+  readonly liquidity?: LiquidityView;
+  readonly depositVerifier?: DepositVerifier;
+  readonly reconciler?: Reconciler;
+  readonly paymentContexts?: PaymentContexts;
+  readonly chainAvailability?: ChainAvailability;
+  readonly sandbox?: SandboxDriver;
+}
+
+export interface EdgeRoleOptions {
+  /** Per-partner token bucket; `defaultRateLimitConfig` (200/s, bursts of 400) by default. */
+  readonly rateLimit?: TokenBucketConfig;
+}
 
 export interface EdgeRole {
   readonly port: number;
   stop(): Promise<void>;
 }
 
-export function healthRoutes(ctx: ServiceContext): Route[] {
+/** Every route of the partner edge, in one list (the toolkit rejects duplicates at build time). */
+export function edgeRoutes(env: EdgeEnv): Route[] {
   return [
-    { method: 'GET', pattern: '/healthz', handler: async () => jsonResponse(200, { status: 'ok' }) },
-    {
-      method: 'GET',
-      pattern: '/public/corridors',
-      handler: async () => jsonResponse(200, { corridors: listCorridors(ctx.config.corridors()).map(corridorToJson) }),
-    },
+    ...publicRoutes(env),
+    ...quoteRoutes(env),
+    ...transactionRoutes(env),
+    ...kycRoutes(env),
+    ...paymentRoutes(env),
+    ...opsRoutes(env),
+    ...sandboxRoutes(env),
   ];
 }
 
-export async function startEdgeRole(ctx: ServiceContext): Promise<EdgeRole> {
-  const app = createHttpApp({ routes: [...healthRoutes(ctx)], logger: ctx.log });
+export async function startEdgeRole(ctx: ServiceContext, deps: EdgeDeps = {}, options: EdgeRoleOptions = {}): Promise<EdgeRole> {
+  const actors = edgeActors(await ctx.actorClient('edge'));
+  const rateLimiter = createRateLimiter({ config: options.rateLimit ?? defaultRateLimitConfig });
+  const ops = opsGuard({ keyRing: ctx.keyRing });
+  const env: EdgeEnv = {
+    ctx,
+    deps,
+    actors,
+    idempotency: createIdempotency(ctx.store),
+    partnerGuard: partnerGuard({ keyRing: ctx.keyRing, rateLimiter }),
+    opsGuard: ops,
+  };
+  const metrics = createEdgeMetrics();
+  let stats = (): { inFlightRequests: number } => ({ inFlightRequests: 0 });
+  const app = createHttpApp({
+    logger: ctx.log,
+    routes: [
+      ...edgeRoutes(env),
+      ...metricsRoutes({
+        guard: ops,
+        metrics,
+        gauges: () => ({ inFlightRequests: stats().inFlightRequests, actorRequestsPending: actors.pending() }),
+      }),
+    ],
+    onRequestFinished: (entry) => {
+      try {
+        metrics.observe(entry);
+      } catch (error) {
+        ctx.log.warn({ error: String(error) }, 'metrics observation failed');
+      }
+    },
+  });
+  stats = () => app.stats();
   const listening = await app.listen(ctx.env.HOST, ctx.env.PORT);
   return { port: listening.port, stop: async () => listening.close() };
 }

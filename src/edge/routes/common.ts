@@ -1,0 +1,168 @@
+// What every route module of the partner edge shares: the edge's environment (context, optional
+// capabilities, actor client, idempotency, guards), JSON-object bodies, idempotent POST handling,
+// partner-scoped transaction lookups and the mapping of infrastructure failures to 503.
+import { RequestError } from '../../bus/request-reply.ts';
+import type { ActorClient } from '../../actors/client.ts';
+import type { JsonValue } from '../../actors/envelope.ts';
+import { fromJsonValue } from '../../actors/state-codec.ts';
+import { kycKey, kycActorType } from '../../actors/kyc-actor.ts';
+import { transactionsCollection } from '../../actors/transaction-actor.ts';
+import { counterActorType } from '../../actors/counter-actor.ts';
+import { parseUuid } from '../../domain/ids.ts';
+import { describeAcceptanceRejection, kycMonthCounterKey, userDayCounterKey, type AcceptanceRejection } from '../../domain/limits.ts';
+import type { Quote } from '../../domain/quote.ts';
+import type { ServiceContext } from '../../service/context.ts';
+import type { EdgeDeps } from '../../service/edge-role.ts';
+import { identifierBytesMax, type JsonObject } from '../../store/store.ts';
+import { parseJsonBody } from '../body.ts';
+import { errorResponse } from '../errors.ts';
+import { jsonResponse, type Guard, type HttpResponse, type RequestContext } from '../http.ts';
+import { canonicalJson, fingerprint, readIdempotencyKey, type Idempotency, type Ids } from '../idempotency.ts';
+
+/** Time the edge waits for an actor's reply before answering 503 (the command may still apply). */
+export const actorReplyTimeoutMs = 10_000;
+
+/** The actor client as the edge uses it: counts requests waiting for a reply (a metric). */
+export interface EdgeActors {
+  ask<Reply>(actorType: string, actorKey: string, kind: string, payload: JsonValue, commandId: string): Promise<Reply>;
+  pending(): number;
+}
+
+export function edgeActors(client: ActorClient): EdgeActors {
+  let pending = 0;
+  return {
+    async ask<Reply>(actorType: string, actorKey: string, kind: string, payload: JsonValue, commandId: string): Promise<Reply> {
+      pending += 1;
+      try {
+        return await client.ask<Reply>(actorType, actorKey, kind, payload, { commandId, timeoutMs: actorReplyTimeoutMs });
+      } finally {
+        pending -= 1;
+      }
+    },
+    pending: () => pending,
+  };
+}
+
+export interface EdgeEnv {
+  readonly ctx: ServiceContext;
+  readonly deps: EdgeDeps;
+  readonly actors: EdgeActors;
+  readonly idempotency: Idempotency;
+  readonly partnerGuard: Guard;
+  readonly opsGuard: Guard;
+}
+
+/** The partner id a guarded route runs for (the guard set it). */
+export function partnerOf(request: RequestContext): string {
+  if (request.partnerId === null) throw new Error(`route ${request.routePattern} ran without a partner guard`);
+  return request.partnerId;
+}
+
+export type ObjectBody = { readonly ok: true; readonly value: Record<string, unknown> } | { readonly ok: false; readonly response: HttpResponse };
+
+/** The body as a JSON object: 415 / 400 from the toolkit, 400 when it is not an object. */
+export function jsonObjectBody(request: RequestContext): ObjectBody {
+  const parsed = parseJsonBody(request);
+  if (!parsed.ok) return parsed;
+  const value = parsed.value;
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    return { ok: false, response: errorResponse('invalid_request', 'Request body must be a JSON object') };
+  }
+  return { ok: true, value: value as Record<string, unknown> };
+}
+
+/** 503 for a capability whose role is not running (or not wired) in this deployment. */
+export function capabilityUnavailable(what: string): HttpResponse {
+  return errorResponse('service_unavailable', `${what} is not available right now; retry later`);
+}
+
+/**
+ * Infrastructure failures while asking an actor (no reply in time, requester overloaded or
+ * closed) are 503: the request may be retried (with its Idempotency-Key, safely). Anything else
+ * is a bug and propagates to the toolkit's 500.
+ */
+export async function askOr503<T>(run: () => Promise<T>): Promise<{ ok: true; value: T } | { ok: false; response: HttpResponse }> {
+  try {
+    return { ok: true, value: await run() };
+  } catch (error) {
+    if (error instanceof RequestError) {
+      return { ok: false, response: errorResponse('service_unavailable', 'The service did not answer in time; retry later') };
+    }
+    throw error;
+  }
+}
+
+/**
+ * Runs a POST handler under the request's Idempotency-Key (when it has one). `canonicalBody` is
+ * what identifies "the same request" (the parsed body in canonical form, never raw bytes, so
+ * whitespace and key order do not matter).
+ */
+export async function idempotentPost(
+  env: EdgeEnv,
+  request: RequestContext,
+  scope: string,
+  canonicalBody: unknown,
+  newIds: () => Ids,
+  execute: (ids: Ids) => Promise<HttpResponse>,
+): Promise<HttpResponse> {
+  const key = readIdempotencyKey(request.headers);
+  if (!key.ok) return key.response;
+  return env.idempotency.run(
+    {
+      scope,
+      key: key.key,
+      fingerprint: fingerprint(request.routePattern, typeof canonicalBody === 'string' ? canonicalBody : canonicalJson(canonicalBody)),
+      nowMs: env.ctx.clock.nowMs(),
+      newIds,
+    },
+    execute,
+  );
+}
+
+export function idOf(ids: Ids, name: string): string {
+  const value = ids[name];
+  if (value === undefined) throw new Error(`idempotency ids lack ${name}`);
+  return value;
+}
+
+/**
+ * Whether every storage key derived from this user id fits the store's identifier bound: the KYC
+ * actor and read model (`kyc/<partner>:<user>`) and the limit counters, whose keys URI-encode the
+ * id (a non-ASCII byte takes three characters there).
+ */
+export function userIdFits(partnerId: string, userId: string): boolean {
+  const keys = [
+    `${kycActorType}/${kycKey(partnerId, userId)}`,
+    `${counterActorType}/${userDayCounterKey(partnerId, userId, 'BREB', '2000-01-01')}`,
+    `${counterActorType}/${kycMonthCounterKey(partnerId, userId, '2000-01')}`,
+  ];
+  return keys.every((key) => Buffer.byteLength(key, 'utf8') <= identifierBytesMax);
+}
+
+export function userIdTooLong(field: string): HttpResponse {
+  return errorResponse('invalid_request', `${field} is too long`);
+}
+
+/** The transaction's read-model document when it exists and belongs to the partner; else null. */
+export async function partnerTransaction(env: EdgeEnv, partnerId: string, rawId: string): Promise<{ id: string; doc: JsonObject } | null> {
+  const id = parseUuid(rawId);
+  if (id === null) return null;
+  const doc = await env.ctx.store.get(transactionsCollection, id);
+  if (doc === null || doc['partnerId'] !== partnerId) return null;
+  return { id, doc };
+}
+
+export function transactionNotFound(): HttpResponse {
+  return errorResponse('not_found', 'Transaction not found');
+}
+
+export function quoteOfDocument(doc: JsonObject): Quote {
+  return fromJsonValue<Quote>(doc['quote'] ?? null);
+}
+
+/** An acceptance rejection from the limits catalogue, as `{ code, reason, retryable }`. */
+export function acceptanceRejection(rejection: AcceptanceRejection, detail?: string): HttpResponse {
+  const described = describeAcceptanceRejection(rejection);
+  const reason = detail === undefined ? described.reason : `${described.reason} (${detail})`;
+  return jsonResponse(described.httpStatus, { code: described.code, reason, retryable: described.retryable });
+}

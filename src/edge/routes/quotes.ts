@@ -1,0 +1,85 @@
+// POST /quote, /quote/reverse, /quote/onramp → the quote actor's `create`. Errors produced by the
+// quote itself use the spec's quote error shape and codes (src/domain/quote-errors.ts):
+// `invalid_request` for a body that is not the documented shape, then whatever pricing answers.
+// Transport-level refusals (401 is `authentication_failed` already; 413, 415, 429 …) keep the
+// toolkit's catalogue codes (docs/api.md).
+import { randomUUID } from 'node:crypto';
+import { quoteActorType, type CreateQuotePayload, type QuoteReply } from '../../actors/quote-actor.ts';
+import type { JsonValue } from '../../actors/envelope.ts';
+import type { QuoteRequest } from '../../domain/pricing.ts';
+import type { QuoteKind } from '../../domain/quote.ts';
+import { isOneOf } from '../../domain/assets.ts';
+import { quoteError, quoteErrorCodes, quoteErrorHttpStatus, quoteErrorToJson, type QuoteErrorCode } from '../../domain/quote-errors.ts';
+import { jsonResponse, type HttpResponse, type RequestContext, type Route } from '../http.ts';
+import { parseWith, quoteBodySchema } from '../schemas.ts';
+import { askOr503, idOf, idempotentPost, jsonObjectBody, partnerOf, type EdgeEnv } from './common.ts';
+
+const amountFields: Readonly<Record<QuoteKind, 'amount' | 'source_amount' | 'fiat_amount'>> = {
+  payout: 'amount',
+  reverse: 'source_amount',
+  onramp: 'fiat_amount',
+};
+
+function quoteErrorResponse(code: QuoteErrorCode, reason: string): HttpResponse {
+  return jsonResponse(quoteErrorHttpStatus(code), quoteErrorToJson(quoteError(code, reason)));
+}
+
+/** The body's quote request, or the quote error for a body that is not the documented shape. */
+function quoteRequest(kind: QuoteKind, body: Record<string, unknown>): { ok: true; request: QuoteRequest } | { ok: false; response: HttpResponse } {
+  const amount = body[amountFields[kind]];
+  if (amount === undefined) return { ok: false, response: quoteErrorResponse('invalid_request', `${amountFields[kind]} is required`) };
+  // The wire type is number; anything else never reaches the actor (pricing would refuse it too).
+  if (typeof amount !== 'number') return { ok: false, response: quoteErrorResponse('invalid_request', `${amountFields[kind]} must be a number`) };
+  const parsed = parseWith(quoteBodySchema, body);
+  if (!parsed.ok) return { ok: false, response: quoteErrorResponse('invalid_request', parsed.reason) };
+  const route = parsed.value;
+  return {
+    ok: true,
+    request: {
+      kind,
+      amount,
+      cryptoCurrency: route.crypto_currency,
+      network: route.network,
+      paymentMethod: route.payment_method,
+      targetCurrency: route.target_currency,
+    },
+  };
+}
+
+async function createQuote(env: EdgeEnv, kind: QuoteKind, request: RequestContext): Promise<HttpResponse> {
+  const partnerId = partnerOf(request);
+  const body = jsonObjectBody(request);
+  if (!body.ok) return body.response;
+  const parsed = quoteRequest(kind, body.value);
+  if (!parsed.ok) return parsed.response;
+  const quoteRequestValue = parsed.request;
+  return idempotentPost(
+    env,
+    request,
+    partnerId,
+    body.value,
+    () => ({ quoteId: randomUUID(), commandId: randomUUID() }),
+    async (ids) => {
+      const payload: CreateQuotePayload = { partnerId, request: quoteRequestValue };
+      const asked = await askOr503(() =>
+        env.actors.ask<QuoteReply>(quoteActorType, idOf(ids, 'quoteId'), 'create', payload as unknown as JsonValue, idOf(ids, 'commandId')),
+      );
+      // The quote endpoints answer failures on our side with the quote shape's server_error.
+      if (!asked.ok) return quoteErrorResponse('server_error', 'The quote could not be computed right now; retry later');
+      const reply = asked.value;
+      if (reply.ok) return jsonResponse(200, reply.quote);
+      const code = isOneOf(quoteErrorCodes, reply.error.code) ? reply.error.code : 'server_error';
+      return jsonResponse(quoteErrorHttpStatus(code), { code, reason: reply.error.reason, retryable: reply.error.retryable });
+    },
+  );
+}
+
+export function quoteRoutes(env: EdgeEnv): Route[] {
+  const route = (pattern: string, kind: QuoteKind): Route => ({
+    method: 'POST',
+    pattern,
+    guard: env.partnerGuard,
+    handler: (request) => createQuote(env, kind, request),
+  });
+  return [route('/quote', 'payout'), route('/quote/reverse', 'reverse'), route('/quote/onramp', 'onramp')];
+}

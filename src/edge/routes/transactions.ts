@@ -1,0 +1,265 @@
+// POST /transaction (acceptance), GET /transaction/{id}, GET /transactions/list.
+//
+// Acceptance: the edge checks what it can read cheaply, in the acceptance catalogue's order of
+// precedence (user_disabled → quote_expired → transaction_cap → rail_unavailable →
+// account_unverifiable; docs/decisions-limits.md), then asks the transaction actor, which runs the
+// same read checks again (authoritative), liquidity, and the counter reservations (KYC gate, daily
+// caps, KYB). One deviation from the catalogue's order: `kyb_cap` is a counter reservation, so it
+// answers after `rail_unavailable`/`account_unverifiable` (docs/api.md).
+import { randomUUID } from 'node:crypto';
+import type { JsonValue } from '../../actors/envelope.ts';
+import { kycCollection, kycKey } from '../../actors/kyc-actor.ts';
+import { quoteFromDocument, quotesCollection } from '../../actors/quote-actor.ts';
+import { toJsonValue } from '../../actors/state-codec.ts';
+import { railAmount, transactionActorType, transactionsCollection, type AcceptPayload, type AcceptReply } from '../../actors/transaction-actor.ts';
+import { fiatDecimals } from '../../domain/assets.ts';
+import { parseUuid } from '../../domain/ids.ts';
+import { checkPerTransaction } from '../../domain/limits.ts';
+import { compare, parseAmount, toFixedString, toJsonNumber } from '../../domain/money.ts';
+import type { Quote } from '../../domain/quote.ts';
+import { transactionReference } from '../../domain/reference.ts';
+import { decodeBrCode } from '../../rails/brcode.ts';
+import { classifyBrebKey } from '../../rails/breb-keys.ts';
+import { classifyPixKey } from '../../rails/pix-keys.ts';
+import { listOffsetMax, type JsonObject } from '../../store/store.ts';
+import { errorResponse } from '../errors.ts';
+import { jsonResponse, type HttpResponse, type RequestContext, type Route } from '../http.ts';
+import { listQuerySchema, parseWith, transactionBodySchema, type TransactionBody } from '../schemas.ts';
+import { checkWallet } from './chain-formats.ts';
+import {
+  acceptanceRejection,
+  askOr503,
+  capabilityUnavailable,
+  idOf,
+  idempotentPost,
+  jsonObjectBody,
+  partnerOf,
+  partnerTransaction,
+  quoteOfDocument,
+  transactionNotFound,
+  userIdFits,
+  userIdTooLong,
+  type EdgeEnv,
+} from './common.ts';
+
+export const pageSizeDefault = 20;
+export const pageSizeMax = 100;
+
+type Recipient = { ok: true; accountNumber: string | null; qrCode: string | null } | { ok: false; response: HttpResponse };
+
+function invalid(reason: string): Recipient {
+  return { ok: false, response: errorResponse('invalid_request', reason) };
+}
+
+function unverifiable(detail: string): Recipient {
+  return { ok: false, response: acceptanceRejection({ code: 'account_unverifiable' }, detail) };
+}
+
+/** A PIX QR must decode (CRC included) and, when it names an amount, ask for the quoted one. */
+function checkQrCode(quote: Quote, qrCode: string): Recipient | null {
+  const decoded = decodeBrCode(qrCode);
+  if (!decoded.ok) return unverifiable(`qr_code: ${decoded.reason}`);
+  if (decoded.value.amount !== undefined) {
+    const asked = parseAmount(decoded.value.amount, fiatDecimals.BRL, { label: 'qr_code amount' });
+    if (!asked.ok || compare(asked.value, quote.targetAmount) !== 0) {
+      return invalid(`qr_code asks for ${decoded.value.amount} BRL but the quote pays ${toFixedString(quote.targetAmount)} BRL`);
+    }
+  }
+  return null;
+}
+
+/**
+ * The recipient, checked against the quote. Payout: a PIX key or Bre-B key in `account_number`
+ * (stored in its normal form) and/or a PIX QR in `qr_code` (PIX only). Onramp: `account_number`
+ * is the wallet that receives the crypto on the quoted network; `qr_code` does not apply.
+ */
+function checkRecipient(quote: Quote, body: TransactionBody): Recipient {
+  if (quote.direction === 'onramp') {
+    if (body.qr_code !== null) return invalid('qr_code does not apply to onramp quotes; send the destination wallet in account_number');
+    if (body.account_number === null) return invalid('account_number (the wallet that receives the crypto) is required for onramp quotes');
+    const wallet = checkWallet(quote.network, body.account_number);
+    return wallet.ok ? { ok: true, accountNumber: wallet.address, qrCode: null } : unverifiable(wallet.reason);
+  }
+  let accountNumber: string | null = null;
+  if (body.qr_code !== null) {
+    if (quote.paymentMethod !== 'PIX') return invalid('qr_code is accepted for PIX payouts only');
+    const problem = checkQrCode(quote, body.qr_code);
+    if (problem !== null) return problem;
+  }
+  if (body.account_number !== null) {
+    const key = quote.paymentMethod === 'PIX' ? classifyPixKey(body.account_number) : classifyBrebKey(body.account_number);
+    if (!key.ok) return unverifiable(`account_number: ${key.reason}`);
+    accountNumber = key.normalized;
+  }
+  return { ok: true, accountNumber, qrCode: body.qr_code };
+}
+
+/** The read checks after user_disabled that the edge can answer before asking the actor, in order. */
+function preChecks(env: EdgeEnv, quote: Quote, nowMs: number): HttpResponse | null {
+  if (nowMs >= quote.expiresAtMs) return acceptanceRejection({ code: 'quote_expired' });
+  const cap = checkPerTransaction(env.ctx.config.limits(), quote.paymentMethod, railAmount(quote));
+  if (!cap.ok) return acceptanceRejection(cap.rejection);
+  if (env.deps.liquidity !== undefined && !env.deps.liquidity.available(quote.paymentMethod)) {
+    return acceptanceRejection({ code: 'rail_unavailable', method: quote.paymentMethod });
+  }
+  return null;
+}
+
+/** payment_context from the chains role; 503 when it is not wired or cannot give one now. */
+function depositInstructions(env: EdgeEnv, quote: Quote, transactionId: string): { ok: true; value: JsonValue } | { ok: false; response: HttpResponse } {
+  const paymentContexts = env.deps.paymentContexts;
+  if (paymentContexts === undefined) return { ok: false, response: capabilityUnavailable('Deposit instructions (payment_context)') };
+  try {
+    return { ok: true, value: paymentContexts.forPayout(quote, transactionId) };
+  } catch (error) {
+    env.ctx.log.warn({ error: String(error), network: quote.network }, 'deposit instructions unavailable');
+    return { ok: false, response: capabilityUnavailable(`Deposit instructions for ${quote.network}`) };
+  }
+}
+
+function acceptReplyResponse(reply: AcceptReply): HttpResponse {
+  if (!reply.ok) {
+    const status = Number.isInteger(reply.httpStatus) && reply.httpStatus >= 400 && reply.httpStatus < 500 ? reply.httpStatus : 400;
+    return jsonResponse(status, { code: reply.code, reason: reply.reason, retryable: reply.retryable });
+  }
+  if (reply.kycRequired) return jsonResponse(200, { id: null, kycRequired: true, transaction_reference: null, payment_context: null });
+  return jsonResponse(200, {
+    id: reply.id,
+    kycRequired: false,
+    transaction_reference: reply.transactionReference,
+    payment_context: reply.paymentContext,
+  });
+}
+
+async function accept(env: EdgeEnv, partnerId: string, body: TransactionBody, ids: Readonly<Record<string, string>>): Promise<HttpResponse> {
+  // First in the catalogue's order, and independent of the quote: a disabled user never gets further.
+  if (env.ctx.partners.isUserDisabled(partnerId, body.user_id)) return acceptanceRejection({ code: 'user_disabled' });
+  const quoteId = parseUuid(body.quote_id);
+  const quoteDoc = quoteId === null ? null : await env.ctx.store.get(quotesCollection, quoteId);
+  if (quoteDoc === null || quoteDoc['partnerId'] !== partnerId) return errorResponse('quote_not_found');
+  const quote = quoteFromDocument(quoteDoc);
+  const partner = env.ctx.partners.get(partnerId);
+  if (partner === undefined) return errorResponse('authentication_failed', 'Unknown partner');
+  const nowMs = env.ctx.clock.nowMs();
+  const rejected = preChecks(env, quote, nowMs);
+  if (rejected !== null) return rejected;
+  const recipient = checkRecipient(quote, body);
+  if (!recipient.ok) return recipient.response;
+  const instructions = depositInstructions(env, quote, idOf(ids, 'transactionId'));
+  if (!instructions.ok) return instructions.response;
+  const kyc = await env.ctx.store.get(kycCollection, kycKey(partnerId, body.user_id));
+  const transactionId = idOf(ids, 'transactionId');
+  const payload: AcceptPayload = {
+    partnerId,
+    userId: body.user_id,
+    quote,
+    accountNumber: recipient.accountNumber,
+    qrCode: recipient.qrCode,
+    taxId: body.tax_id,
+    externalId: null,
+    kycEnabled: partner.kycEnabled,
+    kycApproved: kyc?.['status'] === 'APPROVED',
+    kybApproved: partner.kybApproved,
+    liquidity: env.deps.liquidity?.latest(quote.paymentMethod)?.amount ?? null,
+    railAvailable: env.deps.liquidity?.available(quote.paymentMethod) ?? true,
+    paymentContext: instructions.value,
+  };
+  const asked = await askOr503(() =>
+    env.actors.ask<AcceptReply>(transactionActorType, transactionId, 'accept', toJsonValue(payload), idOf(ids, 'commandId')),
+  );
+  return asked.ok ? acceptReplyResponse(asked.value) : asked.response;
+}
+
+async function acceptTransaction(env: EdgeEnv, request: RequestContext): Promise<HttpResponse> {
+  const partnerId = partnerOf(request);
+  const body = jsonObjectBody(request);
+  if (!body.ok) return body.response;
+  const parsed = parseWith(transactionBodySchema, body.value);
+  if (!parsed.ok) return errorResponse('invalid_request', parsed.reason);
+  const input = parsed.value;
+  if (!userIdFits(partnerId, input.user_id)) return userIdTooLong('user_id');
+  if (input.account_number === null && input.qr_code === null) {
+    return errorResponse('invalid_request', 'Either account_number or qr_code must be given');
+  }
+  return idempotentPost(
+    env,
+    request,
+    partnerId,
+    input,
+    () => ({ transactionId: randomUUID(), commandId: randomUUID() }),
+    (ids) => accept(env, partnerId, input, ids),
+  );
+}
+
+async function getTransaction(env: EdgeEnv, request: RequestContext): Promise<HttpResponse> {
+  const found = await partnerTransaction(env, partnerOf(request), request.params['id'] ?? '');
+  if (found === null) return transactionNotFound();
+  const { id, doc } = found;
+  return jsonResponse(200, {
+    id,
+    status: doc['status'] ?? null,
+    transaction_reference: transactionReference(id),
+    on_chain_tx_hash: typeof doc['onChainId'] === 'string' ? doc['onChainId'] : null,
+    kycRequired: false,
+    user_id: doc['userId'] ?? null,
+  });
+}
+
+function positiveInteger(text: string | undefined, fallback: number): number | null {
+  if (text === undefined) return fallback;
+  if (!/^\d{1,7}$/.test(text)) return null;
+  const value = Number(text);
+  return value >= 1 ? value : null;
+}
+
+function listItem(id: string, doc: JsonObject): JsonValue {
+  const quote = quoteOfDocument(doc);
+  return {
+    id,
+    status: doc['status'] ?? null,
+    accountNumber: typeof doc['accountNumber'] === 'string' ? doc['accountNumber'] : null,
+    onChainId: typeof doc['onChainId'] === 'string' ? doc['onChainId'] : null,
+    quote: {
+      id: quote.id,
+      cryptoCurrency: quote.cryptoCurrency,
+      network: quote.network,
+      paymentMethod: quote.paymentMethod,
+      sourceAmount: toJsonNumber(quote.sourceAmount),
+      targetAmount: toJsonNumber(quote.targetAmount),
+      targetCurrency: quote.targetCurrency,
+    },
+  };
+}
+
+async function listTransactions(env: EdgeEnv, request: RequestContext): Promise<HttpResponse> {
+  const partnerId = partnerOf(request);
+  const parsed = parseWith(listQuerySchema, request.query, 'query');
+  if (!parsed.ok) return errorResponse('invalid_request', parsed.reason);
+  const { externalUserId } = parsed.value;
+  if (!userIdFits(partnerId, externalUserId)) return userIdTooLong('externalUserId');
+  const page = positiveInteger(parsed.value.page, 1);
+  if (page === null) return errorResponse('invalid_request', 'page must be a positive integer');
+  const pageSize = positiveInteger(parsed.value.pageSize, pageSizeDefault);
+  if (pageSize === null || pageSize > pageSizeMax) {
+    return errorResponse('invalid_request', `pageSize must be an integer from 1 to ${pageSizeMax}`);
+  }
+  const offset = (page - 1) * pageSize;
+  if (offset > listOffsetMax) return errorResponse('invalid_request', `page is too large: at most ${listOffsetMax} items can be skipped`);
+  const result = await env.ctx.store.list(transactionsCollection, {
+    where: { partnerId, userId: externalUserId },
+    orderBy: 'createdAtMs',
+    direction: 'desc',
+    offset,
+    limit: pageSize,
+  });
+  return jsonResponse(200, { page, pageSize, total: result.total, transactions: result.items.map((item) => listItem(item.id, item.doc)) });
+}
+
+export function transactionRoutes(env: EdgeEnv): Route[] {
+  const guard = env.partnerGuard;
+  return [
+    { method: 'POST', pattern: '/transaction', guard, handler: (request) => acceptTransaction(env, request) },
+    { method: 'GET', pattern: '/transaction/:id', guard, handler: (request) => getTransaction(env, request) },
+    { method: 'GET', pattern: '/transactions/list', guard, handler: (request) => listTransactions(env, request) },
+  ];
+}
