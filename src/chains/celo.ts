@@ -1,0 +1,470 @@
+// The Celo adapter: verifies ERC-20 deposits (USDC, USDT) that partners report and sends tokens
+// from the hot wallet, with viem 2 and its `celo` chain (chain id configurable). Decisions:
+// docs/solana-celo.md.
+//
+// verify: the receipt must be `confirmations` blocks deep (the head counts as 1) and still on the
+// canonical chain; a reverted transaction is invalid; every `Transfer(from, to, value)` log that
+// an accepted token contract emitted with `to` = the deposit address is a transfer; the sender is
+// the log's `from`. USDT stays USDT here (conversion to USDC happens elsewhere).
+// send: an ERC-20 `transfer` signed by the hot wallet with a nonce allocated in this process
+// (serialised) from the node's pending count; the signed bytes, hash and nonce are recorded in
+// the send journal before broadcast; retries rebroadcast the same bytes; a new transaction (new
+// nonce) is built only when the recorded one can never be mined (its nonce was used by another
+// transaction at confirmation depth) or it reverted at depth.
+import {
+  BaseError, ExecutionRevertedError, TransactionReceiptNotFoundError, createPublicClient, decodeEventLog, encodeFunctionData,
+  erc20Abi, http, keccak256,
+} from 'viem';
+import type { Address, Hex, PublicClient, TransactionReceipt } from 'viem';
+import { privateKeyToAccount } from 'viem/accounts';
+import type { PrivateKeyAccount } from 'viem/accounts';
+import { celo } from 'viem/chains';
+import type { CryptoAsset } from '../domain/assets.ts';
+import { fromBaseUnits, rescale } from '../domain/money.ts';
+import type { JsonObject } from '../store/store.ts';
+import type { ChainAdapter, ObservedTransfer, SendJournal, SendRequest, SendResult, VerifyResult } from './chains.ts';
+import type { CeloChainConfig } from './config.ts';
+import {
+  SerialQueue, erc20TransferTopic, isTransactionHash, parseAddress, privateKeyFromSecret, sameAddress, uint256Max, zeroAddress,
+} from './celo-helpers.ts';
+import {
+  acknowledgeFailure, describeError, failed, fingerprintOf, loadAttempts, numberField, recordAttempt, sameFingerprint,
+  sendAttemptsMaxDefault, stringField,
+} from './send-helpers.ts';
+import type { SendFingerprint } from './send-helpers.ts';
+
+export interface CeloAssetConfig {
+  /** The token contract (ERC-20). */
+  readonly contract: string;
+  readonly decimals: number;
+}
+
+export interface CeloAdapterOptions {
+  readonly rpcUrl: string;
+  /** Default 42220 (Celo mainnet); the RPC node must serve the same chain id. */
+  readonly chainId?: number;
+  readonly depositAddress: string;
+  /** Rotated-out deposit addresses: deposits to them still verify (transactions created before a rotation). */
+  readonly previousDepositAddresses?: readonly string[];
+  readonly assets: Readonly<Partial<Record<CryptoAsset, CeloAssetConfig>>>;
+  /** Blocks a transaction must be deep (its own block counts as 1; 0 means 1) before it counts. Default 3. */
+  readonly confirmations?: number;
+  /** Name of the environment variable holding the hot wallet's private key; unset: send() is refused. */
+  readonly signerSecretEnv?: string;
+  readonly env?: Readonly<Record<string, string | undefined>>;
+  /** Where signed transactions are recorded before broadcast; required for send(). */
+  readonly journal?: SendJournal;
+  /** Each JSON-RPC request is aborted after this. Default 10 s. */
+  readonly rpcTimeoutMs?: number;
+  /** Transactions built per idempotency key at most. Default 5. */
+  readonly sendAttemptsMax?: number;
+  /** Gas limit = estimate × this / 100. Default 130. */
+  readonly gasLimitPercent?: number;
+  readonly nowMs?: () => number;
+}
+
+interface AssetContract {
+  readonly asset: CryptoAsset;
+  readonly contract: Address;
+  readonly decimals: number;
+}
+
+interface PreparedSend {
+  readonly request: SendRequest;
+  readonly token: AssetContract;
+  readonly amountBaseUnits: bigint;
+  readonly destination: Address;
+  readonly fingerprint: SendFingerprint;
+  readonly journal: SendJournal;
+  readonly signer: PrivateKeyAccount;
+}
+
+type BuiltAttempt =
+  | { readonly kind: 'recorded'; readonly record: JsonObject }
+  /** Refused before signing: nothing was recorded or sent. */
+  | { readonly kind: 'refused'; readonly result: SendResult };
+
+type Mismatch = 'wrong_token' | 'wrong_recipient';
+const mismatchReasons: ReadonlyArray<readonly [Mismatch, string]> = [
+  ['wrong_token', 'the token contract is not an accepted asset'],
+  ['wrong_recipient', 'the transfer goes to another address than the deposit address'],
+];
+
+const rpcTimeoutMsDefault = 10_000;
+const confirmationsDefault = 3;
+const gasLimitPercentDefault = 130n;
+
+export class CeloAdapter implements ChainAdapter {
+  readonly network = 'CELO' as const;
+  private readonly client: PublicClient;
+  private readonly chainId: number;
+  private readonly depositAddresses: readonly Address[];
+  private readonly tokens: readonly AssetContract[];
+  private readonly confirmations: bigint;
+  private readonly signer: PrivateKeyAccount | null;
+  private readonly journal: SendJournal | null;
+  private readonly attemptsMax: number;
+  private readonly gasLimitPercent: bigint;
+  private readonly nowMs: () => number;
+  private readonly nonceQueue = new SerialQueue();
+  /** The next nonce this process has not handed out yet (the node's pending count may lag it). */
+  private nextNonce = 0;
+  private chainChecked: Promise<void> | null = null;
+
+  constructor(options: CeloAdapterOptions) {
+    if (!/^https?:\/\//.test(options.rpcUrl)) throw new Error('CELO rpcUrl must be an http(s) URL');
+    this.chainId = options.chainId ?? celo.id;
+    if (!Number.isSafeInteger(this.chainId) || this.chainId <= 0) throw new Error('CELO chainId must be a positive integer');
+    this.depositAddresses = [options.depositAddress, ...(options.previousDepositAddresses ?? [])].map((text, index) => {
+      const address = parseAddress(text);
+      if (address === null || address === zeroAddress) {
+        throw new Error(`CELO ${index === 0 ? 'depositAddress' : 'previousDepositAddresses'} is not an address`);
+      }
+      return address;
+    });
+    this.tokens = Object.entries(options.assets).map(([asset, config]) => {
+      const contract = config === undefined ? null : parseAddress(config.contract);
+      if (config === undefined || contract === null) throw new Error(`CELO assets.${asset}.contract is not an address`);
+      if (!Number.isInteger(config.decimals) || config.decimals < 0 || config.decimals > 18) {
+        throw new Error(`CELO assets.${asset}.decimals must be an integer in [0, 18]`);
+      }
+      return { asset: asset as CryptoAsset, contract, decimals: config.decimals };
+    });
+    if (this.tokens.length === 0) throw new Error('CELO needs at least one asset');
+    const confirmations = options.confirmations ?? confirmationsDefault;
+    if (!Number.isInteger(confirmations) || confirmations < 0 || confirmations > 1_000) {
+      throw new Error('CELO confirmations must be an integer in [0, 1000]');
+    }
+    // A mined transaction is 1 deep in its own block: asking for 0 is asking for 1.
+    this.confirmations = BigInt(Math.max(1, confirmations));
+    this.attemptsMax = options.sendAttemptsMax ?? sendAttemptsMaxDefault;
+    if (!Number.isInteger(this.attemptsMax) || this.attemptsMax < 1 || this.attemptsMax > 100) {
+      throw new Error('CELO sendAttemptsMax must be an integer in [1, 100]');
+    }
+    this.gasLimitPercent = BigInt(options.gasLimitPercent ?? gasLimitPercentDefault);
+    if (this.gasLimitPercent < 100n || this.gasLimitPercent > 1_000n) throw new Error('CELO gasLimitPercent must be in [100, 1000]');
+    this.journal = options.journal ?? null;
+    this.nowMs = options.nowMs ?? Date.now;
+    this.signer = loadSigner(options.signerSecretEnv, options.env ?? process.env);
+    this.client = createPublicClient({
+      chain: { ...celo, id: this.chainId },
+      cacheTime: 0, // block numbers decide confirmation depth: never a cached head
+      transport: http(options.rpcUrl, { timeout: options.rpcTimeoutMs ?? rpcTimeoutMsDefault, retryCount: 1 }),
+    }) as PublicClient;
+  }
+
+  /** The hot wallet's address (null without a signer): fund it with CELO for gas and the tokens. */
+  get hotWallet(): Address | null {
+    return this.signer?.address ?? null;
+  }
+
+  /** Refuses to work against a node of another chain (a misconfigured rpcUrl must not pass). */
+  private async ensureChain(): Promise<void> {
+    this.chainChecked ??= (async () => {
+      const served = await this.client.getChainId();
+      if (served !== this.chainId) throw new Error(`CELO rpcUrl serves chain id ${served}, configured ${this.chainId}`);
+    })();
+    try {
+      await this.chainChecked;
+    } catch (error) {
+      this.chainChecked = null;
+      throw error;
+    }
+  }
+
+  // ---- verify ----
+
+  /** Rejects only when the RPC node cannot be reached, or serves another chain. */
+  async verify(onChainId: string): Promise<VerifyResult> {
+    if (!isTransactionHash(onChainId)) return { status: 'invalid', reason: 'not a transaction hash (0x + 64 hex digits)' };
+    await this.ensureChain();
+    const receipt = await this.receiptOrNull(onChainId);
+    if (receipt === null) return { status: 'not_found', reason: 'transaction not found (or not mined yet)' };
+    const head = await this.client.getBlockNumber();
+    const depth = head - receipt.blockNumber + 1n;
+    if (depth < this.confirmations) {
+      return { status: 'not_found', reason: `not yet confirmed (${depth < 0n ? 0n : depth} of ${this.confirmations} confirmations)` };
+    }
+    // A receipt from a block that is no longer canonical (a reorganisation) proves nothing.
+    const block = await this.client.getBlock({ blockNumber: receipt.blockNumber });
+    if (block.hash !== receipt.blockHash) return { status: 'not_found', reason: 'the block was reorganised away; ask again' };
+    if (receipt.status !== 'success') return { status: 'invalid', reason: 'the transaction reverted' };
+    const mismatches = new Set<Mismatch>();
+    const transfers: ObservedTransfer[] = [];
+    const observedAtMs = Number(block.timestamp) * 1000;
+    for (const log of receipt.logs) {
+      const transfer = this.transferOf(log, mismatches);
+      if (transfer === null) continue;
+      transfers.push({
+        network: 'CELO',
+        onChainId: receipt.transactionHash,
+        asset: transfer.token.asset,
+        amount: fromBaseUnits(transfer.value, transfer.token.decimals),
+        sender: transfer.from,
+        memo: null,
+        observedAtMs,
+      });
+    }
+    if (transfers.length === 0) {
+      const reason = mismatchReasons.find(([kind]) => mismatches.has(kind))?.[1] ?? 'no ERC-20 transfer to the deposit address';
+      return { status: 'invalid', reason };
+    }
+    return { status: 'found', transfers };
+  }
+
+  /** An accepted token's Transfer to the deposit address, or null (noting why not). */
+  private transferOf(
+    log: TransactionReceipt['logs'][number], mismatches: Set<Mismatch>,
+  ): { token: AssetContract; from: Address; value: bigint } | null {
+    // ERC-721 shares the event signature but indexes the token id: 4 topics, not 3.
+    if (log.topics[0]?.toLowerCase() !== erc20TransferTopic || log.topics.length !== 3) return null;
+    let args: { from: Address; to: Address; value: bigint };
+    try {
+      args = decodeEventLog({ abi: erc20Abi, eventName: 'Transfer', topics: log.topics, data: log.data, strict: true }).args;
+    } catch {
+      return null;
+    }
+    const token = this.tokens.find((candidate) => sameAddress(candidate.contract, log.address));
+    const toDeposit = this.depositAddresses.some((address) => sameAddress(args.to, address));
+    if (token === undefined) {
+      if (toDeposit) mismatches.add('wrong_token');
+      return null;
+    }
+    if (!toDeposit) {
+      mismatches.add('wrong_recipient');
+      return null;
+    }
+    return { token, from: args.from, value: args.value };
+  }
+
+  private async receiptOrNull(hash: Hex): Promise<TransactionReceipt | null> {
+    try {
+      return await this.client.getTransactionReceipt({ hash });
+    } catch (error) {
+      if (error instanceof BaseError && error.walk((cause) => cause instanceof TransactionReceiptNotFoundError) !== null) return null;
+      throw error;
+    }
+  }
+
+  // ---- send ----
+
+  async send(request: SendRequest): Promise<SendResult> {
+    const prepared = this.prepare(request);
+    if ('status' in prepared) return prepared;
+    // Once a signed transaction is recorded, an infrastructure error is 'pending', never
+    // 'failed': it may be mined, and only this key may try again.
+    let inFlight: string | null = null;
+    try {
+      await this.ensureChain();
+      const attempts = await loadAttempts(prepared.journal, 'CELO', request.idempotencyKey, this.attemptsMax);
+      const first = attempts[0];
+      if (first !== undefined && !sameFingerprint(first, prepared.fingerprint)) {
+        return failed('idempotency key already used with a different asset, amount or destination', false);
+      }
+      const latest = attempts.at(-1);
+      if (latest === undefined) {
+        const built = await this.newAttempt(prepared, 0);
+        if (built.kind === 'refused') return built.result;
+        inFlight = stringField(built.record, 'hash');
+        return await this.broadcastAndReport(built.record);
+      }
+      inFlight = stringField(latest, 'hash');
+      return await this.advance(prepared, attempts, (hash) => {
+        inFlight = hash;
+      });
+    } catch (error) {
+      if (inFlight !== null) return { status: 'pending', onChainId: inFlight };
+      return failed(`Celo RPC or journal unavailable (${describeError(error)})`, true);
+    }
+  }
+
+  private prepare(request: SendRequest): PreparedSend | SendResult {
+    if (request.network !== 'CELO') return failed(`this adapter sends on CELO, not ${request.network}`, false);
+    const token = this.tokens.find((candidate) => candidate.asset === request.asset);
+    if (token === undefined) return failed(`${request.asset} is not configured on CELO`, false);
+    const atDecimals = rescale(request.amount, token.decimals, 'floor');
+    if (rescale(atDecimals, request.amount.scale, 'floor').units !== request.amount.units) {
+      return failed(`amount has more than ${token.decimals} decimals`, false);
+    }
+    if (atDecimals.units <= 0n || atDecimals.units > uint256Max) return failed('amount out of range', false);
+    const destination = parseAddress(request.destination);
+    if (destination === null || destination === zeroAddress) return failed('destination is not an address', false);
+    if (this.journal === null) return failed('no send journal configured', false);
+    if (this.signer === null) return failed('the CELO hot wallet key is not configured', false);
+    return {
+      request,
+      token,
+      amountBaseUnits: atDecimals.units,
+      destination,
+      fingerprint: fingerprintOf(request, atDecimals.units, destination),
+      journal: this.journal,
+      signer: this.signer,
+    };
+  }
+
+  private async advance(prepared: PreparedSend, attempts: JsonObject[], onAttempt: (hash: string) => void): Promise<SendResult> {
+    const receipts: (TransactionReceipt | null)[] = [];
+    for (const attempt of attempts) receipts.push(await this.receiptOrNull(stringField(attempt, 'hash') as Hex));
+    const head = await this.client.getBlockNumber();
+    // Only the latest attempt can be mined (a new one exists only when the previous cannot be),
+    // but a success anywhere decides.
+    for (const receipt of receipts) {
+      if (receipt !== null && receipt.status === 'success') return this.report(receipt, head);
+    }
+    const latest = attempts.at(-1);
+    const receipt = receipts.at(-1) ?? null;
+    if (latest === undefined) throw new Error('no attempt to advance');
+    const hash = stringField(latest, 'hash');
+    if (receipt !== null) {
+      // Reverted: final only at depth (a reorganisation could still replay it differently).
+      if (head - receipt.blockNumber + 1n < this.confirmations) return { status: 'pending', onChainId: hash };
+      return this.afterFinalFailure(prepared, attempts, 'the transfer reverted on chain', onAttempt);
+    }
+    if (await this.nonceTakenByAnother(latest, head)) return this.nextAttempt(prepared, attempts, onAttempt);
+    return this.broadcastAndReport(latest);
+  }
+
+  /**
+   * The recorded transaction can never be mined once another transaction of the hot wallet used
+   * its nonce at confirmation depth. The count is read FIRST: if our transaction were the one
+   * that used the nonce, its receipt would exist by then.
+   */
+  private async nonceTakenByAnother(attempt: JsonObject, head: bigint): Promise<boolean> {
+    const depthBlock = head - this.confirmations + 1n;
+    if (depthBlock < 0n) return false;
+    const count = await this.client.getTransactionCount({ address: stringField(attempt, 'from') as Address, blockNumber: depthBlock });
+    if (count <= numberField(attempt, 'nonce')) return false;
+    return (await this.receiptOrNull(stringField(attempt, 'hash') as Hex)) === null;
+  }
+
+  private async afterFinalFailure(
+    prepared: PreparedSend, attempts: JsonObject[], reason: string, onAttempt: (hash: string) => void,
+  ): Promise<SendResult> {
+    const attempt = attempts.length - 1;
+    const retryable = attempts.length < this.attemptsMax;
+    const firstReport = await acknowledgeFailure(prepared.journal, 'CELO', prepared.request.idempotencyKey, attempt, reason);
+    if (firstReport || !retryable) {
+      return failed(retryable ? `${reason}; a retry with the same key sends a new transaction` : `${reason}; no attempts left`, retryable);
+    }
+    return this.nextAttempt(prepared, attempts, onAttempt);
+  }
+
+  private async nextAttempt(prepared: PreparedSend, attempts: JsonObject[], onAttempt: (hash: string) => void): Promise<SendResult> {
+    if (attempts.length >= this.attemptsMax) return failed(`no transaction was mined after ${attempts.length} attempts`, false);
+    const built = await this.newAttempt(prepared, attempts.length);
+    if (built.kind === 'refused') return built.result;
+    onAttempt(stringField(built.record, 'hash'));
+    return this.broadcastAndReport(built.record);
+  }
+
+  /**
+   * Signs and records attempt n with a fresh nonce; returns the recorded attempt (another
+   * caller's, if it won the race), or a failure when the transfer would revert (nothing signed).
+   */
+  private async newAttempt(prepared: PreparedSend, attempt: number): Promise<BuiltAttempt> {
+    const { signer, token } = prepared;
+    const data = encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [prepared.destination, prepared.amountBaseUnits] });
+    let gasEstimate: bigint;
+    try {
+      gasEstimate = await this.client.estimateGas({ account: signer.address, to: token.contract, data });
+    } catch (error) {
+      if (error instanceof BaseError && error.walk((cause) => cause instanceof ExecutionRevertedError) !== null) {
+        return { kind: 'refused', result: failed('the transfer would revert (is the hot wallet funded with the token?)', true) };
+      }
+      throw error;
+    }
+    const fees = await this.client.estimateFeesPerGas();
+    return this.nonceQueue.run(async () => {
+      const pending = await this.client.getTransactionCount({ address: signer.address, blockTag: 'pending' });
+      const nonce = Math.max(pending, this.nextNonce);
+      const serialized = await signer.signTransaction({
+        chainId: this.chainId,
+        type: 'eip1559',
+        to: token.contract,
+        data,
+        value: 0n,
+        nonce,
+        gas: (gasEstimate * this.gasLimitPercent) / 100n,
+        maxFeePerGas: fees.maxFeePerGas,
+        maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
+      });
+      const record: JsonObject = {
+        kind: 'celo-transfer',
+        attempt,
+        request: prepared.fingerprint,
+        hash: keccak256(serialized),
+        serializedTransaction: serialized,
+        nonce,
+        from: signer.address,
+        chainId: this.chainId,
+        recordedAtMs: this.nowMs(),
+      };
+      const stored = await recordAttempt(prepared.journal, 'CELO', prepared.request.idempotencyKey, attempt, record);
+      if (stored === record) this.nextNonce = nonce + 1;
+      return { kind: 'recorded', record: stored } as const;
+    });
+  }
+
+  /** Sends the recorded bytes (never re-signed) and reports where the transaction stands. */
+  private async broadcastAndReport(record: JsonObject): Promise<SendResult> {
+    const hash = stringField(record, 'hash') as Hex;
+    try {
+      await this.client.sendRawTransaction({ serializedTransaction: stringField(record, 'serializedTransaction') as Hex });
+    } catch {
+      // "already known", "nonce too low" (it was mined), or a refusal (no gas funds): the
+      // outcome is read from the chain below and on the next call, never from the message.
+    }
+    const receipt = await this.receiptOrNull(hash);
+    if (receipt === null || receipt.status !== 'success') return { status: 'pending', onChainId: hash };
+    return this.report(receipt, await this.client.getBlockNumber());
+  }
+
+  private report(receipt: TransactionReceipt, head: bigint): SendResult {
+    const depth = head - receipt.blockNumber + 1n;
+    return depth >= this.confirmations
+      ? { status: 'confirmed', onChainId: receipt.transactionHash }
+      : { status: 'pending', onChainId: receipt.transactionHash };
+  }
+}
+
+/** What a live Celo adapter needs besides its CHAINS_FILE section. */
+export interface CeloAdapterDependencies {
+  readonly journal: SendJournal;
+  readonly env?: Readonly<Record<string, string | undefined>>;
+  readonly nowMs?: () => number;
+}
+
+/** The adapter for the CELO section of CHAINS_FILE (src/chains/config.ts). */
+export function celoAdapterFromConfig(config: CeloChainConfig, dependencies: CeloAdapterDependencies): CeloAdapter {
+  const assets: Partial<Record<CryptoAsset, CeloAssetConfig>> = {};
+  for (const asset of ['USDC', 'USDT'] as const) {
+    const token = config.assets[asset];
+    if (token !== undefined) assets[asset] = { contract: token.contract, decimals: token.decimals };
+  }
+  return new CeloAdapter({
+    rpcUrl: config.rpcUrl,
+    chainId: config.chainId,
+    depositAddress: config.depositAddress,
+    ...(config.previousDepositAddresses === undefined ? {} : { previousDepositAddresses: config.previousDepositAddresses }),
+    confirmations: config.confirmations,
+    assets,
+    signerSecretEnv: config.signerSecretEnv,
+    journal: dependencies.journal,
+    ...(dependencies.env === undefined ? {} : { env: dependencies.env }),
+    ...(dependencies.nowMs === undefined ? {} : { nowMs: dependencies.nowMs }),
+  });
+}
+
+function loadSigner(envName: string | undefined, env: Readonly<Record<string, string | undefined>>): PrivateKeyAccount | null {
+  if (envName === undefined) return null;
+  const secret = env[envName];
+  if (secret === undefined || secret === '') return null;
+  const key = privateKeyFromSecret(secret);
+  // The message names the variable, never its content.
+  if (key === null) throw new Error(`${envName} does not hold a 32-byte hex private key`);
+  try {
+    return privateKeyToAccount(key);
+  } catch {
+    throw new Error(`${envName} does not hold a valid secp256k1 private key`);
+  }
+}

@@ -1,0 +1,377 @@
+// The Celo adapter against a real EVM node: anvil (chain id 42220) started for this file, real
+// OpenZeppelin ERC-20 contracts deployed from test/fixtures/erc20/TestToken.json, real transfers
+// looked up through viem, sends journalled in a real LMDB store. Blocks are mined on demand
+// (anvil_mine) to reach the confirmation depth.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { createPublicClient, createTestClient, createWalletClient, erc20Abi, http, parseEther } from 'viem';
+import type { Abi, Address, Hex, PublicClient } from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import type { PrivateKeyAccount } from 'viem/accounts';
+import { celo } from 'viem/chains';
+import { CeloAdapter, celoAdapterFromConfig } from '../../src/chains/celo.ts';
+import type { LiveChainFactory } from '../../src/chains/chain-services.ts';
+import { parseChainsFile } from '../../src/chains/config.ts';
+import type { CeloAdapterOptions } from '../../src/chains/celo.ts';
+import { sendJournalOnStore } from '../../src/chains/chains.ts';
+import type { SendRequest } from '../../src/chains/chains.ts';
+import { decimalFromString, toFixedString } from '../../src/domain/money.ts';
+import type { ServiceContext } from '../../src/service/context.ts';
+import { LmdbStore } from '../../src/store/lmdb-store.ts';
+import { startAnvil } from '../support/anvil.ts';
+import type { PrivateAnvil } from '../support/anvil.ts';
+
+const decimals = 6;
+const confirmations = 3;
+const signerEnv = 'TEST_CELO_HOT_WALLET';
+const artifact = JSON.parse(readFileSync(new URL('../fixtures/erc20/TestToken.json', import.meta.url), 'utf8')) as { abi: Abi; bytecode: Hex };
+
+let anvil: PrivateAnvil;
+let publicClient: PublicClient;
+let testClient: ReturnType<typeof createTestClient>;
+let store: LmdbStore;
+let storeDir: string;
+let deployer: PrivateKeyAccount;
+let partner: PrivateKeyAccount;
+let hotKey: Hex;
+let hotWallet: PrivateKeyAccount;
+let deposit: Address;
+let usdc: Address;
+let usdt: Address;
+let otherToken: Address;
+
+function adapterOptions(overrides: Partial<CeloAdapterOptions> = {}): CeloAdapterOptions {
+  return {
+    rpcUrl: anvil.url,
+    chainId: 42220,
+    depositAddress: deposit,
+    confirmations,
+    assets: { USDC: { contract: usdc, decimals }, USDT: { contract: usdt, decimals } },
+    signerSecretEnv: signerEnv,
+    env: { [signerEnv]: hotKey },
+    journal: sendJournalOnStore(store),
+    rpcTimeoutMs: 5_000,
+    ...overrides,
+  };
+}
+
+function wallet(account: PrivateKeyAccount): ReturnType<typeof createWalletClient<ReturnType<typeof http>, typeof celo, PrivateKeyAccount>> {
+  return createWalletClient({ account, chain: celo, transport: http(anvil.url) });
+}
+
+async function mined(hash: Hex): Promise<{ status: 'success' | 'reverted' }> {
+  return publicClient.waitForTransactionReceipt({ hash, timeout: 10_000, pollingInterval: 50 });
+}
+
+async function deployToken(symbol: string): Promise<Address> {
+  const hash = await wallet(deployer).deployContract({
+    abi: artifact.abi,
+    bytecode: artifact.bytecode,
+    args: [`Test ${symbol}`, symbol, decimals, deployer.address, 1_000_000_000_000n],
+  });
+  const receipt = await publicClient.waitForTransactionReceipt({ hash, timeout: 10_000, pollingInterval: 50 });
+  assert.ok(receipt.contractAddress != null);
+  return receipt.contractAddress;
+}
+
+async function tokenTransfer(from: PrivateKeyAccount, token: Address, to: Address, amount: bigint, gas?: bigint): Promise<Hex> {
+  const hash = await wallet(from).writeContract({
+    address: token, abi: erc20Abi, functionName: 'transfer', args: [to, amount], ...(gas === undefined ? {} : { gas }),
+  });
+  await mined(hash);
+  return hash;
+}
+
+async function balanceOf(token: Address, owner: Address): Promise<bigint> {
+  return publicClient.readContract({ address: token, abi: erc20Abi, functionName: 'balanceOf', args: [owner] });
+}
+
+async function mine(blocks: number): Promise<void> {
+  await testClient.mine({ blocks });
+}
+
+function newAddress(): Address {
+  return privateKeyToAccount(generatePrivateKey()).address;
+}
+
+function refund(idempotencyKey: string, destination: Address, amount: string, asset: SendRequest['asset'] = 'USDC'): SendRequest {
+  return { network: 'CELO', asset, amount: decimalFromString(amount, decimals), destination, idempotencyKey };
+}
+
+function show(value: unknown): string {
+  return JSON.stringify(value, (_key, item: unknown) => (typeof item === 'bigint' ? item.toString() : item));
+}
+
+before(async () => {
+  anvil = await startAnvil({ chainId: 42220 });
+  publicClient = createPublicClient({ chain: celo, transport: http(anvil.url), cacheTime: 0 }) as PublicClient;
+  testClient = createTestClient({ mode: 'anvil', chain: celo, transport: http(anvil.url) });
+  storeDir = mkdtempSync(join(tmpdir(), 'celo-adapter-'));
+  store = new LmdbStore({ dir: storeDir });
+  await store.init();
+  deployer = privateKeyToAccount(generatePrivateKey());
+  partner = privateKeyToAccount(generatePrivateKey());
+  hotKey = generatePrivateKey();
+  hotWallet = privateKeyToAccount(hotKey);
+  deposit = newAddress();
+  for (const account of [deployer, partner, hotWallet]) await testClient.setBalance({ address: account.address, value: parseEther('100') });
+  usdc = await deployToken('USDC');
+  usdt = await deployToken('USDT');
+  otherToken = await deployToken('FAKE');
+  for (const token of [usdc, usdt, otherToken]) await tokenTransfer(deployer, token, partner.address, 1_000_000_000n);
+  await tokenTransfer(deployer, usdc, hotWallet.address, 100_000_000n);
+});
+
+after(async () => {
+  await store.close();
+  rmSync(storeDir, { recursive: true, force: true });
+  await anvil.stop();
+});
+
+describe('verify: a reported Celo deposit', () => {
+  test('reports exact, short and long amounts as sent, with the sender for refunds', async () => {
+    const adapter = new CeloAdapter(adapterOptions());
+    for (const [baseUnits, text] of [[10_500_000n, '10.500000'], [10_499_999n, '10.499999'], [10_500_001n, '10.500001']] as const) {
+      const hash = await tokenTransfer(partner, usdc, deposit, baseUnits);
+      await mine(confirmations - 1);
+      const result = await adapter.verify(hash);
+      assert.equal(result.status, 'found', show(result));
+      assert.ok(result.status === 'found');
+      assert.equal(result.transfers.length, 1);
+      const [transfer] = result.transfers;
+      assert.ok(transfer !== undefined);
+      assert.equal(transfer.network, 'CELO');
+      assert.equal(transfer.onChainId, hash);
+      assert.equal(transfer.asset, 'USDC');
+      assert.equal(toFixedString(transfer.amount), text);
+      assert.equal(transfer.sender, partner.address);
+      assert.equal(transfer.memo, null);
+      assert.ok(transfer.observedAtMs > 0);
+    }
+  });
+
+  test('a USDT deposit is reported as USDT', async () => {
+    const adapter = new CeloAdapter(adapterOptions());
+    const hash = await tokenTransfer(partner, usdt, deposit, 25_000_000n);
+    await mine(confirmations - 1);
+    const result = await adapter.verify(hash);
+    assert.ok(result.status === 'found', show(result));
+    assert.equal(result.transfers[0]?.asset, 'USDT');
+    assert.equal(toFixedString(result.transfers[0].amount), '25.000000');
+  });
+
+  test('a token contract that is not configured is invalid, even to the deposit address', async () => {
+    const adapter = new CeloAdapter(adapterOptions());
+    const hash = await tokenTransfer(partner, otherToken, deposit, 10_000_000n);
+    await mine(confirmations - 1);
+    assert.deepEqual(await adapter.verify(hash), { status: 'invalid', reason: 'the token contract is not an accepted asset' });
+  });
+
+  test('USDC sent to another address than the deposit address is invalid', async () => {
+    const adapter = new CeloAdapter(adapterOptions());
+    const hash = await tokenTransfer(partner, usdc, newAddress(), 10_000_000n);
+    await mine(confirmations - 1);
+    assert.deepEqual(await adapter.verify(hash), { status: 'invalid', reason: 'the transfer goes to another address than the deposit address' });
+  });
+
+  test('a reverted transaction is invalid', async () => {
+    const adapter = new CeloAdapter(adapterOptions());
+    // More than the partner holds; an explicit gas limit skips estimation, so it is mined and reverts.
+    const hash = await wallet(partner).writeContract({
+      address: usdc, abi: erc20Abi, functionName: 'transfer', args: [deposit, 10n ** 15n], gas: 100_000n,
+    });
+    assert.equal((await mined(hash)).status, 'reverted');
+    await mine(confirmations - 1);
+    assert.deepEqual(await adapter.verify(hash), { status: 'invalid', reason: 'the transaction reverted' });
+  });
+
+  test('a deposit is not found until it is confirmations deep', async () => {
+    const adapter = new CeloAdapter(adapterOptions());
+    const hash = await tokenTransfer(partner, usdc, deposit, 1_000_000n);
+    assert.deepEqual(await adapter.verify(hash), { status: 'not_found', reason: 'not yet confirmed (1 of 3 confirmations)' });
+    await mine(1);
+    assert.deepEqual(await adapter.verify(hash), { status: 'not_found', reason: 'not yet confirmed (2 of 3 confirmations)' });
+    await mine(1);
+    assert.equal((await adapter.verify(hash)).status, 'found');
+  });
+
+  test('after a rotation, a deposit to the previous deposit address still verifies', async () => {
+    const adapter = new CeloAdapter(adapterOptions({ depositAddress: newAddress(), previousDepositAddresses: [deposit.toLowerCase()] }));
+    const hash = await tokenTransfer(partner, usdc, deposit, 2_000_000n);
+    await mine(confirmations - 1);
+    assert.equal((await adapter.verify(hash)).status, 'found');
+  });
+
+  test('the adapter built from a CHAINS_FILE section verifies the same way', async () => {
+    const parsed = parseChainsFile({
+      CELO: {
+        rpcUrl: anvil.url,
+        chainId: 42220,
+        depositAddress: deposit,
+        confirmations,
+        assets: { USDC: { contract: usdc, decimals }, USDT: { contract: usdt, decimals } },
+        signerSecretEnv: signerEnv,
+      },
+    });
+    assert.ok(parsed.ok && parsed.file.CELO !== undefined, JSON.stringify(parsed));
+    // Exactly as the composition root wires it (src/chains/live-chains.ts).
+    const factory: LiveChainFactory = (setup, ctx) => {
+      if (setup.network !== 'CELO') throw new Error(`CELO factory given ${setup.network}`);
+      return { adapter: celoAdapterFromConfig(setup.config, { journal: sendJournalOnStore(ctx.store), nowMs: () => ctx.clock.nowMs() }) };
+    };
+    const context = { store, clock: { nowMs: () => Date.now() } } as unknown as ServiceContext;
+    const { adapter } = factory({
+      mode: 'live', network: 'CELO', config: parsed.file.CELO, depositAddress: deposit,
+      chainId: 'eip155:42220', publicRpcUrl: null, assets: {},
+    }, context);
+    const hash = await tokenTransfer(partner, usdt, deposit, 3_000_000n);
+    await mine(confirmations - 1);
+    const result = await adapter.verify(hash);
+    assert.ok(result.status === 'found', show(result));
+    assert.equal(result.transfers[0]?.asset, 'USDT');
+  });
+
+  test('an unknown hash is not found; text that is not a hash is invalid', async () => {
+    const adapter = new CeloAdapter(adapterOptions());
+    assert.deepEqual(await adapter.verify(`0x${randomBytes(32).toString('hex')}`), {
+      status: 'not_found', reason: 'transaction not found (or not mined yet)',
+    });
+    assert.equal((await adapter.verify('0x1234')).status, 'invalid');
+    assert.equal((await adapter.verify(randomBytes(32).toString('hex'))).status, 'invalid');
+  });
+
+  test('an RPC node of another chain is refused, not trusted', async () => {
+    const adapter = new CeloAdapter(adapterOptions({ chainId: 44787 }));
+    await assert.rejects(adapter.verify(`0x${randomBytes(32).toString('hex')}`), /serves chain id 42220, configured 44787/);
+  });
+});
+
+describe('send: tokens from the hot wallet, once per idempotency key', () => {
+  test('repeated and concurrent calls with one key make one transfer, confirmed only at depth', async () => {
+    const adapter = new CeloAdapter(adapterOptions());
+    const destination = newAddress();
+    const nonceBefore = await publicClient.getTransactionCount({ address: hotWallet.address });
+    const first = await adapter.send(refund('refund-once', destination, '5.5'));
+    assert.equal(first.status, 'pending', show(first));
+    const again = await Promise.all([1, 2, 3].map(async () => adapter.send(refund('refund-once', destination, '5.5'))));
+    for (const result of again) assert.deepEqual(result, first);
+    await mine(confirmations - 1);
+    const confirmed = await adapter.send(refund('refund-once', destination, '5.5'));
+    assert.ok(first.status === 'pending');
+    assert.deepEqual(confirmed, { status: 'confirmed', onChainId: first.onChainId });
+    // A restarted process (new adapter, same store) answers the same and sends nothing.
+    assert.deepEqual(await new CeloAdapter(adapterOptions()).send(refund('refund-once', destination, '5.5')), confirmed);
+    assert.equal(await balanceOf(usdc, destination), 5_500_000n);
+    assert.equal(await publicClient.getTransactionCount({ address: hotWallet.address }), nonceBefore + 1);
+  });
+
+  test('concurrent first calls with one key sign once', async () => {
+    const adapter = new CeloAdapter(adapterOptions());
+    const destination = newAddress();
+    const results = await Promise.all([1, 2, 3].map(async () => adapter.send(refund('refund-race', destination, '1.25'))));
+    const ids = new Set(results.map((result) => (result.status === 'failed' ? result.reason : result.onChainId)));
+    assert.equal(ids.size, 1, show(results));
+    await mine(confirmations);
+    assert.equal(await balanceOf(usdc, destination), 1_250_000n);
+  });
+
+  test('different keys sent back to back get their own nonces and all land', async () => {
+    const adapter = new CeloAdapter(adapterOptions());
+    const destination = newAddress();
+    const results = await Promise.all(['a', 'b', 'c'].map(async (suffix) => adapter.send(refund(`refund-many-${suffix}`, destination, '1'))));
+    assert.equal(new Set(results.map((result) => (result.status === 'failed' ? result.reason : result.onChainId))).size, 3, show(results));
+    await mine(confirmations);
+    assert.equal(await balanceOf(usdc, destination), 3_000_000n);
+  });
+
+  test('the same key with another amount is refused, not sent', async () => {
+    const adapter = new CeloAdapter(adapterOptions());
+    const destination = newAddress();
+    assert.equal((await adapter.send(refund('refund-content', destination, '2'))).status, 'pending');
+    assert.deepEqual(await adapter.send(refund('refund-content', destination, '3')), {
+      status: 'failed', reason: 'idempotency key already used with a different asset, amount or destination', retryable: false,
+    });
+    await mine(confirmations);
+    assert.equal(await balanceOf(usdc, destination), 2_000_000n);
+  });
+
+  test('a transaction dropped from the mempool is rebroadcast as the same bytes', async () => {
+    const adapter = new CeloAdapter(adapterOptions());
+    const destination = newAddress();
+    await testClient.setAutomine(false);
+    try {
+      const first = await adapter.send(refund('refund-dropped', destination, '4'));
+      assert.ok(first.status === 'pending', show(first));
+      await testClient.dropTransaction({ hash: first.onChainId as Hex });
+      assert.deepEqual(await adapter.send(refund('refund-dropped', destination, '4')), first);
+      await mine(confirmations);
+      assert.deepEqual(await adapter.send(refund('refund-dropped', destination, '4')), { status: 'confirmed', onChainId: first.onChainId });
+    } finally {
+      await testClient.setAutomine(true);
+    }
+    assert.equal(await balanceOf(usdc, destination), 4_000_000n);
+  });
+
+  test('when another transaction used its nonce, a new transaction is built, and only it lands', async () => {
+    const adapter = new CeloAdapter(adapterOptions());
+    const destination = newAddress();
+    await testClient.setAutomine(false);
+    let first;
+    try {
+      first = await adapter.send(refund('refund-nonce', destination, '3'));
+      assert.ok(first.status === 'pending', show(first));
+      const stolen = await publicClient.getTransaction({ hash: first.onChainId as Hex });
+      await testClient.dropTransaction({ hash: first.onChainId as Hex });
+      // The operator (or another tool) spends the same nonce from the hot wallet.
+      await wallet(hotWallet).sendTransaction({ to: hotWallet.address, value: 0n, nonce: stolen.nonce });
+      await mine(confirmations);
+      const rebuilt = await adapter.send(refund('refund-nonce', destination, '3'));
+      assert.ok(rebuilt.status === 'pending', show(rebuilt));
+      assert.notEqual(rebuilt.onChainId, first.onChainId);
+      await mine(confirmations);
+      assert.deepEqual(await adapter.send(refund('refund-nonce', destination, '3')), { status: 'confirmed', onChainId: rebuilt.onChainId });
+    } finally {
+      await testClient.setAutomine(true);
+    }
+    assert.equal(await balanceOf(usdc, destination), 3_000_000n);
+  });
+
+  test('a hot wallet without the token is refused before signing; after a top-up the same key sends', async () => {
+    const poorKey = generatePrivateKey();
+    const poor = privateKeyToAccount(poorKey);
+    await testClient.setBalance({ address: poor.address, value: parseEther('1') });
+    const adapter = new CeloAdapter(adapterOptions({ env: { [signerEnv]: poorKey } }));
+    const destination = newAddress();
+    const refused = await adapter.send(refund('refund-poor', destination, '2'));
+    assert.deepEqual(refused, { status: 'failed', reason: 'the transfer would revert (is the hot wallet funded with the token?)', retryable: true });
+    assert.equal(await publicClient.getTransactionCount({ address: poor.address }), 0);
+    await tokenTransfer(deployer, usdc, poor.address, 5_000_000n);
+    const sent = await adapter.send(refund('refund-poor', destination, '2'));
+    assert.equal(sent.status, 'pending', show(sent));
+    await mine(confirmations);
+    assert.equal((await adapter.send(refund('refund-poor', destination, '2'))).status, 'confirmed');
+    assert.equal(await balanceOf(usdc, destination), 2_000_000n);
+  });
+
+  test('requests the adapter cannot honour are refused before anything is signed', async () => {
+    const adapter = new CeloAdapter(adapterOptions());
+    const destination = newAddress();
+    const tooPrecise = { ...refund('refund-precise', destination, '1'), amount: decimalFromString('1.0000001', 7) };
+    assert.deepEqual(await adapter.send(tooPrecise), { status: 'failed', reason: 'amount has more than 6 decimals', retryable: false });
+    assert.equal((await adapter.send({ ...refund('refund-bad', destination, '1'), destination: 'G-not-evm' })).status, 'failed');
+    assert.equal((await adapter.send({ ...refund('refund-net', destination, '1'), network: 'SOLANA' })).status, 'failed');
+    const keyless = new CeloAdapter(adapterOptions({ env: {} }));
+    assert.deepEqual(await keyless.send(refund('refund-keyless', destination, '1')), {
+      status: 'failed', reason: 'the CELO hot wallet key is not configured', retryable: false,
+    });
+    assert.throws(() => new CeloAdapter(adapterOptions({ env: { [signerEnv]: 'not a key' } })), (error: Error) => {
+      assert.match(error.message, new RegExp(signerEnv));
+      assert.doesNotMatch(error.message, /not a key/);
+      return true;
+    });
+  });
+});
