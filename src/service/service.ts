@@ -75,7 +75,20 @@ export async function startService(env: EnvConfig, overrides: ContextOverrides =
       roles.push({ name: 'shard', stop: () => shard.stop() });
     }
     if (runs(env, 'edge')) {
-      const edge = await startEdgeRole(ctx);
+      // Acceptance needs a fresh liquidity reading: the cached view refreshes in the background.
+      if (railServices) await railServices.liquidity.start();
+      const edge = await startEdgeRole(ctx, {
+        ...(railServices ? { liquidity: railServices.liquidity } : {}),
+        ...(chains
+          ? {
+              paymentContexts: chains.paymentContexts,
+              depositVerifier: chains.depositVerifier,
+              reconciler: chains.reconciler,
+              chainAvailability: chains.chainAvailability,
+            }
+          : {}),
+        ...(chains && env.sandbox ? { sandbox: chains.sandbox } : {}),
+      });
       port = edge.port;
       roles.push({ name: 'edge', stop: () => edge.stop() });
     }
