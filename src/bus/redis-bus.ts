@@ -1,11 +1,25 @@
-// Bus adapter on Redis Streams (ioredis 6). One shared connection with auto-pipelining serves every
-// non-blocking command; each blocking read borrows a dedicated connection from a bounded pool, so a
-// blocked XREADGROUP never delays other commands and can be ended at once by disconnecting it.
+// Bus adapter on Redis Streams (ioredis 6), for a single Redis server or a Redis Cluster.
+// One shared client with auto-pipelining serves every non-blocking command; each blocking read
+// borrows a dedicated connection from a bounded pool, so a blocked XREADGROUP never delays other
+// commands and can be ended at once by disconnecting it.
+//
+// Redis Cluster (`redis+cluster://h1:p1,h2:p2`, see `parseRedisTarget` and docs/operations.md):
+// the shared client is an ioredis `Cluster` (it routes each command by its key's slot and follows
+// MOVED/ASK). Every key we use carries a hash tag, so each command and each Lua script touches one
+// slot. The one exception is `read` over several streams (a shard worker reads all its shards at
+// once): XREADGROUP across slots fails with CROSSSLOT, so in cluster mode `read` groups the streams
+// by slot and blocks on one dedicated node connection per slot in parallel (a busy reader first
+// tries every slot without blocking, pipelined per node); the first read that returns entries ends the
+// others with CLIENT UNBLOCK, and every entry any of them returned is given to the caller (a read
+// the server served before the unblock keeps its entries; they are never left pending unseen).
+// Unblocking rather than disconnecting keeps the connections for the next read: a wake-up costs one
+// CLIENT UNBLOCK per other slot, not a new connection per slot. The cost is in docs/operations.md.
 //
 // Entry encoding: field `payload` holds the payload; each header `k` is the field `h:k`.
 // The connection speaks RESP2 (`protocol: 2`) so replies have the documented RESP2 shapes parsed below.
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
 import { createHash } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import {
   BusError,
   assertNonNegativeInteger,
@@ -27,6 +41,9 @@ import {
 const payloadField = 'payload';
 const headerFieldPrefix = 'h:';
 
+/** A connection to one Redis server, or a Redis Cluster client. */
+export type RedisClient = Redis | Cluster;
+
 /** The options every connection of ours uses (return type inferred: ioredis' own option type does
  *  not accept itself under exactOptionalPropertyTypes). */
 export function redisClientOptions(connectionName: string) {
@@ -42,8 +59,149 @@ export function redisClientOptions(connectionName: string) {
   };
 }
 
-export function createRedisClient(url: string, connectionName = 'payments'): Redis {
-  return new Redis(url, redisClientOptions(connectionName));
+// ---------------------------------------------------------------------------------------------
+// Where Redis is: `redis://…` / `rediss://…` (one server, ioredis' URL syntax) or
+// `redis+cluster://[user[:password]@]host:port[,host:port…][/]` (`rediss+cluster://` for TLS):
+// the seed nodes of a Redis Cluster; any reachable master or replica will do, the client discovers
+// the rest with CLUSTER SLOTS. A cluster has database 0 only, so no `/db` path.
+
+export interface ClusterSeed {
+  readonly host: string;
+  readonly port: number;
+}
+
+export type RedisTarget =
+  | { readonly kind: 'single'; readonly url: string }
+  | {
+      readonly kind: 'cluster';
+      readonly seeds: readonly ClusterSeed[];
+      readonly username: string | null;
+      readonly password: string | null;
+      readonly tls: boolean;
+    };
+
+/** Seed nodes in one cluster URL at most (a handful is plenty: the client discovers the rest). */
+export const clusterSeedsMax = 64;
+const clusterUrlPattern = /^(rediss?)\+cluster:\/\/(?:([^@/?#]*)@)?([^/?#@]+)\/?$/;
+
+/** Is this a cluster URL (`redis+cluster://` or `rediss+cluster://`)? */
+export function isClusterUrl(url: string): boolean {
+  return /^rediss?\+cluster:\/\//.test(url);
+}
+
+/** Parses a Redis URL. Errors never repeat the URL (it may hold a password). */
+export function parseRedisTarget(url: string): RedisTarget {
+  if (!isClusterUrl(url)) {
+    if (!/^rediss?:\/\//.test(url)) throw new RangeError('a Redis URL starts with redis://, rediss://, redis+cluster:// or rediss+cluster://');
+    return { kind: 'single', url };
+  }
+  const match = clusterUrlPattern.exec(url);
+  if (match === null) throw new RangeError('a Redis Cluster URL is redis+cluster://[user[:password]@]host:port[,host:port…] (no path, no query)');
+  const [, scheme, userInfo, hostList] = match;
+  const seeds = (hostList ?? '').split(',').map(parseSeed);
+  if (seeds.length === 0 || seeds.length > clusterSeedsMax) throw new RangeError(`a Redis Cluster URL names 1..${clusterSeedsMax} seed nodes`);
+  let username: string | null = null;
+  let password: string | null = null;
+  if (userInfo !== undefined && userInfo !== '') {
+    const colon = userInfo.indexOf(':');
+    const user = colon < 0 ? userInfo : userInfo.slice(0, colon);
+    username = user === '' ? null : decodeUserInfo(user);
+    password = colon < 0 ? null : decodeUserInfo(userInfo.slice(colon + 1));
+  }
+  return { kind: 'cluster', seeds, username, password, tls: scheme === 'rediss' };
+}
+
+function decodeUserInfo(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    throw new RangeError('a Redis Cluster URL has a badly %-encoded user or password');
+  }
+}
+
+function parseSeed(text: string): ClusterSeed {
+  // `host:port`, `[ipv6]:port`; the port defaults to 6379.
+  const match = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)(?::(\d{1,5}))?$/.exec(text);
+  const port = Number(match?.[2] ?? '6379');
+  if (match?.[1] === undefined || !(port >= 1 && port <= 65_535)) throw new RangeError('a Redis Cluster seed node is host:port');
+  return { host: match[1].replace(/^\[|\]$/g, ''), port };
+}
+
+/** Options of each node connection a Cluster client opens (and of our own blocking ones). */
+function clusterNodeOptions(target: Extract<RedisTarget, { kind: 'cluster' }>, connectionName: string) {
+  const { enableAutoPipelining: _pipelining, lazyConnect: _lazy, retryStrategy: _retry, ...node } = redisClientOptions(connectionName);
+  return {
+    ...node,
+    ...(target.username === null ? {} : { username: target.username }),
+    ...(target.password === null ? {} : { password: target.password }),
+    ...(target.tls ? { tls: {} } : {}),
+  };
+}
+
+/** A client for the URL: `Redis` for one server, `Cluster` for `redis+cluster://`. */
+export function createRedisClient(url: string, connectionName = 'payments'): RedisClient {
+  const target = parseRedisTarget(url);
+  if (target.kind === 'single') return new Redis(url, redisClientOptions(connectionName));
+  return new Cluster(
+    target.seeds.map((seed) => ({ host: seed.host, port: seed.port })),
+    {
+      enableAutoPipelining: true,
+      lazyConnect: false,
+      // Reads go to masters: a replica may lag, and stream groups are written on every read.
+      scaleReads: 'master',
+      maxRedirections: 16,
+      retryDelayOnFailover: 100,
+      retryDelayOnClusterDown: 100,
+      retryDelayOnTryAgain: 100,
+      slotsRefreshTimeout: 2_000,
+      clusterRetryStrategy: (times: number) => Math.min(100 * 2 ** Math.min(times, 5), 2_000),
+      redisOptions: clusterNodeOptions(target, connectionName),
+    },
+  );
+}
+
+export function isCluster(client: RedisClient): client is Cluster {
+  return client instanceof Cluster;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Redis Cluster key slots: CRC16 (XMODEM: polynomial 0x1021, initial value 0) of the key, or of its
+// hash tag — the bytes between the first `{` and the next `}`, when that is not empty — mod 16384.
+
+export const clusterSlotCount = 16_384;
+const crc16Table = Uint16Array.from({ length: 256 }, (_, byte) => {
+  let crc = byte << 8;
+  for (let bit = 0; bit < 8; bit += 1) crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
+  return crc;
+});
+
+function crc16(bytes: Uint8Array): number {
+  let crc = 0;
+  for (const byte of bytes) crc = ((crc << 8) & 0xffff) ^ (crc16Table[((crc >> 8) ^ byte) & 0xff] ?? 0);
+  return crc;
+}
+
+/** The Redis Cluster slot of a key (what CLUSTER KEYSLOT answers). */
+export function clusterKeySlot(key: string): number {
+  const bytes = Buffer.from(key, 'utf8');
+  const open = bytes.indexOf(0x7b); // '{'
+  if (open >= 0) {
+    const close = bytes.indexOf(0x7d, open + 1); // '}'
+    if (close > open + 1) return crc16(bytes.subarray(open + 1, close)) % clusterSlotCount;
+  }
+  return crc16(bytes) % clusterSlotCount;
+}
+
+/** Streams grouped by slot, in the order of their first appearance (one XREADGROUP per group). */
+export function streamsBySlot(streams: readonly string[]): Array<{ readonly slot: number; readonly streams: string[] }> {
+  const groups = new Map<number, string[]>();
+  for (const stream of streams) {
+    const slot = clusterKeySlot(stream);
+    const group = groups.get(slot);
+    if (group === undefined) groups.set(slot, [stream]);
+    else group.push(stream);
+  }
+  return [...groups].map(([slot, members]) => ({ slot, streams: members }));
 }
 
 /** The Redis error code is the first word of a reply error (`NOGROUP …`, `BUSYGROUP …`). */
@@ -75,7 +233,7 @@ export class LuaScript {
     this.sha = createHash('sha1').update(lua).digest('hex');
   }
 
-  async run(client: Redis, keys: readonly string[], args: ReadonlyArray<string | number>): Promise<unknown> {
+  async run(client: RedisClient, keys: readonly string[], args: ReadonlyArray<string | number>): Promise<unknown> {
     if (keys.length !== this.numberOfKeys) {
       throw new Error(`script ${this.name} takes ${this.numberOfKeys} keys, got ${keys.length}`);
     }
@@ -224,21 +382,75 @@ function flatRecord(what: string, value: unknown): Record<string, unknown> {
 
 export interface RedisBusOptions {
   /** A Redis URL (the bus owns and closes its connections) or a client to share (not closed). */
-  readonly redis: string | Redis;
-  /** Bound on concurrent blocking reads (each holds one connection while blocked). */
+  readonly redis: string | RedisClient;
+  /**
+   * Bound on concurrent blocking reads (each holds one connection while blocked). On a cluster one
+   * `read` blocks on one connection per slot of its streams: allow at least the shards one worker
+   * may own plus one per requester. Default 32 (one server) or 256 (cluster).
+   */
   readonly blockingConnectionsMax?: number;
 }
 
 const blockingConnectionsMaxDefault = 32;
+const clusterBlockingConnectionsMaxDefault = 256;
+/** After a CLIENT UNBLOCK that found the read not blocked (yet), wait this long before trying again. */
+const unblockRetryMs = 5;
+/** A blocked read still running this long after its blockMs is presumed broken and disconnected. */
+const blockedReadGraceMs = 2_000;
+/** Readers remembered as busy, at most (a bound, not a tuning knob: real deployments have a few). */
+const busyReadersMax = 1_024;
+
+/** What one slot's read produced: its entries, or the (bus-mapped) error it failed with. */
+interface SlotOutcome {
+  readonly entries: BusEntry[];
+  readonly error: unknown;
+}
+
+/** The master serving a slot: ioredis' node key (`host:port`) and the cluster client's connection to it. */
+interface ClusterMaster {
+  readonly nodeKey: string;
+  readonly node: Redis;
+}
+
+/** A blocking read in flight on one node connection (cluster mode). */
+interface SlotRead extends ClusterMaster {
+  readonly blocker: Redis;
+  settled: boolean;
+  outcome: Promise<SlotOutcome>;
+}
+
+const nothing: SlotOutcome = { entries: [], error: null };
+
+/** Entries of every slot; when none has entries, the first error (if any) is thrown. Entries are
+ *  never dropped because another slot failed: they are already pending on this consumer. */
+function mergeOutcomes(outcomes: readonly SlotOutcome[]): BusEntry[] {
+  const entries = outcomes.flatMap((outcome) => outcome.entries);
+  const failed = outcomes.find((outcome) => outcome.error !== null);
+  if (entries.length === 0 && failed !== undefined) throw failed.error;
+  return entries;
+}
+
+/** The cluster client's connection to the node with this key (`host:port`), if it has one. */
+function clusterNode(cluster: Cluster, nodeKey: string): Redis | undefined {
+  return cluster.nodes('all').find((node) => `${node.options.host}:${node.options.port}` === nodeKey);
+}
 
 export class RedisBus implements Bus {
-  private readonly client: Redis;
+  private readonly client: RedisClient;
+  /** The same client when it is a Cluster client, else null. */
+  private readonly cluster: Cluster | null;
   private readonly ownsClient: boolean;
   private readonly url: string | null;
   private readonly blockingConnectionsMax: number;
   private readonly idleBlockers: Redis[] = [];
+  /** Cluster mode: idle blocking connections per node (`host:port`). */
+  private readonly idleNodeBlockers = new Map<string, Redis[]>();
   private readonly busyBlockers = new Set<Redis>();
   private readonly retired = new WeakSet<Redis>();
+  /** Cluster mode: readers (`group\nconsumer`) whose last read found entries. */
+  private readonly busyReaders = new Set<string>();
+  /** Cluster mode: each blocking connection's CLIENT ID (null if it could not be read). */
+  private readonly blockerIds = new WeakMap<Redis, Promise<number | null>>();
   private closed = false;
 
   constructor(options: RedisBusOptions) {
@@ -251,7 +463,9 @@ export class RedisBus implements Bus {
       this.client = options.redis;
       this.ownsClient = false;
     }
-    this.blockingConnectionsMax = options.blockingConnectionsMax ?? blockingConnectionsMaxDefault;
+    this.cluster = isCluster(this.client) ? this.client : null;
+    this.blockingConnectionsMax =
+      options.blockingConnectionsMax ?? (this.cluster === null ? blockingConnectionsMaxDefault : clusterBlockingConnectionsMaxDefault);
     assertPositiveInteger('blockingConnectionsMax', this.blockingConnectionsMax);
   }
 
@@ -285,6 +499,7 @@ export class RedisBus implements Bus {
     assertNonNegativeInteger('blockMs', options.blockMs);
     if (streams.length === 0) return [];
     const args = ['GROUP', group, consumer, 'COUNT', options.count];
+    if (this.cluster !== null) return this.clusterRead(this.cluster, `${group}\n${consumer}`, args, streams, options);
     if (options.blockMs === 0) {
       const reply = await this.client.call('XREADGROUP', ...args, 'STREAMS', ...streams, ...streams.map(() => '>')).catch((error: unknown) => {
         throw toBusError(error);
@@ -314,6 +529,190 @@ export class RedisBus implements Bus {
     }
   }
 
+  // -------------------------------------------------------------------------------------------
+  // Reads on a Redis Cluster (see the header comment)
+
+  /**
+   * One slot: a plain blocking read on that slot's master. Several slots: one blocking read per
+   * slot in parallel — but when this consumer is busy (its previous read found entries in several
+   * slots, or found entries without blocking), first one non-blocking XREADGROUP per slot
+   * (auto-pipelined per node), which under load returns entries without the fan-out and its
+   * CLIENT UNBLOCKs.
+   */
+  private async clusterRead(cluster: Cluster, reader: string, args: Array<string | number>, streams: readonly string[], options: ReadOptions): Promise<BusEntry[]> {
+    const groups = streamsBySlot(streams);
+    if (options.blockMs === 0 || (groups.length > 1 && this.busyReaders.has(reader))) {
+      const entries = await this.readSlotsNow(args, groups);
+      this.noteBusy(reader, entries.length > 0);
+      if (entries.length > 0 || options.blockMs === 0) return entries;
+    }
+    if (options.signal?.aborted === true) return [];
+    const entries = await this.blockOnCluster(cluster, args, groups, options);
+    // One slot woke us: traffic is light, block again next time. Several had entries: it is busy.
+    this.noteBusy(reader, new Set(entries.map((entry) => clusterKeySlot(entry.stream))).size > 1);
+    return entries;
+  }
+
+  /** Remembers which readers (group × consumer) found entries last time; bounded. */
+  private noteBusy(reader: string, busy: boolean): void {
+    if (!busy) {
+      this.busyReaders.delete(reader);
+      return;
+    }
+    if (this.busyReaders.size >= busyReadersMax) this.busyReaders.clear();
+    this.busyReaders.add(reader);
+  }
+
+  private async blockOnCluster(cluster: Cluster, args: Array<string | number>, groups: ReturnType<typeof streamsBySlot>, options: ReadOptions): Promise<BusEntry[]> {
+    const masters: ClusterMaster[] = [];
+    for (const group of groups) {
+      const nodeKey = cluster.slots[group.slot]?.[0];
+      const node = nodeKey === undefined ? undefined : clusterNode(cluster, nodeKey);
+      // Slot map not known yet (still connecting) or a hole in it (cluster down): a read through
+      // the cluster client waits for the map, or fails with the cluster's own error.
+      if (nodeKey === undefined || node === undefined) return this.readSlotsNow(args, groups);
+      masters.push({ nodeKey, node });
+    }
+    return this.blockOnSlots(cluster, args, groups, masters, options.blockMs, options.signal);
+  }
+
+  /** One non-blocking XREADGROUP per slot through the cluster client. */
+  private async readSlotsNow(args: Array<string | number>, groups: ReturnType<typeof streamsBySlot>): Promise<BusEntry[]> {
+    const outcomes = await Promise.all(
+      groups.map(async ({ streams }): Promise<SlotOutcome> => {
+        try {
+          const reply = await this.client.call('XREADGROUP', ...args, 'STREAMS', ...streams, ...streams.map(() => '>'));
+          return { entries: parseReadReply(reply), error: null };
+        } catch (error) {
+          return { entries: [], error: toBusError(error) };
+        }
+      }),
+    );
+    return mergeOutcomes(outcomes);
+  }
+
+  /**
+   * Blocks on every slot at once, each on its own connection to the slot's master. As soon as one
+   * returns entries (or fails), the others are ended with CLIENT UNBLOCK … TIMEOUT: a read still
+   * blocked returns empty, one the server already served returns its entries, and those are kept.
+   */
+  private async blockOnSlots(
+    cluster: Cluster,
+    args: Array<string | number>,
+    groups: ReturnType<typeof streamsBySlot>,
+    masters: readonly ClusterMaster[],
+    blockMs: number,
+    signal: AbortSignal | undefined,
+  ): Promise<BusEntry[]> {
+    if (this.busyBlockers.size + groups.length > this.blockingConnectionsMax) {
+      throw new BusError('readers_exhausted', `a read over ${groups.length} slots needs more than ${this.blockingConnectionsMax} blocking connections`);
+    }
+    const deadlineMs = Date.now() + blockMs + blockedReadGraceMs;
+    let wake = (): void => undefined;
+    const woken = new Promise<void>((resolve) => {
+      wake = resolve;
+    });
+    const reads = groups.map(({ streams }, index): SlotRead => {
+      const master = masters[index];
+      if (master === undefined) throw new Error('bug: a slot without its master');
+      const { nodeKey, node } = master;
+      const blocker = this.borrowNodeBlocker(node, nodeKey);
+      const read: SlotRead = { blocker, node, nodeKey, settled: false, outcome: Promise.resolve(nothing) };
+      const command = [...args, 'BLOCK', blockMs, 'STREAMS', ...streams, ...streams.map(() => '>')];
+      read.outcome = this.nodeBlockingRead(cluster, nodeKey, blocker, command).then((outcome) => {
+        read.settled = true;
+        if (outcome.entries.length > 0 || outcome.error !== null) wake();
+        return outcome;
+      });
+      return read;
+    });
+    // Abort (shutdown) ends every read at once by disconnecting, as on a single server.
+    const end = (): void => reads.forEach((read) => this.retire(read.blocker));
+    signal?.addEventListener('abort', end, { once: true });
+    try {
+      const all = Promise.all(reads.map(async (read) => read.outcome));
+      await Promise.race([all, woken]);
+      await Promise.all(reads.filter((read) => !read.settled).map(async (read) => this.unblock(read, deadlineMs)));
+      return mergeOutcomes(await all);
+    } finally {
+      signal?.removeEventListener('abort', end);
+    }
+  }
+
+  private async nodeBlockingRead(cluster: Cluster, nodeKey: string, blocker: Redis, command: Array<string | number>): Promise<SlotOutcome> {
+    try {
+      return { entries: parseReadReply(await blocker.call('XREADGROUP', ...command)), error: null };
+    } catch (error) {
+      if (this.retired.has(blocker)) return nothing;
+      // The slot moved (resharding, failover): learn the new map; the caller reads again.
+      const code = redisErrorCode(error);
+      if (code === 'MOVED' || code === 'ASK') cluster.refreshSlotsCache();
+      return { entries: [], error: toBusError(error) };
+    } finally {
+      this.busyBlockers.delete(blocker);
+      if (this.closed || blocker.status !== 'ready') this.retire(blocker);
+      if (!this.retired.has(blocker)) this.idleNodeBlockersOf(nodeKey).push(blocker);
+    }
+  }
+
+  /**
+   * Ends a blocked read with CLIENT UNBLOCK, sent on the cluster client's own connection to that
+   * node. A reply of 0 means the read is not blocked: either it was already served (its reply is
+   * on the way) or it has not reached the server yet, so try again shortly. Only a node we cannot
+   * talk to, or a read far past its blockMs, is ended by disconnecting.
+   */
+  private async unblock(read: SlotRead, deadlineMs: number): Promise<void> {
+    const clientId = await (this.blockerIds.get(read.blocker) ?? Promise.resolve(null));
+    const control = read.node;
+    while (!read.settled) {
+      if (clientId === null || Date.now() > deadlineMs) {
+        this.retire(read.blocker);
+        return;
+      }
+      const unblocked = await control.call('CLIENT', 'UNBLOCK', clientId, 'TIMEOUT').catch(() => null);
+      if (unblocked === null) {
+        this.retire(read.blocker);
+        return;
+      }
+      if (unblocked === 1) return;
+      await Promise.race([read.outcome, sleep(unblockRetryMs)]);
+    }
+  }
+
+  private idleNodeBlockersOf(nodeKey: string): Redis[] {
+    let idle = this.idleNodeBlockers.get(nodeKey);
+    if (idle === undefined) {
+      idle = [];
+      this.idleNodeBlockers.set(nodeKey, idle);
+    }
+    return idle;
+  }
+
+  /** A dedicated connection to one cluster node (no reconnects: a broken one is dropped). */
+  private borrowNodeBlocker(node: Redis, nodeKey: string): Redis {
+    const idle = this.idleNodeBlockersOf(nodeKey).pop();
+    if (idle !== undefined) {
+      this.busyBlockers.add(idle);
+      return idle;
+    }
+    // A copy of the cluster client's own connection to that node: same address, credentials and
+    // TLS, and no reconnects (ioredis' default for cluster nodes).
+    const blocker = node.duplicate({ connectionName: 'bus-blocking', enableAutoPipelining: false, lazyConnect: false, retryStrategy: () => null });
+    blocker.on('error', () => undefined);
+    // Sent before any read on this connection, so it is answered before the connection blocks.
+    this.blockerIds.set(
+      blocker,
+      blocker.call('CLIENT', 'ID').then(
+        (id) => asInteger('client id', id),
+        () => null,
+      ),
+    );
+    this.busyBlockers.add(blocker);
+    return blocker;
+  }
+
+  // -------------------------------------------------------------------------------------------
+
   /**
    * Disconnects a blocking connection, once: ioredis arms a 2 s timer on every disconnect() that
    * only the socket's (single) close event clears, so a second call would hold the process open.
@@ -333,8 +732,10 @@ export class RedisBus implements Bus {
     if (this.busyBlockers.size >= this.blockingConnectionsMax) {
       throw new BusError('readers_exhausted', `more than ${this.blockingConnectionsMax} concurrent blocking reads`);
     }
+    const client = this.client;
+    if (isCluster(client)) throw new Error('bug: single-server blocking read on a cluster client');
     const blocker = this.url === null
-      ? this.client.duplicate({ enableAutoPipelining: false, connectionName: 'bus-blocking' })
+      ? client.duplicate({ enableAutoPipelining: false, connectionName: 'bus-blocking' })
       : new Redis(this.url, { ...redisClientOptions('bus-blocking'), enableAutoPipelining: false });
     // Errors surface on the command; a disconnected idle connection is simply dropped.
     blocker.on('error', () => undefined);
@@ -436,8 +837,10 @@ export class RedisBus implements Bus {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    for (const blocker of [...this.idleBlockers, ...this.busyBlockers]) this.retire(blocker);
+    const idleOnNodes = [...this.idleNodeBlockers.values()].flat();
+    for (const blocker of [...this.idleBlockers, ...idleOnNodes, ...this.busyBlockers]) this.retire(blocker);
     this.idleBlockers.length = 0;
+    this.idleNodeBlockers.clear();
     if (this.ownsClient) {
       await this.client.quit().catch(() => {
         this.client.disconnect();

@@ -3,9 +3,11 @@
 // `<prefix>lease-token:{<name>}` is a plain INCR counter that never expires, so a token is never
 // issued twice for one name (unless the counter key itself is deleted: do not FLUSHDB a live system).
 // Both keys share the hash tag `{<name>}`, so each script's keys sit on one Redis Cluster slot.
+// On a Redis Cluster (`redis+cluster://…`, see redis-bus.ts) every command goes to its key's slot;
+// only `listAll` spans the cluster: it SCANs every master (replicas hold copies, not more keys).
 // Every check-and-change is one Lua script; the return codes map to results in `leaseOutcome` only.
 import type { Redis } from 'ioredis';
-import { LuaScript, createRedisClient } from './redis-bus.ts';
+import { LuaScript, createRedisClient, isCluster, type RedisClient } from './redis-bus.ts';
 import { assertNoBraces } from './shards.ts';
 import {
   assertLeaseName,
@@ -114,7 +116,7 @@ function globEscape(text: string): string {
 
 export interface RedisLeasesOptions {
   /** A Redis URL (owned and closed here) or a client to share (not closed). */
-  readonly redis: string | Redis;
+  readonly redis: string | RedisClient;
   /** Prefix of every key (isolates deployments and tests); no braces. */
   readonly keyPrefix?: string;
 }
@@ -122,8 +124,21 @@ export interface RedisLeasesOptions {
 const scanCount = 500;
 const scanRoundsMax = 10_000;
 
+/** Adds the lease names of one server's keys matching `pattern` to `names` (up to the list bound). */
+async function scanNames(server: Redis, pattern: string, keyStart: string, names: Set<string>): Promise<void> {
+  let cursor = '0';
+  for (let round = 0; round < scanRoundsMax && names.size < leasesListMax; round += 1) {
+    const [next, keys] = await server.scan(cursor, 'MATCH', pattern, 'COUNT', scanCount);
+    for (const key of keys) {
+      if (key.endsWith('}') && names.size < leasesListMax) names.add(key.slice(keyStart.length, -1));
+    }
+    cursor = next;
+    if (cursor === '0') break;
+  }
+}
+
 export class RedisLeases implements Leases {
-  private readonly client: Redis;
+  private readonly client: RedisClient;
   private readonly ownsClient: boolean;
   private readonly keyPrefix: string;
 
@@ -185,20 +200,16 @@ export class RedisLeases implements Leases {
     return { name, owner: String(reply[0]), token: toInteger(reply[1]), remainingMs };
   }
 
-  /** SCANs for lease keys (an admin operation, bounded by `leasesListMax`). */
+  /**
+   * SCANs for lease keys (an admin operation, bounded by `leasesListMax`); on a cluster, every
+   * master in turn.
+   */
   async listAll(prefix: string): Promise<LeaseHolder[]> {
     const keyStart = this.leaseKey('').slice(0, -1); // `<prefix>lease:{`
     const pattern = `${globEscape(keyStart)}${globEscape(prefix)}*`;
     const names = new Set<string>();
-    let cursor = '0';
-    for (let round = 0; round < scanRoundsMax && names.size < leasesListMax; round += 1) {
-      const [next, keys] = await this.client.scan(cursor, 'MATCH', pattern, 'COUNT', scanCount);
-      for (const key of keys) {
-        if (key.endsWith('}') && names.size < leasesListMax) names.add(key.slice(keyStart.length, -1));
-      }
-      cursor = next;
-      if (cursor === '0') break;
-    }
+    const servers = isCluster(this.client) ? this.client.nodes('master') : [this.client];
+    for (const server of servers) await scanNames(server, pattern, keyStart, names);
     const holders = await Promise.all([...names].sort().map(async (name) => this.owner(name)));
     return holders.filter((holder): holder is LeaseHolder => holder !== null);
   }

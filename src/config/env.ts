@@ -14,7 +14,7 @@ const envSchema = z.object({
   ROLE: z.enum(roles).default('all'),
   DEMO_API_KEY: z.string().min(16).max(256).optional(),
   OPS_API_KEY: z.string().min(16).max(256).optional(),
-  REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL').optional(),
+  REDIS_URL: z.string().regex(/^rediss?(\+cluster)?:\/\//, 'must be a redis://, rediss://, redis+cluster:// or rediss+cluster:// URL').optional(),
   MONGODB_URL: z.string().regex(/^mongodb(\+srv)?:\/\//, 'must be a mongodb:// URL').optional(),
   MONGODB_DB: z.string().min(1).default('payments'),
   DATA_DIR: z.string().min(1).default('./data'),
@@ -32,6 +32,9 @@ const envSchema = z.object({
   /** The payout role's internal gRPC link (Payout, Liquidity); PAYOUT_GRPC_URL is where other roles reach it. */
   PAYOUT_GRPC_PORT: z.coerce.number().int().min(0).max(65_535).default(50052),
   PAYOUT_GRPC_URL: z.string().regex(/^[A-Za-z0-9.:[\]_-]+$/, 'host:port').optional(),
+  /** The watcher role's internal gRPC link (Chains); CHAINS_GRPC_URL is where an edge/admin started apart reaches it. */
+  CHAINS_GRPC_PORT: z.coerce.number().int().min(0).max(65_535).default(50053),
+  CHAINS_GRPC_URL: z.string().regex(/^[A-Za-z0-9.:[\]_-]+$/, 'host:port').optional(),
 });
 
 export type EnvConfig = z.infer<typeof envSchema> & { readonly sandbox: boolean };
