@@ -207,11 +207,26 @@ export class ShardWorker {
       try {
         const entries = await this.nextEntries();
         if (entries.length === 0) continue;
-        await this.options.runtime.applyBatch(entries);
+        try {
+          const result = await this.options.runtime.applyBatch(entries);
+          // Entries of a refused write stay in our pending list; `>` reads never return them again,
+          // so the shard goes back through recovery, which re-reads its pending entries first.
+          if (result.retried > 0) this.recoverShardsOf(entries);
+        } catch (error) {
+          this.recoverShardsOf(entries);
+          throw error;
+        }
       } catch (error) {
         this.log('error', 'batch failed; entries stay pending and will be retried', { error: String(error) });
         await this.sleep(100);
       }
+    }
+  }
+
+  private recoverShardsOf(entries: readonly BusEntry[]): void {
+    for (const entry of entries) {
+      const shard = shardOfCommandStream(this.options.keyPrefix, entry.stream);
+      if (shard !== null && this.owned.has(shard)) this.needsRecovery.add(shard);
     }
   }
 

@@ -123,3 +123,23 @@ test('a write under a stale fencing token is refused and leaves the actor unchan
   assert.equal(result, 'fenced');
   assert.deepEqual((await store.load('tally/fenced'))?.state, before.state);
 });
+
+test('a write refused for a stale version is retried against the reloaded state, and the command still gets its reply', async () => {
+  assert.deepEqual(await client.ask('tally', 'conflict', 'add', null), { count: 1 });
+  // Another writer moves the actor on behind the runtime's back (the in-memory copy is now stale).
+  const stored = await store.load('tally/conflict');
+  assert.ok(stored);
+  const shard = shardOf('tally/conflict', 4);
+  const written = await store.commit({
+    actorKey: 'tally/conflict',
+    expectedVersion: stored.version,
+    newVersion: stored.version + 1,
+    state: { count: 10, commandIds: Array.from({ length: 10 }, (_, index) => `external-${index}`) },
+    fence: { shard, token: role.worker.fenceToken(shard) ?? 0 },
+    appliedCommands: [],
+    outbox: [],
+    readModels: [],
+  });
+  assert.equal(written, 'ok');
+  assert.deepEqual(await client.ask('tally', 'conflict', 'add', null, { timeoutMs: 5_000 }), { count: 11 });
+});

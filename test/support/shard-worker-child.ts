@@ -1,4 +1,4 @@
-// A shard worker in its own process, for crash tests: the tally actor plus the service's actors,
+// A shard worker in its own process, for crash and scaling tests: the tally actor plus the service's actors,
 // over a Redis bus and leases, with an embedded store directory shared with the test (LMDB allows
 // several processes on one machine). Prints "ready" once it has started; runs until killed.
 // Usage: node --import tsx test/support/shard-worker-child.ts <redis url> <key prefix> <store dir> <shards> <worker id>
@@ -9,6 +9,9 @@ import { serviceReadModelIndexes } from '../../src/service/context.ts';
 import { startShardRole } from '../../src/service/shard-role.ts';
 import { tallyBehavior } from './tally-actor.ts';
 import type { ActorBehavior } from '../../src/actors/envelope.ts';
+import { serviceBehaviors } from '../../src/service/behaviors.ts';
+import { loadDefaultCorridors } from '../../src/config/corridors.ts';
+import { defaultLimitsConfig } from '../../src/config/limits.ts';
 
 async function main(): Promise<void> {
   const [redisUrl, keyPrefix, storeDir, shards, workerId] = process.argv.slice(2);
@@ -17,13 +20,22 @@ async function main(): Promise<void> {
   const leases = new RedisLeases({ redis: redisUrl, keyPrefix });
   const store = new LmdbStore({ dir: storeDir, readModelIndexes: serviceReadModelIndexes });
   await store.init();
+  const corridors = loadDefaultCorridors();
   const crashAfterCommits = Number(process.env.CRASH_AFTER_COMMITS ?? 0);
   let commits = 0;
   const role = await startShardRole({
     bus,
     leases,
     store,
-    behaviors: [tallyBehavior() as unknown as ActorBehavior<unknown>],
+    behaviors: [
+      tallyBehavior() as unknown as ActorBehavior<unknown>,
+      ...serviceBehaviors({
+        corridors: () => corridors,
+        rates: () => corridors.rates,
+        limits: () => defaultLimitsConfig,
+        partnerFee: () => undefined,
+      }),
+    ],
     workerId,
     keyPrefix,
     shardCount: Number(shards),
