@@ -16,7 +16,7 @@ import { quoteRoutes } from '../edge/routes/quotes.ts';
 import { sandboxRoutes } from '../edge/routes/sandbox.ts';
 import { transactionRoutes } from '../edge/routes/transactions.ts';
 import type { ServiceContext } from './context.ts';
-import type { ChainAvailability, DepositVerifier, LiquidityView, PaymentContexts, Reconciler, SandboxDriver } from './ports.ts';
+import type { ChainAvailability, DepositVerifier, LiquidityView, OnrampAcceptance, PaymentContexts, Reconciler, SandboxDriver } from './ports.ts';
 
 /** What the edge needs from other roles; each is optional until that role is wired. */
 export interface EdgeDeps {
@@ -26,6 +26,8 @@ export interface EdgeDeps {
   readonly paymentContexts?: PaymentContexts;
   readonly chainAvailability?: ChainAvailability;
   readonly sandbox?: SandboxDriver;
+  /** Onramp acceptance: inventory check and PIX charge (src/onramp). */
+  readonly onramp?: OnrampAcceptance;
 }
 
 export interface EdgeRoleOptions {

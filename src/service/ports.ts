@@ -16,7 +16,9 @@ export interface LiquidityView {
 export type NotifyResult =
   | { readonly result: 'enqueued' }
   | { readonly result: 'invalid'; readonly reason: string }
-  | { readonly result: 'not_found'; readonly reason: string };
+  | { readonly result: 'not_found'; readonly reason: string }
+  /** The watcher role could not be reached over the chains link: the edge answers 503 (retryable). */
+  | { readonly result: 'unavailable'; readonly reason: string };
 
 /** POST /payments/notify: verify a Solana/Celo transfer on chain and hand it to the transaction. */
 export interface DepositVerifier {
@@ -45,6 +47,18 @@ export interface Reconciler {
 /** Deposit instructions for a new transaction (payment_context), from the chains configuration. */
 export interface PaymentContexts {
   forPayout(quote: Quote, transactionId: string): JsonValue;
+}
+
+/** What prepares an onramp acceptance: the crypto inventory check, then the PIX charge (src/onramp). */
+export type OnrampPreparation =
+  | { readonly ok: true; readonly paymentContext: JsonValue }
+  | { readonly ok: false; readonly rejection: { readonly code: 'liquidity_insufficient' } | { readonly code: 'rail_unavailable'; readonly method: PaymentMethod } }
+  /** Infrastructure trouble (store, provider error): the edge answers 503. */
+  | { readonly ok: false; readonly unavailable: string };
+
+/** POST /transaction with an onramp quote: checked and charged before the acceptance is answered. */
+export interface OnrampAcceptance {
+  prepare(request: { readonly partnerId: string; readonly transactionId: string; readonly quote: Quote; readonly destination: string }): Promise<OnrampPreparation>;
 }
 
 /** Whether a network/asset has an active deposit setup (the corridor list hides the others). */

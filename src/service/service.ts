@@ -12,6 +12,7 @@ import { createRailServices, type RailServices } from '../rails/rail-services.ts
 import { createWebhookServices } from '../webhooks/index.ts';
 import { createChainServices, type ChainServices } from '../chains/chain-services.ts';
 import { liveChainFactories } from '../chains/live-chains.ts';
+import { createOnrampServices } from '../onramp/onramp-services.ts';
 
 export interface RunningRole {
   readonly name: Role;
@@ -24,6 +25,8 @@ export interface RunningService {
   readonly port: number | null;
   /** The admin gRPC service's bound port, when this process runs it. */
   readonly adminPort: number | null;
+  /** The fiat side in this process (sandbox rail knobs, the edge's liquidity view), or null. */
+  readonly rails: RailServices | null;
   stop(): Promise<void>;
 }
 
@@ -46,6 +49,11 @@ export async function startService(env: EnvConfig, overrides: ContextOverrides =
     // The crypto side: real adapters for configured networks, the sandbox chain for the rest.
     const chains: ChainServices | null =
       runs(env, 'edge') || runs(env, 'watcher') || runs(env, 'admin') ? await createChainServices(ctx, { live: liveChainFactories }) : null;
+    // Onramp: PIX charges at acceptance (edge), PIX payment notices, crypto deliveries (watcher).
+    const onramp =
+      railServices && chains
+        ? await createOnrampServices(ctx, { rail: railServices.rail, sandboxRail: railServices.sandbox, adapters: chains.adapters, setups: chains.setups })
+        : null;
     const capabilities: AdminCapabilities = {
       ...(chains ? { reconciler: chains.reconciler } : {}),
       webhooks: { deliveries: webhooks.deliveries, destinations: webhooks.destinations },
@@ -87,7 +95,8 @@ export async function startService(env: EnvConfig, overrides: ContextOverrides =
               chainAvailability: chains.chainAvailability,
             }
           : {}),
-        ...(chains && env.sandbox ? { sandbox: chains.sandbox } : {}),
+        ...(onramp ? { onramp: onramp.acceptance } : {}),
+        ...(chains ? { sandbox: onramp ? onramp.sandboxDriver(chains.sandbox) : chains.sandbox } : {}),
       });
       port = edge.port;
       roles.push({ name: 'edge', stop: () => edge.stop() });
@@ -100,6 +109,7 @@ export async function startService(env: EnvConfig, overrides: ContextOverrides =
       const watcher = await chains.startWatcherRole();
       roles.push({ name: 'watcher', stop: () => watcher.stop() });
     }
+    if (onramp && runs(env, 'watcher')) roles.push(await onramp.startDeliveryWorker());
     if (runs(env, 'webhooks')) {
       const dispatcher = await webhooks.startWebhooksRole();
       roles.push({ name: 'webhooks', stop: () => dispatcher.stop() });
@@ -119,6 +129,7 @@ export async function startService(env: EnvConfig, overrides: ContextOverrides =
     ctx,
     port,
     adminPort,
+    rails,
     async stop() {
       // Edge first (no new work), then the workers, then the shared connections.
       for (const role of [...roles].reverse()) await role.stop();

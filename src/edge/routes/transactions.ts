@@ -117,6 +117,21 @@ function depositInstructions(env: EdgeEnv, quote: Quote, transactionId: string):
   }
 }
 
+/** Onramp: the crypto inventory check (liquidity_insufficient), then the PIX charge (src/onramp). */
+async function onrampInstructions(
+  env: EdgeEnv,
+  partnerId: string,
+  quote: Quote,
+  transactionId: string,
+  destination: string | null,
+): Promise<{ ok: true; value: JsonValue } | { ok: false; response: HttpResponse }> {
+  const onramp = env.deps.onramp;
+  if (onramp === undefined || destination === null) return { ok: false, response: capabilityUnavailable('Onramp PIX charges') };
+  const prepared = await onramp.prepare({ partnerId, transactionId, quote, destination });
+  if (prepared.ok) return { ok: true, value: prepared.paymentContext };
+  return { ok: false, response: 'rejection' in prepared ? acceptanceRejection(prepared.rejection) : capabilityUnavailable(prepared.unavailable) };
+}
+
 function acceptReplyResponse(reply: AcceptReply): HttpResponse {
   if (!reply.ok) {
     const status = Number.isInteger(reply.httpStatus) && reply.httpStatus >= 400 && reply.httpStatus < 500 ? reply.httpStatus : 400;
@@ -145,7 +160,10 @@ async function accept(env: EdgeEnv, partnerId: string, body: TransactionBody, id
   if (rejected !== null) return rejected;
   const recipient = checkRecipient(quote, body);
   if (!recipient.ok) return recipient.response;
-  const instructions = depositInstructions(env, quote, idOf(ids, 'transactionId'));
+  const instructions =
+    quote.direction === 'onramp'
+      ? await onrampInstructions(env, partnerId, quote, idOf(ids, 'transactionId'), recipient.accountNumber)
+      : depositInstructions(env, quote, idOf(ids, 'transactionId'));
   if (!instructions.ok) return instructions.response;
   const kyc = await env.ctx.store.get(kycCollection, kycKey(partnerId, body.user_id));
   const transactionId = idOf(ids, 'transactionId');

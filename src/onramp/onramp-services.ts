@@ -1,0 +1,100 @@
+// Onramp (BRL paid by PIX → USDC delivered on Stellar, Solana or Celo), assembled for the
+// composition root:
+//
+//   const onramp = await createOnrampServices(ctx, { rail: rails.rail, sandboxRail: rails.sandbox,
+//                                                   adapters: chains.adapters, setups: chains.setups });
+//   edge deps:   { onramp: onramp.acceptance, sandbox: onramp.sandboxDriver(chains.sandbox) }
+//   watcher:     roles.push(await onramp.startDeliveryWorker());
+//
+// - `acceptance` (edge): inventory check + idempotent PIX charge before the acceptance is answered.
+// - `intake`: PIX payment notices → PixPaymentReceived to the transaction actor.
+// - `startDeliveryWorker()` (watcher role): DeliveryRequested rows → chain send → CryptoDelivered /
+//   CryptoDeliveryFailed. The PIX refunds that follow a failure are the rails' payout worker's.
+// Decisions: docs/onramp.md.
+import { randomUUID } from 'node:crypto';
+import type { ChainAdapter } from '../chains/chains.ts';
+import type { ChainSetups } from '../chains/config.ts';
+import type { CryptoAsset, Network } from '../domain/assets.ts';
+import type { Decimal } from '../domain/money.ts';
+import type { Rail } from '../rails/rails.ts';
+import type { SandboxRail } from '../rails/sandbox-rail.ts';
+import type { ServiceContext } from '../service/context.ts';
+import type { OnrampAcceptance, SandboxDriver } from '../service/ports.ts';
+import { OnrampCharges } from './charges.ts';
+import { DeliveryWorker, type DeliveryWorkerOptions, type DeliveryWorkerStats } from './delivery-worker.ts';
+import { PixNoticeIntake } from './intake.ts';
+import { StoredOnrampInventory, type OnrampInventory } from './inventory.ts';
+import { sandboxPixPayments, withPixPayments } from './sandbox-driver.ts';
+
+export type DeliveryTuning = Partial<
+  Pick<DeliveryWorkerOptions, 'claimLeaseMs' | 'claimBatchMax' | 'inFlightMax' | 'tickMs' | 'retryDelayMsMin' | 'retryDelayMsMax' | 'askTimeoutMs' | 'stuckAfterMs'>
+>;
+
+export interface OnrampServicesOptions {
+  readonly rail: Pick<Rail, 'createPixCharge'>;
+  /** The sandbox rail (sandbox mode): simulated PIX payments. Null with a production rail. */
+  readonly sandboxRail: Pick<SandboxRail, 'simulatePixPayment'> | null;
+  readonly adapters: ReadonlyMap<Network, ChainAdapter>;
+  readonly setups: ChainSetups;
+  /** Starting inventory per network/asset the store has no record of (default 1,000,000 each). */
+  readonly inventory?: { readonly initial?: Partial<Record<`${Network}/${CryptoAsset}`, Decimal>>; readonly initialDefault?: Decimal };
+  readonly delivery?: DeliveryTuning;
+}
+
+export interface RunningDeliveryWorker {
+  readonly name: 'watcher';
+  stats(): DeliveryWorkerStats;
+  stop(): Promise<void>;
+}
+
+export interface OnrampServices {
+  readonly acceptance: OnrampAcceptance;
+  readonly intake: PixNoticeIntake;
+  readonly inventory: OnrampInventory;
+  /** The sandbox helpers with POST /sandbox/pix-payments handled here (sandbox rail only). */
+  sandboxDriver(base: SandboxDriver): SandboxDriver;
+  startDeliveryWorker(): Promise<RunningDeliveryWorker>;
+}
+
+export async function createOnrampServices(ctx: ServiceContext, options: OnrampServicesOptions): Promise<OnrampServices> {
+  const inventory = new StoredOnrampInventory({
+    store: ctx.store,
+    ...(options.inventory?.initial !== undefined ? { initial: options.inventory.initial } : {}),
+    ...(options.inventory?.initialDefault !== undefined ? { initialDefault: options.inventory.initialDefault } : {}),
+  });
+  const acceptance = new OnrampCharges({
+    store: ctx.store,
+    rail: options.rail,
+    inventory,
+    setups: () => options.setups,
+    clock: ctx.clock,
+    log: ctx.log.child({ component: 'onramp' }),
+  });
+  const actors = await ctx.actorClient('onramp');
+  const intake = new PixNoticeIntake({ store: ctx.store, actors, log: ctx.log.child({ component: 'pix-notices' }) });
+  const sandboxRail = options.sandboxRail;
+
+  return {
+    acceptance,
+    intake,
+    inventory,
+    sandboxDriver(base) {
+      if (sandboxRail === null) return base;
+      return withPixPayments(base, sandboxPixPayments({ store: ctx.store, rail: sandboxRail, intake }));
+    },
+    async startDeliveryWorker() {
+      const worker = new DeliveryWorker({
+        store: ctx.store,
+        adapters: options.adapters,
+        actors,
+        inventory,
+        clock: ctx.clock,
+        log: ctx.log.child({ component: 'deliveries' }),
+        owner: `deliveries-${ctx.processId}-${randomUUID().slice(0, 8)}`,
+        ...options.delivery,
+      });
+      worker.start();
+      return { name: 'watcher', stats: () => worker.stats(), stop: () => worker.stop() };
+    },
+  };
+}

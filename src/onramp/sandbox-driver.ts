@@ -1,0 +1,64 @@
+// POST /sandbox/pix-payments: the payer pays an onramp transaction's PIX charge. The sandbox rail
+// records the payment (a new provider payment id per call, as a real second payment would have)
+// and its notice goes through the same intake a provider's notice would. The body says what the
+// transaction made of it. A payment after the charge's expiry is let through on purpose: it is how
+// a late payment (refunded by the domain) is exercised. Decisions: docs/onramp.md.
+import { transactionsCollection } from '../actors/transaction-actor.ts';
+import { toJsonNumber } from '../domain/money.ts';
+import { RailUsageError } from '../rails/rails.ts';
+import type { SandboxRail } from '../rails/sandbox-rail.ts';
+import type { SandboxDriver, SandboxResult } from '../service/ports.ts';
+import type { SnapshotStore } from '../store/store.ts';
+import { chargeOfTransaction } from './charges.ts';
+import type { PixNoticeIntake } from './intake.ts';
+
+function refused(status: 400 | 404, code: string, reason: string): SandboxResult {
+  return { ok: false, status, code, reason };
+}
+
+export interface SandboxPixPaymentsOptions {
+  readonly store: Pick<SnapshotStore, 'get'>;
+  readonly rail: Pick<SandboxRail, 'simulatePixPayment'>;
+  readonly intake: Pick<PixNoticeIntake, 'receive'>;
+}
+
+export function sandboxPixPayments(options: SandboxPixPaymentsOptions): SandboxDriver['pixPayment'] {
+  return async (request) => {
+    const doc = await options.store.get(transactionsCollection, request.transactionId);
+    if (doc === null || doc['partnerId'] !== request.partnerId) return refused(404, 'not_found', 'Transaction not found');
+    if (doc['direction'] !== 'onramp') return refused(404, 'not_found', 'Not an onramp transaction; use /sandbox/deposits');
+    const charge = await chargeOfTransaction(options.store, request.transactionId);
+    if (charge === null) return refused(400, 'invalid_request', 'The transaction has no PIX charge');
+    let payment;
+    try {
+      payment = await options.rail.simulatePixPayment({ chargeId: charge.chargeId, amount: request.amount });
+    } catch (error) {
+      if (error instanceof RailUsageError) return refused(400, 'invalid_request', error.message);
+      throw error;
+    }
+    if (payment === null) return refused(400, 'invalid_request', 'The PIX provider does not know this charge');
+    const notice = await options.intake.receive({ chargeId: payment.chargeId, providerPaymentId: payment.providerPaymentId, amount: payment.amount });
+    const outcome =
+      notice.result === 'applied'
+        ? { status: notice.status }
+        : notice.result === 'refused'
+          ? { status: null, refused: notice.code }
+          : { status: null, refused: notice.result };
+    return {
+      ok: true,
+      body: {
+        transaction_id: request.transactionId,
+        charge_id: payment.chargeId,
+        provider_payment_id: payment.providerPaymentId,
+        amount: toJsonNumber(payment.amount),
+        currency: 'BRL',
+        ...outcome,
+      },
+    };
+  };
+}
+
+/** The chains' sandbox driver with PIX payments handled here. */
+export function withPixPayments(base: SandboxDriver, pixPayment: SandboxDriver['pixPayment']): SandboxDriver {
+  return { deposit: (request) => base.deposit(request), pixPayment };
+}

@@ -1,0 +1,172 @@
+// The onramp delivery worker against the real actor runtime (in-process bus and a private Redis),
+// the embedded store and the sandbox chain, driven tick by tick with its own clock: what reaches the
+// partner (status, delivery hash) and what reaches the wallet (one transfer, never a second) in the
+// windows where things go wrong: a send still pending, a report the actor never got, a final failure
+// recorded before the actor heard of it, an inventory that ran dry after acceptance.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import pino from 'pino';
+import type { JsonValue } from '../../src/actors/envelope.ts';
+import { outboxTopicDeliveries, outboxTopicRefundsPix, transactionsCollection } from '../../src/actors/transaction-actor.ts';
+import { resolveChainSetups } from '../../src/chains/config.ts';
+import type { ActorAsker } from '../../src/chains/deposits.ts';
+import { randomAddress, SandboxChain, sandboxChainCollection } from '../../src/chains/sandbox-chain.ts';
+import { loadDefaultCorridors } from '../../src/config/corridors.ts';
+import { decimalFromExactString, subtract, toPlainString } from '../../src/domain/money.ts';
+import type { Quote } from '../../src/domain/quote.ts';
+import { DeliveryWorker, onrampDeliveriesCollection } from '../../src/onramp/delivery-worker.ts';
+import { StoredOnrampInventory } from '../../src/onramp/inventory.ts';
+import { startActorHarness, type ActorHarness, type BusKind } from '../support/actor-harness.ts';
+import { accept, createQuote, pixPaymentReceived } from '../support/payout-child.ts';
+
+const log = pino({ level: process.env['HARNESS_LOG'] === undefined ? 'silent' : 'debug' });
+
+for (const busKind of ['memory', 'redis'] as const satisfies readonly BusKind[]) {
+  describe(`onramp delivery worker (${busKind} bus)`, () => {
+    let harness: ActorHarness;
+    let chain: SandboxChain;
+    let nowMs = Date.now();
+    const clock = { nowMs: () => nowMs };
+
+    before(async () => {
+      harness = await startActorHarness({ busKind });
+      const setups = resolveChainSetups(null, { sandbox: true, corridors: loadDefaultCorridors() });
+      chain = new SandboxChain({ store: harness.store, clock, setups: Object.values(setups).filter((setup) => setup !== undefined) });
+    });
+
+    after(async () => {
+      await harness.stop();
+    });
+
+    function worker(options: { inventory?: StoredOnrampInventory; actors?: ActorAsker } = {}): { worker: DeliveryWorker; inventory: StoredOnrampInventory } {
+      const inventory = options.inventory ?? new StoredOnrampInventory({ store: harness.store });
+      const created = new DeliveryWorker({
+        store: harness.store,
+        adapters: new Map([['STELLAR', chain.adapter('STELLAR')]]),
+        actors: options.actors ?? harness.client,
+        inventory,
+        clock,
+        log,
+        owner: `test-${randomUUID()}`,
+        retryDelayMsMin: 1_000,
+        retryDelayMsMax: 4_000,
+        askTimeoutMs: 5_000,
+      });
+      return { worker: created, inventory };
+    }
+
+    /** An onramp transaction (Stellar, USDC) paid exactly: PROCESSING_PAYMENT with a delivery row. */
+    async function paidTransaction(): Promise<{ id: string; quote: Quote; wallet: string }> {
+      const quote = await createQuote(harness.client, harness.store, { kind: 'onramp', amount: 100, paymentMethod: 'PIX' });
+      const wallet = randomAddress('STELLAR');
+      const id = await accept(harness.client, quote, wallet);
+      assert.deepEqual(await pixPaymentReceived(harness.client, id, `pix-${randomUUID()}`, quote.sourceAmount), { ok: true, status: 'PROCESSING_PAYMENT' });
+      return { id, quote, wallet };
+    }
+
+    async function partnerView(id: string): Promise<{ status: unknown; onChainId: unknown }> {
+      const doc = await harness.store.get(transactionsCollection, id);
+      return { status: doc?.['status'], onChainId: doc?.['onChainId'] };
+    }
+
+    async function sendsTo(wallet: string): Promise<number> {
+      const all = await harness.store.list(sandboxChainCollection, { limit: 1_000 });
+      return all.items.filter((item) => item.doc['kind'] === 'send' && item.doc['destination'] === wallet).length;
+    }
+
+    async function pendingDeliveries(id: string): Promise<number> {
+      return (await harness.store.outboxPending(outboxTopicDeliveries, 1_000)).filter((row) => row.partitionKey === id).length;
+    }
+
+    /** Ticks (moving the worker's clock past any backoff) until `done` holds; bounded. */
+    async function tickUntil(target: DeliveryWorker, done: () => Promise<boolean>, ticksMax = 20): Promise<void> {
+      for (let tick = 0; tick < ticksMax; tick += 1) {
+        await target.tick();
+        if (await done()) return;
+        nowMs += 5_000;
+      }
+      assert.fail('the condition did not hold within the ticks allowed');
+    }
+
+    test('a send that stays pending is not reported until the chain confirms it; then PAYMENT_COMPLETED with that hash', async () => {
+      await chain.setKnobs('STELLAR', { sendPendingPolls: 2 });
+      try {
+        const { id, quote, wallet } = await paidTransaction();
+        const { worker: delivery, inventory } = worker();
+        const inventoryBefore = await inventory.available('STELLAR', 'USDC');
+        await delivery.tick();
+        assert.deepEqual(await partnerView(id), { status: 'PROCESSING_PAYMENT', onChainId: null }, 'an unconfirmed hash is not a delivery');
+        await tickUntil(delivery, async () => (await partnerView(id)).status === 'PAYMENT_COMPLETED');
+        const view = await partnerView(id);
+        assert.equal((await chain.transfer('STELLAR', String(view.onChainId)))?.destination, wallet);
+        assert.equal(await sendsTo(wallet), 1);
+        assert.equal(await pendingDeliveries(id), 0, 'the row is done');
+        assert.equal(toPlainString(subtract(inventoryBefore, await inventory.available('STELLAR', 'USDC'))), toPlainString(quote.targetAmount));
+        await delivery.stop();
+      } finally {
+        await chain.setKnobs('STELLAR', { sendPendingPolls: 0 });
+      }
+    });
+
+    test('the actor never got the report: the row stays, the next attempt is the same transfer, completed once', async () => {
+      const { id, wallet } = await paidTransaction();
+      let lost = 0;
+      const flaky: ActorAsker = {
+        async ask<Reply>(actorType: string, actorKey: string, kind: string, payload: JsonValue, options?: { readonly commandId?: string; readonly timeoutMs?: number }): Promise<Reply> {
+          if (kind === 'CryptoDelivered' && lost === 0) {
+            lost += 1;
+            throw new Error('no reply in time');
+          }
+          return harness.client.ask<Reply>(actorType, actorKey, kind, payload, options);
+        },
+      };
+      const { worker: delivery } = worker({ actors: flaky });
+      await delivery.tick();
+      assert.equal(lost, 1);
+      assert.equal((await partnerView(id)).status, 'PROCESSING_PAYMENT');
+      assert.equal(await pendingDeliveries(id), 1, 'not done before the actor applied it');
+      await tickUntil(delivery, async () => (await partnerView(id)).status === 'PAYMENT_COMPLETED');
+      assert.equal(await sendsTo(wallet), 1, 'one transfer');
+      assert.equal(await pendingDeliveries(id), 0);
+      await delivery.stop();
+    });
+
+    test('a final failure recorded before the actor heard of it is never sent later, even once the chain would accept', async () => {
+      const { id, wallet } = await paidTransaction();
+      await chain.setKnobs('STELLAR', { sendRejects: true });
+      const crashed: ActorAsker = {
+        ask: () => Promise.reject(new Error('process died before the report')),
+      };
+      const first = worker({ actors: crashed });
+      await first.worker.tick();
+      assert.equal((await harness.store.get(onrampDeliveriesCollection, id))?.['outcome'], 'failed');
+      await first.worker.stop(); // hands the row back, as a restart would
+      await chain.setKnobs('STELLAR', { sendRejects: false });
+
+      const second = worker();
+      await tickUntil(second.worker, async () => (await partnerView(id)).status === 'PAYMENT_FAILED');
+      assert.equal(await sendsTo(wallet), 0, 'nothing reached the wallet');
+      const refunds = await harness.store.outboxPending(outboxTopicRefundsPix, 1_000);
+      assert.equal(refunds.filter((row) => row.partitionKey === id).length, 1, 'the BRL refund is requested from the rails');
+      await second.worker.stop();
+    });
+
+    test('the inventory ran dry after acceptance: PAYMENT_FAILED without any send, the figure untouched', async () => {
+      const inventory = new StoredOnrampInventory({ store: harness.store });
+      const before = await inventory.available('STELLAR', 'USDC');
+      const { id, wallet } = await paidTransaction();
+      await inventory.set('STELLAR', 'USDC', decimalFromExactString('1'));
+      try {
+        const { worker: delivery } = worker({ inventory });
+        await tickUntil(delivery, async () => (await partnerView(id)).status === 'PAYMENT_FAILED');
+        assert.equal(await sendsTo(wallet), 0);
+        assert.equal(toPlainString(await inventory.available('STELLAR', 'USDC')), '1');
+        assert.equal((await harness.store.get(onrampDeliveriesCollection, id))?.['reason'], 'insufficient_inventory');
+        await delivery.stop();
+      } finally {
+        await inventory.set('STELLAR', 'USDC', before);
+      }
+    });
+  });
+}
