@@ -70,6 +70,9 @@ async function notify(env: EdgeEnv, request: RequestContext, fixedNetwork: Netwo
       case 'not_found':
         // Often "not final yet": the same notification may succeed later, so it is retryable.
         return jsonResponse(404, { code: 'not_found', reason: result.reason.slice(0, reasonCharsMax), retryable: true });
+      case 'unavailable':
+        // The watcher role is unreachable (chains link): 503, never stored under the Idempotency-Key.
+        return errorResponse('service_unavailable', result.reason);
     }
   });
 }
