@@ -12,6 +12,7 @@ import { createRailServices, type RailServices } from '../rails/rail-services.ts
 import { createWebhookServices } from '../webhooks/index.ts';
 import { createChainServices, type ChainServices } from '../chains/chain-services.ts';
 import { liveChainFactories } from '../chains/live-chains.ts';
+import { linkChainServices } from '../grpc/chains-link.ts';
 import { createOnrampServices } from '../onramp/onramp-services.ts';
 
 export interface RunningRole {
@@ -47,8 +48,11 @@ export async function startService(env: EnvConfig, overrides: ContextOverrides =
     const railServices = rails;
     const webhooks = createWebhookServices(ctx);
     // The crypto side: real adapters for configured networks, the sandbox chain for the rest.
-    const chains: ChainServices | null =
-      runs(env, 'edge') || runs(env, 'watcher') || runs(env, 'admin') ? await createChainServices(ctx, { live: liveChainFactories }) : null;
+    // Verification and reconciliation go over the chains link when the watcher runs apart (CHAINS_GRPC_URL).
+    const linked =
+      runs(env, 'edge') || runs(env, 'watcher') || runs(env, 'admin') ? linkChainServices(ctx, await createChainServices(ctx, { live: liveChainFactories })) : null;
+    if (linked) roles.push({ name: 'all', stop: () => linked.closeLink() });
+    const chains: ChainServices | null = linked;
     // Onramp: PIX charges at acceptance (edge), PIX payment notices, crypto deliveries (watcher).
     const onramp =
       railServices && chains

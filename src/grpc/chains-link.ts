@@ -1,0 +1,491 @@
+// The watcher role's internal gRPC link (proto/chains.proto): Chains.Notify, Reconcile and
+// WatcherStatus. The process that runs the `watcher` role on its own serves it; an edge or admin
+// process started apart reaches deposit verification and reconciliation through it
+// (`remoteDepositVerifier`, `remoteReconciler`) instead of talking to the chains itself. In `all`
+// mode nothing is served: the in-process DepositIntake is used directly.
+//
+// Authentication: the ops key in the `x-ops-api-key` metadata (compared in constant time by the key
+// ring), so every process of a split deployment shares OPS_API_KEY. Transport failures never become
+// a 500 at the edge: notify answers `unavailable` (503, retryable), reconcile answers `failed` with a
+// generic reason. Provider and chain error texts never travel as a call's status details.
+import { join } from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import { loadSync, type MethodDefinition, type ServiceDefinition } from '@grpc/proto-loader';
+import type { Logger } from 'pino';
+import type { ChainServices, WatcherRole } from '../chains/chain-services.ts';
+import type { WatcherStatus } from '../chains/chains.ts';
+import { isOneOf, networks } from '../domain/assets.ts';
+import type { ServiceContext } from '../service/context.ts';
+import type { DepositVerifier, NotifyResult, ReconcileResult, ReconcileResultCode, Reconciler } from '../service/ports.ts';
+import { LinkError, linkCallTimeoutMsDefault, linkMessageBytesMax } from './payout-link.ts';
+
+export { LinkError } from './payout-link.ts';
+
+export const chainsProtoPath = join(import.meta.dirname, '../../proto/chains.proto');
+const opsKeyMetadata = 'x-ops-api-key';
+/** HTTP/2 streams one caller may keep open on the link at once; more wait for a slot (within their deadline). */
+export const linkConcurrentCallsMax = 512;
+/** How long a client waits before reconnecting to a link that went away: short, so a restarted watcher is found fast. */
+const reconnectBackoffMsMax = 2_000;
+const reasonCharsMax = 300;
+const lastErrorCharsMax = 200;
+
+// ---- what travels (field names as in the .proto) ----
+
+interface NotifyRequestMessage {
+  blockchain: string;
+  on_chain_tx: string;
+  transaction_id: string;
+  partner_id: string;
+}
+
+interface NotifyReplyMessage {
+  result: string;
+  reason: string;
+}
+
+interface ReconcileRequestMessage {
+  blockchain: string;
+  on_chain_tx: string;
+  transaction_id: string;
+}
+
+interface ReconcileReplyMessage {
+  result: string;
+  transaction_id: string;
+  transaction_status: string;
+  reason: string;
+}
+
+interface NetworkWatcherMessage {
+  network: string;
+  state: string;
+  cursor: string;
+  last_event_at_ms: number;
+  reconnects: number;
+  last_error: string;
+}
+
+interface WatcherStatusReplyMessage {
+  watchers: NetworkWatcherMessage[];
+}
+
+// ---- the service definition, loaded once ----
+
+let definition: ServiceDefinition | null = null;
+
+function chainsDefinition(): ServiceDefinition {
+  if (definition !== null) return definition;
+  const loaded = loadSync(chainsProtoPath, { keepCase: true, longs: Number, enums: String, defaults: true, oneofs: true });
+  const chains = loaded['payments.chains.v1.Chains'];
+  if (chains === undefined || 'format' in chains) throw new Error(`${chainsProtoPath} does not define the Chains service`);
+  definition = chains as ServiceDefinition;
+  return definition;
+}
+
+function method(name: string): MethodDefinition<object, object> {
+  const found = chainsDefinition()[name];
+  if (found === undefined) throw new Error(`proto method Chains.${name} is missing`);
+  return found;
+}
+
+// ---- conversions ----
+
+const notifyResults = ['enqueued', 'invalid', 'not_found'] as const;
+const reconcileResults: readonly ReconcileResultCode[] = ['alreadyProcessed', 'enqueued', 'unresolved', 'invalid', 'notFound', 'failed'];
+const watcherStates: readonly WatcherStatus['state'][] = ['starting', 'streaming', 'reconnecting', 'stale', 'stopped'];
+
+function capped(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
+
+function nullIfEmpty(text: string): string | null {
+  return text === '' ? null : text;
+}
+
+/** A watcher's last error for operators: bounded, and without URLs (a provider URL may carry a key). */
+export function safeLastError(error: string | null): string {
+  if (error === null) return '';
+  return capped(error.replace(/[a-z][a-z0-9+.-]*:\/\/\S+/gi, '<url>'), lastErrorCharsMax);
+}
+
+function stringField(request: object, name: string): string {
+  const value = (request as Record<string, unknown>)[name];
+  if (typeof value !== 'string') throw new LinkError(grpc.status.INVALID_ARGUMENT, `${name} must be a string`);
+  return value;
+}
+
+function notifyReply(result: NotifyResult): NotifyReplyMessage {
+  switch (result.result) {
+    case 'enqueued':
+      return { result: 'enqueued', reason: '' };
+    case 'invalid':
+    case 'not_found':
+      return { result: result.result, reason: capped(result.reason, reasonCharsMax) };
+    case 'unavailable':
+      // An in-process verifier has no such answer; if one appears, it is the caller's 503 as well.
+      throw new Error('the deposit verifier answered unavailable');
+  }
+}
+
+function notifyFromReply(reply: NotifyReplyMessage): NotifyResult {
+  if (!isOneOf(notifyResults, reply.result)) throw new LinkError(grpc.status.INTERNAL, 'unexpected notify result');
+  if (reply.result === 'enqueued') return { result: 'enqueued' };
+  return { result: reply.result, reason: capped(reply.reason, reasonCharsMax) };
+}
+
+function reconcileReply(result: ReconcileResult): ReconcileReplyMessage {
+  return {
+    result: result.result,
+    transaction_id: result.transactionId ?? '',
+    transaction_status: result.transactionStatus ?? '',
+    reason: result.reason === null ? '' : capped(result.reason, reasonCharsMax),
+  };
+}
+
+function reconcileFromReply(reply: ReconcileReplyMessage): ReconcileResult {
+  if (!isOneOf(reconcileResults, reply.result)) throw new LinkError(grpc.status.INTERNAL, 'unexpected reconcile result');
+  return {
+    result: reply.result,
+    transactionId: nullIfEmpty(reply.transaction_id),
+    transactionStatus: nullIfEmpty(reply.transaction_status),
+    reason: reply.reason === '' ? null : capped(reply.reason, reasonCharsMax),
+  };
+}
+
+function watcherMessage(status: WatcherStatus): NetworkWatcherMessage {
+  return {
+    network: status.network,
+    state: status.state,
+    cursor: status.cursor ?? '',
+    last_event_at_ms: status.lastEventAtMs ?? 0,
+    reconnects: status.reconnects,
+    last_error: safeLastError(status.lastError),
+  };
+}
+
+function watcherFromMessage(message: NetworkWatcherMessage): WatcherStatus | null {
+  if (!isOneOf(networks, message.network) || !isOneOf(watcherStates, message.state)) return null;
+  return {
+    network: message.network,
+    state: message.state,
+    cursor: nullIfEmpty(message.cursor),
+    lastEventAtMs: message.last_event_at_ms === 0 ? null : message.last_event_at_ms,
+    reconnects: message.reconnects,
+    lastError: nullIfEmpty(message.last_error),
+  };
+}
+
+// ---- server ----
+
+export interface ChainsLinkCapabilities {
+  /** The watcher process's own (in-process) deposit intake. */
+  readonly depositVerifier: DepositVerifier;
+  readonly reconciler: Reconciler;
+  readonly watcherStatus: () => readonly WatcherStatus[];
+}
+
+export interface ChainsLinkServerOptions {
+  /** Default HOST. */
+  readonly host?: string;
+  /** Default CHAINS_GRPC_PORT; 0 picks a free port. */
+  readonly port?: number;
+}
+
+export interface ChainsLinkServer {
+  readonly port: number;
+  stop(): Promise<void>;
+}
+
+type Handler = (request: object) => Promise<object>;
+
+export async function startChainsLinkServer(
+  ctx: Pick<ServiceContext, 'env' | 'keyRing' | 'log'>,
+  capabilities: ChainsLinkCapabilities,
+  options: ChainsLinkServerOptions = {},
+): Promise<ChainsLinkServer> {
+  const log = ctx.log.child({ component: 'chains-link' });
+  const server = new grpc.Server({
+    'grpc.max_receive_message_length': linkMessageBytesMax,
+    'grpc.max_send_message_length': linkMessageBytesMax,
+    'grpc.max_concurrent_streams': linkConcurrentCallsMax,
+  });
+  const unary =
+    (name: string, handler: Handler): grpc.handleUnaryCall<object, object> =>
+    (call, callback) => {
+      const presented = call.metadata.get(opsKeyMetadata)[0];
+      if (typeof presented !== 'string' || !ctx.keyRing.isOpsKey(presented)) {
+        callback({ code: grpc.status.UNAUTHENTICATED, details: 'a valid ops key is required' });
+        return;
+      }
+      handler(call.request).then(
+        (reply) => callback(null, reply),
+        (error: unknown) => {
+          if (error instanceof LinkError) {
+            callback({ code: error.code, details: error.message });
+            return;
+          }
+          // Provider and internal texts go to our log only.
+          log.error({ method: name, error: error instanceof Error ? error.message : String(error) }, 'chains link call failed');
+          callback({ code: grpc.status.UNAVAILABLE, details: 'the watcher role could not complete the call' });
+        },
+      );
+    };
+
+  server.addService(chainsDefinition() as unknown as grpc.ServiceDefinition, {
+    Notify: unary('Notify', async (request) => {
+      const blockchain = stringField(request, 'blockchain');
+      const partnerId = stringField(request, 'partner_id');
+      if (partnerId === '') throw new LinkError(grpc.status.INVALID_ARGUMENT, 'partner_id is required');
+      if (!isOneOf(networks, blockchain)) return notifyReply({ result: 'invalid', reason: 'blockchain must be SOLANA or CELO' });
+      const result = await capabilities.depositVerifier.notify({
+        partnerId,
+        blockchain,
+        onChainTx: stringField(request, 'on_chain_tx'),
+        transactionId: stringField(request, 'transaction_id'),
+      });
+      return notifyReply(result);
+    }),
+    Reconcile: unary('Reconcile', async (request) => {
+      const blockchain = stringField(request, 'blockchain');
+      const transactionId = nullIfEmpty(stringField(request, 'transaction_id'));
+      if (!isOneOf(networks, blockchain)) {
+        return reconcileReply({ result: 'invalid', transactionId: null, transactionStatus: null, reason: `blockchain must be one of ${networks.join(', ')}` });
+      }
+      return reconcileReply(await capabilities.reconciler.reconcile({ blockchain, onChainTx: stringField(request, 'on_chain_tx'), transactionId }));
+    }),
+    WatcherStatus: unary('WatcherStatus', () => {
+      const reply: WatcherStatusReplyMessage = { watchers: capabilities.watcherStatus().map(watcherMessage) };
+      return Promise.resolve(reply);
+    }),
+  });
+  const host = options.host ?? ctx.env.HOST;
+  const port = await new Promise<number>((resolve, reject) => {
+    server.bindAsync(`${host}:${options.port ?? ctx.env.CHAINS_GRPC_PORT}`, grpc.ServerCredentials.createInsecure(), (error, bound) => {
+      if (error) reject(error);
+      else resolve(bound);
+    });
+  });
+  log.info({ host, port }, 'chains link listening');
+  return {
+    port,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        // Graceful first; calls still running after the bound are cancelled.
+        const timer = setTimeout(() => server.forceShutdown(), 5_000);
+        server.tryShutdown(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      }),
+  };
+}
+
+// ---- client ----
+
+export interface ChainsLinkClientOptions {
+  /** host:port of the watcher role's link (CHAINS_GRPC_URL). */
+  readonly address: string;
+  /** The ops key. Never logged. */
+  readonly opsKey: string;
+  /** Deadline of every call; default 5 s. */
+  readonly callTimeoutMs?: number;
+}
+
+/** The raw link: its methods reject with LinkError on any transport or protocol failure. */
+export class ChainsLinkClient {
+  private readonly client: grpc.Client;
+  private readonly callTimeoutMs: number;
+
+  constructor(private readonly options: ChainsLinkClientOptions) {
+    this.client = new grpc.Client(options.address, grpc.credentials.createInsecure(), {
+      'grpc.max_receive_message_length': linkMessageBytesMax,
+      'grpc.max_send_message_length': linkMessageBytesMax,
+      'grpc.initial_reconnect_backoff_ms': 200,
+      'grpc.max_reconnect_backoff_ms': reconnectBackoffMsMax,
+    });
+    this.callTimeoutMs = options.callTimeoutMs ?? linkCallTimeoutMsDefault;
+  }
+
+  get address(): string {
+    return this.options.address;
+  }
+
+  async notify(request: { readonly partnerId: string; readonly blockchain: string; readonly onChainTx: string; readonly transactionId: string }): Promise<NotifyResult> {
+    const reply = await this.call<NotifyRequestMessage, NotifyReplyMessage>('Notify', {
+      blockchain: request.blockchain,
+      on_chain_tx: request.onChainTx,
+      transaction_id: request.transactionId,
+      partner_id: request.partnerId,
+    });
+    return notifyFromReply(reply);
+  }
+
+  async reconcile(request: { readonly blockchain: string; readonly onChainTx: string; readonly transactionId: string | null }): Promise<ReconcileResult> {
+    const reply = await this.call<ReconcileRequestMessage, ReconcileReplyMessage>('Reconcile', {
+      blockchain: request.blockchain,
+      on_chain_tx: request.onChainTx,
+      transaction_id: request.transactionId ?? '',
+    });
+    return reconcileFromReply(reply);
+  }
+
+  /** The watchers of the watcher process (entries this build does not know are left out). */
+  async watcherStatus(): Promise<WatcherStatus[]> {
+    const reply = await this.call<Record<string, never>, WatcherStatusReplyMessage>('WatcherStatus', {});
+    return (reply.watchers ?? []).map(watcherFromMessage).filter((status): status is WatcherStatus => status !== null);
+  }
+
+  close(): void {
+    this.client.close();
+  }
+
+  private call<Req extends object, Res extends object>(name: string, request: Req): Promise<Res> {
+    const definition = method(name);
+    const metadata = new grpc.Metadata();
+    metadata.set(opsKeyMetadata, this.options.opsKey);
+    return new Promise<Res>((resolve, reject) => {
+      this.client.makeUnaryRequest<Req, Res>(
+        definition.path,
+        (value) => definition.requestSerialize(value),
+        (bytes) => definition.responseDeserialize(bytes) as Res,
+        request,
+        metadata,
+        { deadline: Date.now() + this.callTimeoutMs },
+        (error, reply) => {
+          if (error) reject(new LinkError(error.code, error.details));
+          else if (reply === undefined) reject(new LinkError(grpc.status.INTERNAL, 'empty reply'));
+          else resolve(reply);
+        },
+      );
+    });
+  }
+}
+
+type LinkLog = Pick<Logger, 'warn' | 'error'>;
+
+function logLinkFailure(log: LinkLog | undefined, what: string, address: string, error: unknown): void {
+  if (log === undefined) return;
+  const code = error instanceof LinkError ? error.code : null;
+  const fields = { component: 'chains-link', address, code: code === null ? null : grpc.status[code] };
+  // A refused credential or a protocol mismatch is a deployment error, not a passing outage.
+  if (code === grpc.status.UNAUTHENTICATED || code === grpc.status.INVALID_ARGUMENT || code === grpc.status.INTERNAL || code === null) {
+    log.error({ ...fields, error: error instanceof Error ? error.message : String(error) }, `${what} over the chains link failed`);
+  } else {
+    log.warn(fields, `${what} over the chains link failed`);
+  }
+}
+
+/** POST /payments/notify over the link: any failure of the link is `unavailable` (the edge's 503). */
+export function remoteDepositVerifier(client: ChainsLinkClient, log?: LinkLog): DepositVerifier {
+  return {
+    async notify(request) {
+      try {
+        return await client.notify(request);
+      } catch (error) {
+        logLinkFailure(log, 'deposit verification', client.address, error);
+        return { result: 'unavailable', reason: 'Deposit verification is temporarily unavailable; retry shortly' };
+      }
+    },
+  };
+}
+
+/** Reconciliation over the link: any failure of the link is `failed` with a generic reason. */
+export function remoteReconciler(client: ChainsLinkClient, log?: LinkLog): Reconciler {
+  return {
+    async reconcile(request) {
+      try {
+        return await client.reconcile(request);
+      } catch (error) {
+        logLinkFailure(log, 'reconciliation', client.address, error);
+        return { result: 'failed', transactionId: request.transactionId, transactionStatus: null, reason: 'Reconciliation failed unexpectedly; try again later' };
+      }
+    },
+  };
+}
+
+// ---- wiring for the composition root ----
+
+export interface ChainsLinkWiringOptions {
+  /** Serve the link from startWatcherRole. Default: only when this process runs the `watcher` role alone. */
+  readonly serveLink?: boolean;
+  /** Default CHAINS_GRPC_PORT (0 picks a free port). */
+  readonly linkPort?: number;
+  /** Where the link is. Default: CHAINS_GRPC_URL when this process runs neither `all` nor `watcher`. */
+  readonly remoteAddress?: string | null;
+  readonly callTimeoutMs?: number;
+}
+
+export interface LinkedChainServices extends ChainServices {
+  /** Where notify and reconcile run: here, or the watcher process at this address. */
+  readonly verification: { readonly mode: 'in-process' } | { readonly mode: 'remote'; readonly address: string };
+  startWatcherRole(): Promise<WatcherRole & { readonly linkPort: number | null }>;
+  /** Closes the link client; call after the edge and admin have stopped. */
+  closeLink(): Promise<void>;
+}
+
+/**
+ * The chain services as this process's roles should see them:
+ *  - edge/admin without the watcher, CHAINS_GRPC_URL set: deposit verification and reconciliation
+ *    over the link (payment_context, chain availability and the sandbox helpers stay local: they
+ *    are configuration and the shared store);
+ *  - ROLE=watcher: `startWatcherRole()` also serves the link on CHAINS_GRPC_PORT;
+ *  - `all` (or no CHAINS_GRPC_URL): unchanged, in-process.
+ */
+export function linkChainServices(ctx: ServiceContext, chains: ChainServices, options: ChainsLinkWiringOptions = {}): LinkedChainServices {
+  const role = ctx.env.ROLE;
+  const remoteAddress = options.remoteAddress !== undefined ? options.remoteAddress : role !== 'all' && role !== 'watcher' ? (ctx.env.CHAINS_GRPC_URL ?? null) : null;
+  const serveLink = options.serveLink ?? role === 'watcher';
+  const log = ctx.log.child({ component: 'chains-link' });
+  let client: ChainsLinkClient | null = null;
+  if (remoteAddress !== null) {
+    // A generated ops key differs per process: the link would refuse every call.
+    const opsKey = ctx.env.OPS_API_KEY;
+    if (opsKey === undefined) throw new Error('CHAINS_GRPC_URL needs OPS_API_KEY (the same in every process): the chains link authenticates with it');
+    client = new ChainsLinkClient({ address: remoteAddress, opsKey, ...(options.callTimeoutMs !== undefined ? { callTimeoutMs: options.callTimeoutMs } : {}) });
+  } else if (role === 'edge' || role === 'admin') {
+    log.info({ role }, 'CHAINS_GRPC_URL is not set: this process verifies deposits and reconciles hashes itself');
+  }
+  if (serveLink && ctx.env.OPS_API_KEY === undefined) {
+    log.warn('OPS_API_KEY is not set: the chains link accepts only the ops key generated for this process');
+  }
+  const linkClient = client;
+  return {
+    ...chains,
+    verification: linkClient === null ? { mode: 'in-process' } : { mode: 'remote', address: linkClient.address },
+    depositVerifier: linkClient === null ? chains.depositVerifier : remoteDepositVerifier(linkClient, log),
+    reconciler: linkClient === null ? chains.reconciler : remoteReconciler(linkClient, log),
+    async startWatcherRole() {
+      const watcher = await chains.startWatcherRole();
+      if (!serveLink) return { ...watcherView(watcher), linkPort: null, stop: () => watcher.stop() };
+      let server: ChainsLinkServer;
+      try {
+        server = await startChainsLinkServer(
+          ctx,
+          { depositVerifier: chains.depositVerifier, reconciler: chains.reconciler, watcherStatus: () => watcher.watchers() },
+          options.linkPort !== undefined ? { port: options.linkPort } : {},
+        );
+      } catch (error) {
+        await watcher.stop();
+        throw error;
+      }
+      return {
+        ...watcherView(watcher),
+        linkPort: server.port,
+        async stop() {
+          // No new calls first, then the watchers and refunds.
+          await server.stop();
+          await watcher.stop();
+        },
+      };
+    },
+    closeLink() {
+      linkClient?.close();
+      return Promise.resolve();
+    },
+  };
+}
+
+function watcherView(watcher: WatcherRole): Pick<WatcherRole, 'watchers' | 'refunds'> {
+  return { watchers: () => watcher.watchers(), refunds: () => watcher.refunds() };
+}
