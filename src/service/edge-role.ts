@@ -15,6 +15,8 @@ import { publicRoutes } from '../edge/routes/public.ts';
 import { quoteRoutes } from '../edge/routes/quotes.ts';
 import { sandboxRoutes } from '../edge/routes/sandbox.ts';
 import { transactionRoutes } from '../edge/routes/transactions.ts';
+import { eventsRoutes } from '../edge/routes/events.ts';
+import { createEventLogReader } from '../webhooks/event-log.ts';
 import type { ServiceContext } from './context.ts';
 import type { ChainAvailability, DepositVerifier, LiquidityView, OnrampAcceptance, PaymentContexts, Reconciler, SandboxDriver } from './ports.ts';
 
@@ -50,6 +52,8 @@ export function edgeRoutes(env: EdgeEnv): Route[] {
     ...paymentRoutes(env),
     ...opsRoutes(env),
     ...sandboxRoutes(env),
+    // The partner's event log (GET /events): catch up on missed webhooks, in order, without gaps.
+    ...eventsRoutes({ guard: env.partnerGuard, events: createEventLogReader(env.ctx.store) }),
   ];
 }
 
