@@ -1,8 +1,12 @@
 // The edge when capabilities are missing, slow or failing, its rate limit, and the start-up banner:
-// - every endpoint whose role is not wired answers 503 `service_unavailable` with a reason;
-// - Idempotency-Key: a request still running answers 409 to its twin; a failed attempt (5xx) does
-//   not pin its key, the retry runs again with the same ids;
-// - per-partner 429 with Retry-After;
+// - every endpoint whose role is not wired answers 503 `service_unavailable` with a reason (an edge
+//   started on purpose WITHOUT those capabilities: absence is the behaviour under test);
+// - a network/asset without a deposit setup (CHAINS_FILE configures Celo with USDC only) is not
+//   listed in the corridors;
+// - Idempotency-Key, on the whole service: an onramp acceptance waits on the sandbox PIX provider
+//   (its latency knob), so its twin answers 409; when the provider is slower than the edge's bound
+//   the attempt is a 503 that does not pin its key, and the retry runs again with the same ids;
+// - per-partner 429 with Retry-After (a small bucket: the composition root does not expose one);
 // - `npm start`'s banner: its example curl works against the service it started.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -10,10 +14,13 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { randomBytes } from 'node:crypto';
-import { startServiceHarness, testPartners, type ServiceHarness } from '../support/service-harness.ts';
-import { base58Encode, call, payoutQuoteBody, testCapabilities } from './support.ts';
-import type { SandboxDriver } from '../../src/service/ports.ts';
+import { createHash, randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { Keypair as StellarKeypair } from '@stellar/stellar-sdk';
+import { startServiceHarness, testPartners, type SandboxRailKnobs, type ServiceHarness } from '../support/service-harness.ts';
+import { startAnvil, type PrivateAnvil } from '../support/anvil.ts';
+import { eventually } from '../support/eventually.ts';
+import { base58Encode, call, payoutQuoteBody } from './support.ts';
 
 function errorShape(json: Record<string, unknown>, code: string): void {
   assert.equal(json['code'], code, JSON.stringify(json));
@@ -24,7 +31,7 @@ function errorShape(json: Record<string, unknown>, code: string): void {
 describe('an edge without the chains and rails roles', () => {
   let h: ServiceHarness;
   before(async () => {
-    h = await startServiceHarness({ edge: { deps: {} } });
+    h = await startServiceHarness({ partialEdge: { deps: {} } });
   });
   after(async () => {
     await h.stop();
@@ -53,75 +60,106 @@ describe('an edge without the chains and rails roles', () => {
   });
 });
 
-describe('Idempotency-Key while an attempt runs or after one failed', () => {
+describe('a network/asset without a deposit setup', () => {
   let h: ServiceHarness;
-  let release: () => void = () => undefined;
-  let failNext = false;
-  let calls = 0;
-  const sandbox: SandboxDriver = {
-    async deposit(request) {
-      calls += 1;
-      if (failNext) {
-        failNext = false;
-        throw new Error('sandbox chain exploded');
-      }
-      await new Promise<void>((resolve) => {
-        release = resolve;
-        setTimeout(resolve, 5_000).unref();
-      });
-      return { ok: true, body: { deposited: true, transaction_id: request.transactionId } };
-    },
-    pixPayment: () => Promise.resolve({ ok: false, status: 400, code: 'invalid_request', reason: 'not onramp' }),
-  };
-
+  let anvil: PrivateAnvil;
+  let dir: string;
   before(async () => {
-    const caps = testCapabilities();
-    h = await startServiceHarness({ edge: { deps: { ...caps.deps, sandbox } } });
-    caps.bind(h.ctx);
+    anvil = await startAnvil();
+    dir = mkdtempSync(join(tmpdir(), 'chains-file-'));
+    const chainsFile = join(dir, 'chains.json');
+    // Celo is live (a local EVM node) with USDC only; Stellar and Solana stay on the sandbox chain.
+    const celo = {
+      rpcUrl: anvil.url,
+      chainId: anvil.chainId,
+      depositAddress: '0x70997970C51812dc3A010C7d01b50e0d17dc79C8',
+      confirmations: 0,
+      assets: { USDC: { contract: '0xcebA9300f2b948710d2653dD7B07f33A8B32118C', decimals: 6 } },
+      signerSecretEnv: 'E2E_CELO_SIGNER_UNSET',
+    };
+    writeFileSync(chainsFile, JSON.stringify({ CELO: celo }));
+    h = await startServiceHarness({ env: { CHAINS_FILE: chainsFile } });
   });
   after(async () => {
-    release();
+    await h.stop();
+    await anvil.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('is not listed in the corridors; the others are', async () => {
+    const corridors = (await call(h.baseUrl, 'GET', '/public/corridors')).json['corridors'] as Array<Record<string, unknown>>;
+    assert.equal(corridors.length, 6);
+    assert.ok(!corridors.some((item) => item['cryptoCurrency'] === 'USDT'));
+    const celo = corridors.filter((item) => item['blockchain'] === 'CELO');
+    assert.deepEqual(celo.map((item) => item['paymentMethod']).sort(), ['BREB', 'PIX']);
+    assert.ok(celo.every((item) => item['cryptoCurrency'] === 'USDC' && item['chainId'] === 'eip155:42220'));
+  });
+});
+
+describe('Idempotency-Key while an attempt runs or after one failed', () => {
+  let h: ServiceHarness;
+  let rail: SandboxRailKnobs;
+  before(async () => {
+    h = await startServiceHarness();
+    if (h.rail === null) throw new Error('the service runs no sandbox rail');
+    rail = h.rail;
+  });
+  after(async () => {
     await h.stop();
   });
 
-  test('a twin of a running request gets 409; then the first response is replayed; a 500 is retried', async () => {
+  test('a twin of a running request gets 409; then the first response is replayed; a 5xx is retried with the same ids', { timeout: 60_000 }, async () => {
     const key = h.apiKeys[testPartners.kycOff] ?? '';
-    const quote = await call(h.baseUrl, 'POST', '/quote', { key, body: payoutQuoteBody });
-    const accepted = await call(h.baseUrl, 'POST', '/transaction', { key, body: { quote_id: quote.json['quote_id'], user_id: 'u', account_number: '3001234567' } });
-    assert.equal(accepted.status, 200, accepted.text);
-    const body = { transaction_id: accepted.json['id'] };
+    // The idempotency record of (partner, key), as src/edge/idempotency.ts stores it: read to know
+    // when the first attempt holds the key, and which ids it drew.
+    const record = async (idempotencyKey: string) =>
+      h.ctx.store.get('idempotency', `${testPartners.kycOff}:${createHash('sha256').update(idempotencyKey, 'utf8').digest('hex')}`);
+    const onrampAcceptance = async () => {
+      const body = { fiat_amount: 100, target_currency: 'BRL', crypto_currency: 'USDC', network: 'STELLAR', payment_method: 'PIX' };
+      const quote = await call(h.baseUrl, 'POST', '/quote/onramp', { key, body });
+      assert.equal(quote.status, 200, quote.text);
+      return { quote_id: quote.json['quote_id'], user_id: 'u', account_number: StellarKeypair.random().publicKey() };
+    };
 
-    const running = call(h.baseUrl, 'POST', '/sandbox/deposits', { key, body, idempotencyKey: 'deposit-1' });
-    // Wait (bounded) until the first attempt is inside the driver.
-    for (let waited = 0; calls === 0 && waited < 5_000; waited += 10) await new Promise((resolve) => setTimeout(resolve, 10));
-    assert.equal(calls, 1);
-    const twin = await call(h.baseUrl, 'POST', '/sandbox/deposits', { key, body, idempotencyKey: 'deposit-1' });
-    assert.equal(twin.status, 409);
+    // An onramp acceptance creates a PIX charge with the provider before it answers.
+    const body = await onrampAcceptance();
+    await rail.setLatency(1_500);
+    const running = call(h.baseUrl, 'POST', '/transaction', { key, body, idempotencyKey: 'accept-1' });
+    await eventually(async () => assert.equal((await record('accept-1'))?.['state'], 'in_flight'), 10_000, 10);
+    const twin = await call(h.baseUrl, 'POST', '/transaction', { key, body, idempotencyKey: 'accept-1' });
+    assert.equal(twin.status, 409, twin.text);
     errorShape(twin.json, 'idempotency_in_progress');
-    release();
     const first = await running;
-    assert.equal(first.status, 200);
-    const replay = await call(h.baseUrl, 'POST', '/sandbox/deposits', { key, body, idempotencyKey: 'deposit-1' });
+    assert.equal(first.status, 200, first.text);
+    assert.match(String(first.json['id']), /^[0-9a-f-]{36}$/);
+    await rail.setLatency(0);
+    const replay = await call(h.baseUrl, 'POST', '/transaction', { key, body, idempotencyKey: 'accept-1' });
     assert.equal(replay.status, 200);
     assert.equal(replay.headers.get('idempotent-replayed'), 'true');
-    assert.equal(calls, 1, 'the driver ran once for three requests');
+    assert.equal(replay.text, first.text);
 
-    failNext = true;
-    const failed = await call(h.baseUrl, 'POST', '/sandbox/deposits', { key, body, idempotencyKey: 'deposit-2' });
-    assert.equal(failed.status, 500);
-    errorShape(failed.json, 'server_error');
-    assert.ok(!failed.text.includes('exploded'), 'the internal error stays in the log');
-    const retried = call(h.baseUrl, 'POST', '/sandbox/deposits', { key, body, idempotencyKey: 'deposit-2' });
-    for (let waited = 0; calls < 3 && waited < 5_000; waited += 10) await new Promise((resolve) => setTimeout(resolve, 10));
-    release();
-    assert.equal((await retried).status, 200, 'a failed attempt does not pin its key');
+    // The provider answers after the edge's bound on a PIX charge (10 s): 503, and the key is free.
+    const slow = await onrampAcceptance();
+    await rail.setLatency(12_000);
+    const failed = await call(h.baseUrl, 'POST', '/transaction', { key, body: slow, idempotencyKey: 'accept-2' });
+    await rail.setLatency(0);
+    assert.equal(failed.status, 503, failed.text);
+    errorShape(failed.json, 'service_unavailable');
+    assert.equal(failed.json['retryable'], true);
+    const drawn = await record('accept-2');
+    assert.equal(drawn?.['state'], 'retry');
+    const retried = await call(h.baseUrl, 'POST', '/transaction', { key, body: slow, idempotencyKey: 'accept-2' });
+    assert.equal(retried.status, 200, `a failed attempt does not pin its key: ${retried.text}`);
+    assert.equal(retried.json['id'], (drawn?.['ids'] as Record<string, unknown> | undefined)?.['transactionId'], 'the retry ran with the ids the first attempt drew');
   });
 });
 
 describe('rate limiting', () => {
   let h: ServiceHarness;
   before(async () => {
-    h = await startServiceHarness({ edge: { deps: {}, options: { rateLimit: { ratePerSecond: 0.5, burst: 3 } } } });
+    // The edge's bucket is not configurable through the composition root; this edge gets a small
+    // one. /kyc/status needs no capability of another role.
+    h = await startServiceHarness({ partialEdge: { deps: {}, options: { rateLimit: { ratePerSecond: 0.5, burst: 3 } } } });
   });
   after(async () => {
     await h.stop();

@@ -1,23 +1,26 @@
-// The partner REST edge over real HTTP against the whole service (edge + shard workers + store),
-// once with the in-process bus and once with a private Redis: every endpoint's happy path that
-// needs no chain or rail, and every error row of the spec the edge decides. Capabilities of roles
-// not wired yet (deposit instructions, liquidity, notify verification, reconciliation, sandbox)
-// are the port-level stand-ins of ./support.ts.
+// The partner REST edge over real HTTP against the whole service as `npm start` wires it (ROLE=all:
+// edge, shard workers, watcher, payout worker, webhooks, admin; sandbox chain and sandbox rail),
+// once with the in-process bus and once with a private Redis: every endpoint's happy path, the
+// whole payout on each network (quote → accept → fund on the sandbox chain → PAYMENT_COMPLETED),
+// and every error row of the spec. Conditions come from the real knobs: the sandbox rail's
+// liquidity and outages through the admin service, deposits through POST /sandbox/deposits.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { Keypair as StellarKeypair } from '@stellar/stellar-sdk';
 import { Keypair as SolanaKeypair } from '@solana/web3.js';
-import { decimal } from '../../src/domain/money.ts';
 import { encodeBrCode } from '../../src/rails/brcode.ts';
 import { transactionReference } from '../../src/domain/reference.ts';
-import { blockedUserId, startServiceHarness, testDepositAddresses, testPartners, type BusKind, type ServiceHarness } from '../support/service-harness.ts';
-import { base58Encode, call, kycForm, payoutQuoteBody, testCapabilities, type CallOptions, type TestCapabilities } from './support.ts';
+import { blockedUserId, startServiceHarness, testPartners, type BusKind, type ServiceHarness, type SandboxRailKnobs } from '../support/service-harness.ts';
+import { base58Encode, call, kycForm, payoutQuoteBody, untilStatus, type CallOptions } from './support.ts';
 
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const validCpf = '52998224725';
 const brebMobile = '3001234567';
 const celoAddress = '0xcebA9300f2b948710d2653dD7B07f33A8B32118C';
+/** The sandbox rail's starting BREB liquidity (src/rails/sandbox-rail.ts), restored after a test changes it. */
+const brebLiquidityDefault = '1000000000.00';
+const liquidityReason = 'Cannot process because liquidity is below the requested amount; try a smaller amount or another method.';
 
 function errorShape(json: Record<string, unknown>, code: string): void {
   assert.equal(json['code'], code, JSON.stringify(json));
@@ -30,7 +33,7 @@ function errorShape(json: Record<string, unknown>, code: string): void {
 for (const busKind of ['memory', 'redis'] as const satisfies readonly BusKind[]) {
   describe(`partner REST edge (${busKind} bus)`, () => {
     let h: ServiceHarness;
-    let caps: TestCapabilities;
+    let rail: SandboxRailKnobs;
     let keyOn: string;
     let keyOff: string;
     const api = (method: string, path: string, options: CallOptions = {}) => call(h.baseUrl, method, path, options);
@@ -54,10 +57,22 @@ for (const busKind of ['memory', 'redis'] as const satisfies readonly BusKind[])
       return response.json['id'] as string;
     }
 
+    /** Funds a payout on the sandbox chain (and notifies, where the network needs it); returns the deposit body. */
+    async function fund(key: string, id: string, network: string, amount?: number): Promise<Record<string, unknown>> {
+      const deposit = await api('POST', '/sandbox/deposits', { key, body: { transaction_id: id, ...(amount === undefined ? {} : { amount }) } });
+      assert.equal(deposit.status, 200, deposit.text);
+      if (network !== 'STELLAR') {
+        const notified = await api('POST', '/payments/notify', { key, body: { blockchain: network, on_chain_tx: deposit.json['on_chain_tx'], transaction_id: id } });
+        assert.equal(notified.status, 202, notified.text);
+        assert.deepEqual(notified.json, { enqueued: true });
+      }
+      return deposit.json;
+    }
+
     before(async () => {
-      caps = testCapabilities();
-      h = await startServiceHarness({ busKind, edge: { deps: caps.deps } });
-      caps.bind(h.ctx);
+      h = await startServiceHarness({ busKind });
+      if (h.rail === null) throw new Error('the service runs no sandbox rail');
+      rail = h.rail;
       keyOn = h.apiKeys[testPartners.kycOn] ?? '';
       keyOff = h.apiKeys[testPartners.kycOff] ?? '';
     });
@@ -80,17 +95,6 @@ for (const busKind of ['memory', 'redis'] as const satisfies readonly BusKind[])
         assert.deepEqual(breb?.['notify'], { endpoint: null, required: false });
         assert.equal(breb?.['minAmount'], 10000);
         assert.equal(breb?.['maxAmount'], 5000000);
-      });
-
-      test('a network/asset without an active deposit setup is not listed', async () => {
-        caps.inactive.add('CELO/USDT');
-        try {
-          const corridors = (await api('GET', '/public/corridors')).json['corridors'] as Array<Record<string, unknown>>;
-          assert.equal(corridors.length, 6);
-          assert.ok(!corridors.some((item) => item['cryptoCurrency'] === 'USDT'));
-        } finally {
-          caps.inactive.clear();
-        }
       });
 
       test('GET /healthz and /readyz answer without a key', async () => {
@@ -167,9 +171,21 @@ for (const busKind of ['memory', 'redis'] as const satisfies readonly BusKind[])
         assert.equal(response.json['kycRequired'], false);
         assert.equal(response.json['transaction_reference'], transactionReference(id));
         const context = response.json['payment_context'] as Record<string, unknown>;
-        assert.equal(context['amount'], 12.9470581);
-        assert.equal(context['memo'], transactionReference(id));
-        assert.equal(context['depositAddress'], testDepositAddresses.STELLAR);
+        assert.match(context['depositAddress'] as string, /^G[A-Z2-7]{55}$/, 'a Stellar account');
+        assert.deepEqual(context, {
+          amount: 12.9470581,
+          blockchain: 'STELLAR',
+          chainFamily: 'stellar',
+          chainId: 'stellar:pubnet',
+          cryptoCurrency: 'USDC',
+          decimals: 7,
+          depositAddress: context['depositAddress'],
+          memo: transactionReference(id),
+          memoType: 'text',
+          mintAddress: null,
+          notify: { endpoint: null, required: false },
+          rpcUrl: null,
+        });
 
         const status = await api('GET', `/transaction/${id}`, { key: keyOff });
         assert.equal(status.status, 200);
@@ -271,24 +287,28 @@ for (const busKind of ['memory', 'redis'] as const satisfies readonly BusKind[])
 
       test('liquidity below the quoted amount and a rail outage are 400 with the spec reasons', async () => {
         const quoteId = await quote(keyOff, '/quote', payoutQuoteBody);
-        caps.liquidity.BREB = decimal(100_00n, 2);
+        // The sandbox rail holds less than the 50,000 COP quoted.
+        await rail.setLiquidity('BREB', '49999.99');
         try {
           const low = await accept(keyOff, { quote_id: quoteId, user_id: 'dave', account_number: brebMobile });
-          assert.equal(low.status, 400);
+          assert.equal(low.status, 400, low.text);
           errorShape(low.json, 'liquidity_insufficient');
-          assert.match(low.json['reason'] as string, /liquidity is below/);
+          assert.equal(low.json['reason'], liquidityReason);
           assert.equal(low.json['retryable'], true);
         } finally {
-          caps.liquidity.BREB = decimal(1_000_000_000n, 2);
+          await rail.setLiquidity('BREB', brebLiquidityDefault);
         }
-        caps.unavailable.add('BREB');
+        await rail.setOutage('BREB', true);
         try {
           const down = await accept(keyOff, { quote_id: quoteId, user_id: 'dave', account_number: brebMobile });
-          assert.equal(down.status, 400);
+          assert.equal(down.status, 400, down.text);
           errorShape(down.json, 'rail_unavailable');
-          assert.match(down.json['reason'] as string, /Payments via BREB are temporarily unavailable/);
+          assert.equal(down.json['reason'], 'Payments via BREB are temporarily unavailable');
+          assert.equal(down.json['retryable'], true);
+          const pix = await accept(keyOff, { quote_id: await quote(keyOff, '/quote', { amount: 100, crypto_currency: 'USDC', network: 'STELLAR', payment_method: 'PIX', target_currency: 'BRL' }), user_id: 'dave', account_number: validCpf });
+          assert.equal(pix.status, 200, 'an outage of BREB leaves PIX open');
         } finally {
-          caps.unavailable.clear();
+          await rail.setOutage('BREB', false);
         }
         const fine = await accept(keyOff, { quote_id: quoteId, user_id: 'dave', account_number: brebMobile });
         assert.equal(fine.status, 200, 'the same quote is accepted once the rail is back');
@@ -305,6 +325,44 @@ for (const busKind of ['memory', 'redis'] as const satisfies readonly BusKind[])
           h.advanceClockMs(-31 * 60_000);
         }
       });
+    });
+
+    describe('the whole payout on each network', () => {
+      const cases = [
+        { network: 'STELLAR', method: 'BREB', body: payoutQuoteBody, account: brebMobile },
+        { network: 'SOLANA', method: 'PIX', body: { amount: 100, crypto_currency: 'USDC', network: 'SOLANA', payment_method: 'PIX', target_currency: 'BRL' }, account: validCpf },
+        { network: 'CELO', method: 'BREB', body: { ...payoutQuoteBody, network: 'CELO' }, account: brebMobile },
+      ] as const;
+      for (const { network, method, body, account } of cases) {
+        test(`${network} (${method}): quote → accept → fund${network === 'STELLAR' ? '' : ' → notify'} → PAYMENT_COMPLETED, listed`, async () => {
+          const user = `whole-${network.toLowerCase()}-${busKind}`;
+          const quoted = await api('POST', '/quote', { key: keyOff, body });
+          assert.equal(quoted.status, 200, quoted.text);
+          const accepted = await accept(keyOff, { quote_id: quoted.json['quote_id'], user_id: user, account_number: account });
+          assert.equal(accepted.status, 200, accepted.text);
+          const id = accepted.json['id'] as string;
+          const context = accepted.json['payment_context'] as Record<string, unknown>;
+          assert.equal(context['amount'], quoted.json['value'], 'payment_context.amount is the quote value');
+          assert.equal(context['blockchain'], network);
+          assert.deepEqual(context['notify'], network === 'STELLAR' ? { endpoint: null, required: false } : { endpoint: '/payments/notify', required: true });
+          assert.equal((await api('GET', `/transaction/${id}`, { key: keyOff })).json['status'], 'AWAITING_PAYMENT');
+
+          const deposit = await fund(keyOff, id, network);
+          assert.equal(deposit['deposit_address'], context['depositAddress'], 'funded at the address payment_context gave');
+          assert.equal(deposit['amount'], context['amount']);
+          const done = await untilStatus(h.baseUrl, keyOff, id, 'PAYMENT_COMPLETED');
+          assert.equal(done['on_chain_tx_hash'], deposit['on_chain_tx']);
+
+          const listed = await api('GET', `/transactions/list?externalUserId=${user}`, { key: keyOff });
+          assert.equal(listed.status, 200);
+          assert.equal(listed.json['total'], 1);
+          const [item] = listed.json['transactions'] as Array<Record<string, unknown>>;
+          assert.equal(item?.['id'], id);
+          assert.equal(item?.['status'], 'PAYMENT_COMPLETED');
+          assert.equal(item?.['onChainId'], deposit['on_chain_tx']);
+          assert.equal((item?.['quote'] as Record<string, unknown>)['network'], network);
+        });
+      }
     });
 
     describe('reading transactions', () => {
@@ -509,14 +567,22 @@ for (const busKind of ['memory', 'redis'] as const satisfies readonly BusKind[])
       test('POST /payments/notify: 202 for a Solana or Celo transfer of the partner\'s transaction; the error rows', async () => {
         const solanaTx = await payout(keyOff, 'nina', 'SOLANA');
         const celoTx = await payout(keyOff, 'nina', 'CELO');
-        const signature = base58Encode(randomBytes(64));
-        const hash = `0x${randomBytes(32).toString('hex')}`;
+        const solanaDeposit = await api('POST', '/sandbox/deposits', { key: keyOff, body: { transaction_id: solanaTx } });
+        assert.equal(solanaDeposit.status, 200, solanaDeposit.text);
+        const signature = solanaDeposit.json['on_chain_tx'] as string;
         const notified = await api('POST', '/payments/notify', { key: keyOff, body: { blockchain: 'SOLANA', on_chain_tx: signature, transaction_id: solanaTx } });
         assert.equal(notified.status, 202, notified.text);
         assert.deepEqual(notified.json, { enqueued: true });
-        assert.deepEqual(caps.notified.at(-1), { partnerId: testPartners.kycOff, blockchain: 'SOLANA', onChainTx: signature, transactionId: solanaTx });
+        const celoDeposit = await api('POST', '/sandbox/deposits', { key: keyOff, body: { transaction_id: celoTx } });
+        assert.equal(celoDeposit.status, 200, celoDeposit.text);
+        const hash = celoDeposit.json['on_chain_tx'] as string;
         const perChain = await api('POST', '/celo/payments/notify', { key: keyOff, body: { on_chain_tx: hash, transaction_id: celoTx } });
         assert.equal(perChain.status, 202, perChain.text);
+        const solanaDone = await untilStatus(h.baseUrl, keyOff, solanaTx, 'PAYMENT_COMPLETED');
+        assert.equal(solanaDone['on_chain_tx_hash'], signature);
+        assert.equal((await untilStatus(h.baseUrl, keyOff, celoTx, 'PAYMENT_COMPLETED'))['on_chain_tx_hash'], hash);
+        const again = await api('POST', '/payments/notify', { key: keyOff, body: { blockchain: 'SOLANA', on_chain_tx: signature, transaction_id: solanaTx } });
+        assert.equal(again.status, 202, 'notifying a processed transfer again is harmless');
 
         const rows: Array<[string, CallOptions, number, string]> = [
           ['Stellar', { body: { blockchain: 'STELLAR', on_chain_tx: 'a'.repeat(64), transaction_id: solanaTx } }, 400, 'invalid_request'],
@@ -534,46 +600,81 @@ for (const busKind of ['memory', 'redis'] as const satisfies readonly BusKind[])
         const othersTx = await api('POST', '/payments/notify', { key: keyOn, body: { blockchain: 'SOLANA', on_chain_tx: signature, transaction_id: solanaTx } });
         assert.equal(othersTx.status, 404);
 
-        caps.notifyResult = { result: 'not_found', reason: 'The transfer was not found on chain' };
-        try {
-          const missing = await api('POST', '/payments/notify', { key: keyOff, body: { blockchain: 'SOLANA', on_chain_tx: base58Encode(randomBytes(64)), transaction_id: solanaTx } });
-          assert.equal(missing.status, 404);
-          errorShape(missing.json, 'not_found');
-          caps.notifyResult = { result: 'invalid', reason: 'The transfer moves nothing to the deposit address' };
-          const invalid = await api('POST', '/payments/notify', { key: keyOff, body: { blockchain: 'SOLANA', on_chain_tx: base58Encode(randomBytes(64)), transaction_id: solanaTx } });
-          assert.equal(invalid.status, 400);
-          assert.equal(invalid.json['reason'], 'The transfer moves nothing to the deposit address');
-        } finally {
-          caps.notifyResult = { result: 'enqueued' };
-        }
+        // A signature the chain has never seen: 404, retryable (it may not be final yet).
+        const unpaid = await payout(keyOff, 'nina', 'SOLANA');
+        const missing = await api('POST', '/payments/notify', { key: keyOff, body: { blockchain: 'SOLANA', on_chain_tx: base58Encode(randomBytes(64)), transaction_id: unpaid } });
+        assert.equal(missing.status, 404, missing.text);
+        errorShape(missing.json, 'not_found');
+        assert.match(missing.json['reason'] as string, /not found on chain/);
+        assert.equal(missing.json['retryable'], true);
+        // A real transfer that paid another transaction: 400 with the chain's reason.
+        const stolen = await api('POST', '/payments/notify', { key: keyOff, body: { blockchain: 'SOLANA', on_chain_tx: signature, transaction_id: unpaid } });
+        assert.equal(stolen.status, 400, stolen.text);
+        errorShape(stolen.json, 'invalid_request');
+        assert.equal(stolen.json['reason'], 'This transfer is already linked to another transaction');
+        // A real transfer of another amount is accepted for verification (202) and the transaction
+        // ends WRONG_AMOUNT (the deposit goes back to its sender).
+        const deposit = await fund(keyOff, unpaid, 'SOLANA', 1);
+        assert.equal(deposit['amount'], 1);
+        await untilStatus(h.baseUrl, keyOff, unpaid, 'WRONG_AMOUNT');
       });
 
       test('GET /payments/liquidity needs paymentMethod and answers the latest reading', async () => {
-        const breb = await api('GET', '/payments/liquidity?paymentMethod=BREB', { key: keyOff });
-        assert.equal(breb.status, 200);
-        assert.equal(breb.json['liquidity'], 10_000_000);
-        assert.equal(breb.json['success'], true);
-        assert.equal(typeof breb.json['message'], 'string');
+        await rail.setLiquidity('BREB', '10000000.00');
+        try {
+          const breb = await api('GET', '/payments/liquidity?paymentMethod=BREB', { key: keyOff });
+          assert.equal(breb.status, 200);
+          assert.equal(breb.json['liquidity'], 10_000_000);
+          assert.equal(breb.json['success'], true);
+          assert.equal(typeof breb.json['message'], 'string');
+        } finally {
+          await rail.setLiquidity('BREB', brebLiquidityDefault);
+        }
         const missing = await api('GET', '/payments/liquidity', { key: keyOff });
         assert.equal(missing.status, 400);
         assert.match(missing.json['reason'] as string, /paymentMethod is required/);
         assert.equal((await api('GET', '/payments/liquidity?paymentMethod=SWIFT', { key: keyOff })).status, 400);
-        caps.liquidity.PIX = null;
+
+        await rail.setOutage('PIX', true);
         try {
-          const none = await api('GET', '/payments/liquidity?paymentMethod=PIX', { key: keyOff });
+          const down = await api('GET', '/payments/liquidity?paymentMethod=PIX', { key: keyOff });
+          assert.equal(down.json['success'], true);
+          assert.match(down.json['message'] as string, /Payments via PIX are temporarily unavailable/);
+        } finally {
+          await rail.setOutage('PIX', false);
+        }
+
+        // The edge trusts a reading for 60 s. With the clock moved past that, it has none until the
+        // next read. A background read may land between the move and the request; then move again.
+        let advancedMs = 0;
+        try {
+          let none = await api('GET', '/payments/liquidity?paymentMethod=PIX', { key: keyOff });
+          for (let attempt = 0; attempt < 3 && none.json['success'] !== false; attempt += 1) {
+            h.advanceClockMs(61_000);
+            advancedMs += 61_000;
+            none = await api('GET', '/payments/liquidity?paymentMethod=PIX', { key: keyOff });
+          }
           assert.deepEqual(none.json, { liquidity: 0, message: 'No PIX liquidity reading is available yet', success: false });
         } finally {
-          caps.liquidity.PIX = decimal(500_000_00n, 2);
+          h.advanceClockMs(-advancedMs);
+          await rail.refreshLiquidity();
         }
       });
 
-      test('sandbox helpers reach the sandbox driver for the partner\'s own transactions', async () => {
+      test('sandbox helpers act on the sandbox chain for the partner\'s own transactions', async () => {
         const id = await payout(keyOff, 'sandy');
         const deposit = await api('POST', '/sandbox/deposits', { key: keyOff, body: { transaction_id: id, amount: 12.9470581 } });
         assert.equal(deposit.status, 200, deposit.text);
-        assert.deepEqual(caps.sandboxCalls.at(-1), { helper: 'deposit', transactionId: id, amount: '129470581' });
+        assert.equal(deposit.json['blockchain'], 'STELLAR');
+        assert.equal(deposit.json['amount'], 12.9470581);
+        assert.equal(deposit.json['crypto_currency'], 'USDC');
+        assert.equal(deposit.json['memo'], transactionReference(id));
+        assert.deepEqual(deposit.json['notify'], { endpoint: null, required: false });
+        const done = await untilStatus(h.baseUrl, keyOff, id, 'PAYMENT_COMPLETED');
+        assert.equal(done['on_chain_tx_hash'], deposit.json['on_chain_tx'], 'the watcher found the memo payment by itself');
         const pix = await api('POST', '/sandbox/pix-payments', { key: keyOff, body: { transaction_id: id } });
-        assert.equal(pix.status, 400);
+        assert.equal(pix.status, 404, pix.text);
+        errorShape(pix.json, 'not_found');
         const others = await api('POST', '/sandbox/deposits', { key: keyOn, body: { transaction_id: id } });
         assert.equal(others.status, 404);
         const tooPrecise = await api('POST', '/sandbox/deposits', { key: keyOff, body: { transaction_id: id, amount: 1.123456789 } });
@@ -588,16 +689,34 @@ for (const busKind of ['memory', 'redis'] as const satisfies readonly BusKind[])
         assert.equal((await api('POST', '/ops/transactions/reconcile-hash', { body })).status, 401);
         assert.equal((await api('POST', '/ops/transactions/reconcile-hash', { key: keyOff, body })).status, 401);
         assert.equal((await api('POST', '/ops/transactions/reconcile-hash', { ops: keyOff, body })).status, 401);
-        const response = await api('POST', '/ops/transactions/reconcile-hash', { ops: h.opsApiKey, body });
-        assert.equal(response.status, 200, response.text);
-        assert.deepEqual(response.json, {
+        const unknown = await api('POST', '/ops/transactions/reconcile-hash', { ops: h.opsApiKey, body });
+        assert.equal(unknown.status, 200, unknown.text);
+        assert.deepEqual(unknown.json, {
           blockchain: 'STELLAR',
           on_chain_tx: 'ab'.repeat(32),
-          result: 'enqueued',
+          result: 'notFound',
           transaction_id: id,
           transaction_status: 'AWAITING_PAYMENT',
-          reason: null,
+          reason: unknown.json['reason'],
         });
+        assert.match(unknown.json['reason'] as string, /not found on chain/);
+
+        // A Celo transfer the partner never reported: ops link it, the payout runs, and a second
+        // reconcile says it is already processed.
+        const celoTx = await payout(keyOff, 'oscar', 'CELO');
+        const deposit = await api('POST', '/sandbox/deposits', { key: keyOff, body: { transaction_id: celoTx } });
+        assert.equal(deposit.status, 200, deposit.text);
+        const hash = deposit.json['on_chain_tx'] as string;
+        const unresolved = await api('POST', '/ops/transactions/reconcile-hash', { ops: h.opsApiKey, body: { blockchain: 'CELO', on_chain_tx: hash } });
+        assert.equal(unresolved.json['result'], 'unresolved', unresolved.text);
+        assert.equal(unresolved.json['transaction_id'], null);
+        const enqueued = await api('POST', '/ops/transactions/reconcile-hash', { ops: h.opsApiKey, body: { blockchain: 'CELO', on_chain_tx: hash, transaction_id: celoTx } });
+        assert.equal(enqueued.status, 200, enqueued.text);
+        assert.deepEqual([enqueued.json['result'], enqueued.json['transaction_id'], enqueued.json['reason']], ['enqueued', celoTx, null]);
+        await untilStatus(h.baseUrl, keyOff, celoTx, 'PAYMENT_COMPLETED');
+        const again = await api('POST', '/ops/transactions/reconcile-hash', { ops: h.opsApiKey, body: { blockchain: 'CELO', on_chain_tx: hash } });
+        assert.deepEqual(again.json, { blockchain: 'CELO', on_chain_tx: hash, result: 'alreadyProcessed', transaction_id: celoTx, transaction_status: 'PAYMENT_COMPLETED', reason: null });
+
         const invalid = await api('POST', '/ops/transactions/reconcile-hash', { ops: h.opsApiKey, body: { blockchain: 'BITCOIN', on_chain_tx: 'x' } });
         assert.equal(invalid.status, 400);
         errorShape(invalid.json, 'invalid_request');
@@ -617,6 +736,39 @@ for (const busKind of ['memory', 'redis'] as const satisfies readonly BusKind[])
         assert.ok(!metrics.text.includes(keyOff), 'no key in the metrics');
       });
     });
+
+    describe('the method daily cap, on a fresh service (the cap is shared by every partner and test)', () => {
+      let fresh: ServiceHarness;
+      before(async () => {
+        fresh = await startServiceHarness({ busKind });
+      });
+      after(async () => {
+        await fresh.stop();
+      });
+
+      test('BREB: five 5,000,000 COP payouts of five users fill the day\'s 25,000,000 COP; the sixth gets the spec reason', async () => {
+        const key = fresh.apiKeys[testPartners.kycOff] ?? '';
+        const attempt = async (user: string, body: Record<string, unknown>, account: string) => {
+          const quoted = await call(fresh.baseUrl, 'POST', '/quote', { key, body });
+          assert.equal(quoted.status, 200, quoted.text);
+          return call(fresh.baseUrl, 'POST', '/transaction', { key, body: { quote_id: quoted.json['quote_id'], user_id: user, account_number: account } });
+        };
+        const atMaximum = { ...payoutQuoteBody, amount: 5_000_000 };
+        for (let index = 0; index < 5; index += 1) {
+          const accepted = await attempt(`cap-${index}`, atMaximum, brebMobile);
+          assert.equal(accepted.status, 200, `payout ${index + 1}: ${accepted.text}`);
+        }
+        const sixth = await attempt('cap-5', atMaximum, brebMobile);
+        assert.equal(sixth.status, 400, sixth.text);
+        errorShape(sixth.json, 'method_daily_cap');
+        assert.equal(sixth.json['reason'], 'BREB reached today\'s payout limit');
+        assert.equal(sixth.json['retryable'], false);
+        const smallest = await attempt('cap-6', { ...payoutQuoteBody, amount: 10_000 }, brebMobile);
+        assert.equal(smallest.status, 400, 'the cap is reached: even the corridor minimum is refused');
+        errorShape(smallest.json, 'method_daily_cap');
+        const pix = await attempt('cap-7', { amount: 100, crypto_currency: 'USDC', network: 'STELLAR', payment_method: 'PIX', target_currency: 'BRL' }, validCpf);
+        assert.equal(pix.status, 200, 'PIX has no internal daily cap');
+      });
+    });
   });
 }
-

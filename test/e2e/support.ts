@@ -1,20 +1,8 @@
-// Shared helpers of the e2e tests: one HTTP call helper, test doubles for the edge capabilities
-// owned by roles not wired yet (liquidity, deposit verification, reconciliation, chain
-// availability, sandbox), and request bodies partners send.
-import type { CryptoAsset, Network, PaymentMethod } from '../../src/domain/assets.ts';
-import { decimal, type Decimal } from '../../src/domain/money.ts';
-import type { EdgeDeps } from '../../src/service/edge-role.ts';
-import type {
-  ChainAvailability,
-  DepositVerifier,
-  LiquidityView,
-  NotifyResult,
-  ReconcileResult,
-  Reconciler,
-  SandboxDriver,
-} from '../../src/service/ports.ts';
-import type { ServiceContext } from '../../src/service/context.ts';
-import { testPaymentContexts } from '../support/service-harness.ts';
+// Shared helpers of the e2e tests: one HTTP call helper, a wait for a transaction's status, and
+// request bodies partners send. The tests run against the whole service (test/support/
+// service-harness.ts); there are no stand-ins for its capabilities here.
+import assert from 'node:assert/strict';
+import { eventually } from '../support/eventually.ts';
 
 export interface CallOptions {
   readonly key?: string;
@@ -34,6 +22,9 @@ export interface CallResult {
   readonly json: Record<string, unknown>;
 }
 
+/** Longest wait for one HTTP answer. */
+export const callTimeoutMs = 45_000;
+
 export async function call(baseUrl: string, method: string, path: string, options: CallOptions = {}): Promise<CallResult> {
   const headers: Record<string, string> = { ...options.headers };
   if (options.key !== undefined) headers['x-api-key'] = options.key;
@@ -45,7 +36,13 @@ export async function call(baseUrl: string, method: string, path: string, option
     body = JSON.stringify(options.body);
     headers['content-type'] ??= 'application/json';
   }
-  const response = await fetch(`${baseUrl}${path}`, { method, headers, ...(body === undefined ? {} : { body }) });
+  const response = await fetch(`${baseUrl}${path}`, {
+    method,
+    headers,
+    ...(body === undefined ? {} : { body }),
+    // Bounded: the edge's own handler timeout is 30 s.
+    signal: AbortSignal.timeout(callTimeoutMs),
+  });
   const text = await response.text();
   let json: Record<string, unknown> = {};
   try {
@@ -54,81 +51,6 @@ export async function call(baseUrl: string, method: string, path: string, option
     // not JSON (metrics, HEAD)
   }
   return { status: response.status, headers: response.headers, text, json };
-}
-
-/** Mutable stand-ins for the capabilities of the chains and rails roles, with call records. */
-export interface TestCapabilities {
-  readonly deps: EdgeDeps;
-  /** Latest liquidity per method (null: none read yet) and availability. */
-  liquidity: Partial<Record<PaymentMethod, Decimal | null>>;
-  unavailable: Set<PaymentMethod>;
-  inactive: Set<`${Network}/${CryptoAsset}`>;
-  readonly notified: Array<{ partnerId: string; blockchain: Network; onChainTx: string; transactionId: string }>;
-  notifyResult: NotifyResult;
-  reconcileResult: ReconcileResult;
-  readonly sandboxCalls: Array<{ helper: string; transactionId: string; amount: string | null }>;
-  /** Set once the service context exists (the payment contexts read the corridors from it). */
-  bind(ctx: ServiceContext): void;
-}
-
-export function testCapabilities(): TestCapabilities {
-  let boundCtx: ServiceContext | null = null;
-  const state: Omit<TestCapabilities, 'deps' | 'bind'> = {
-    liquidity: { BREB: decimal(1_000_000_000n, 2), PIX: decimal(500_000_00n, 2) },
-    unavailable: new Set(),
-    inactive: new Set(),
-    notified: [],
-    notifyResult: { result: 'enqueued' },
-    reconcileResult: { result: 'enqueued', transactionId: null, transactionStatus: 'AWAITING_PAYMENT', reason: null },
-    sandboxCalls: [],
-  };
-  const liquidity: LiquidityView = {
-    latest: (method) => {
-      const amount = state.liquidity[method];
-      return amount === undefined || amount === null ? null : { amount, readAtMs: 1_700_000_000_000 };
-    },
-    available: (method) => !state.unavailable.has(method),
-  };
-  const depositVerifier: DepositVerifier = {
-    notify: (request) => {
-      state.notified.push({ ...request });
-      return Promise.resolve(state.notifyResult);
-    },
-  };
-  const reconciler: Reconciler = {
-    reconcile: (request) => Promise.resolve({ ...state.reconcileResult, transactionId: state.reconcileResult.transactionId ?? request.transactionId }),
-  };
-  const chainAvailability: ChainAvailability = { active: (network, asset) => !state.inactive.has(`${network}/${asset}`) };
-  const sandbox: SandboxDriver = {
-    deposit: (request) => {
-      state.sandboxCalls.push({ helper: 'deposit', transactionId: request.transactionId, amount: request.amount === null ? null : String(request.amount.units) });
-      return Promise.resolve({ ok: true, body: { deposited: true, transaction_id: request.transactionId } });
-    },
-    pixPayment: (request) => {
-      state.sandboxCalls.push({ helper: 'pixPayment', transactionId: request.transactionId, amount: request.amount === null ? null : String(request.amount.units) });
-      return Promise.resolve({ ok: false, status: 400, code: 'invalid_request', reason: 'Not an onramp transaction' });
-    },
-  };
-  const capabilities = state as TestCapabilities;
-  Object.assign(capabilities, {
-    bind: (ctx: ServiceContext) => {
-      boundCtx = ctx;
-    },
-    deps: {
-      liquidity,
-      depositVerifier,
-      reconciler,
-      chainAvailability,
-      sandbox,
-      paymentContexts: {
-        forPayout: (quote, transactionId) => {
-          if (boundCtx === null) throw new Error('test capabilities not bound to a context');
-          return testPaymentContexts(boundCtx).forPayout(quote, transactionId);
-        },
-      },
-    } satisfies EdgeDeps,
-  });
-  return capabilities;
 }
 
 const base58Alphabet = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz';
@@ -177,3 +99,13 @@ export const payoutQuoteBody = {
   payment_method: 'BREB',
   target_currency: 'COP',
 } as const;
+
+/** Polls GET /transaction/{id} (bounded) until it shows `status`; returns that response's body. */
+export async function untilStatus(baseUrl: string, key: string, id: string, status: string, timeoutMs = 20_000): Promise<Record<string, unknown>> {
+  return eventually(async () => {
+    const response = await call(baseUrl, 'GET', `/transaction/${id}`, { key });
+    assert.equal(response.status, 200, response.text);
+    assert.equal(response.json['status'], status, `transaction ${id}`);
+    return response.json;
+  }, timeoutMs);
+}

@@ -1,23 +1,30 @@
 // Starts the whole service in-process for end-to-end tests: `startService` from the composition
-// root on a free port, a temp DATA_DIR (embedded store), a partners file with two test partners
+// root with ROLE=all (edge, shard, watcher, payout, webhooks, admin) exactly as `npm start` wires
+// it — the sandbox rail and its cached liquidity view, the sandbox chain, deposit verification,
+// reconciliation, payment contexts and the sandbox helpers — on free ports (PORT, GRPC_PORT and
+// PAYOUT_GRPC_PORT 0), a temp DATA_DIR (embedded store), a partners file with two test partners
 // (KYC enabled with a disabled user; KYC disabled) plus the demo partner, fixed demo and ops keys,
 // and for the Redis runs a private redis-server. `stop()` tears everything down.
 //
-// By default the process runs ROLE=all exactly as `npm start` wires it. A test that needs edge
-// capabilities the composition root does not wire yet (deposit instructions, liquidity, …) passes
-// `edge: { deps }`: the service then runs its shard role through `startService` and the edge is
-// started here with those deps (the same `startEdgeRole` the composition root calls).
+// Conditions are driven through the real knobs: the sandbox rail's liquidity, outages and latency
+// through the admin gRPC service (as an operator would), chain deposits through POST
+// /sandbox/deposits. One exception, on purpose: `partialEdge` runs the service without its edge
+// and starts an edge here with exactly the capabilities given — for tests whose subject is an
+// edge WITHOUT a capability (503 service_unavailable) or an edge option the composition root does
+// not expose (a small rate-limit bucket).
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { readEnv } from '../../src/config/env.ts';
 import type { PartnerConfig } from '../../src/config/partners.ts';
+import type { PaymentMethod } from '../../src/domain/assets.ts';
 import { sha256Hex } from '../../src/edge/auth.ts';
 import { resolveRoute } from '../../src/domain/corridors.ts';
 import { toJsonNumber } from '../../src/domain/money.ts';
 import { transactionReference } from '../../src/domain/reference.ts';
 import type { Quote } from '../../src/domain/quote.ts';
+import { createAdminClient, type AdminClient } from '../../src/grpc/admin-client.ts';
 import type { ServiceContext } from '../../src/service/context.ts';
 import { startEdgeRole, type EdgeDeps, type EdgeRole, type EdgeRoleOptions } from '../../src/service/edge-role.ts';
 import type { PaymentContexts } from '../../src/service/ports.ts';
@@ -35,11 +42,37 @@ export const testPartners = {
 } as const;
 export const blockedUserId = 'blocked-user';
 
+/** Bound on the extra partners a harness declares (each one is a key and a rate-limit bucket). */
+const extraPartnersMax = 100;
+
 export interface ServiceHarnessOptions {
   readonly busKind?: BusKind;
-  /** Start the edge here with these capabilities (the service runs its shard role). */
-  readonly edge?: { readonly deps?: EdgeDeps; readonly options?: EdgeRoleOptions };
+  /**
+   * Only for tests of an edge that deliberately lacks a capability (or needs an edge option the
+   * composition root does not expose): the service runs its shard role, and the edge is started
+   * here with exactly these deps and options. Without it, the service's own edge answers.
+   */
+  readonly partialEdge?: { readonly deps: EdgeDeps; readonly options?: EdgeRoleOptions };
   readonly shards?: number;
+  /** Extra environment of the service (e.g. CHAINS_FILE); wins over the harness's defaults. */
+  readonly env?: Readonly<Record<string, string>>;
+  /**
+   * Extra partners (KYC disabled, KYB approved), `extra-0` … `extra-<n-1>`: load spread over several
+   * partners stays within the real per-partner rate limit.
+   */
+  readonly extraPartners?: number;
+}
+
+/** The sandbox rail's knobs, turned through the admin gRPC service. */
+export interface SandboxRailKnobs {
+  /** Sets the method's liquidity (a decimal text in its currency); the edge sees it on return. */
+  setLiquidity(method: PaymentMethod, amount: string): Promise<void>;
+  /** Starts or ends an outage of the method; the edge sees it on return. */
+  setOutage(method: PaymentMethod, down: boolean): Promise<void>;
+  /** How long every rail call takes to answer (payouts, PIX charges, liquidity reads). */
+  setLatency(latencyMs: number): Promise<void>;
+  /** Reads the rail now, so the edge's cached liquidity view reflects the knobs. */
+  refreshLiquidity(): Promise<void>;
 }
 
 export interface ServiceHarness {
@@ -47,10 +80,14 @@ export interface ServiceHarness {
   readonly port: number;
   readonly demoApiKey: string;
   readonly opsApiKey: string;
-  /** API key of each test partner (and `demo`). */
+  /** API key of each test partner (and `demo`, and the extra partners). */
   readonly apiKeys: Readonly<Record<string, string>>;
+  /** Ids of the extra partners, in order. */
+  readonly extraPartnerIds: readonly string[];
   readonly ctx: ServiceContext;
   readonly busKind: BusKind;
+  /** The sandbox rail's knobs; null with `partialEdge` (no admin service, no rail in that process). */
+  readonly rail: SandboxRailKnobs | null;
   /** Moves the service's clock (edge and actors) forward, e.g. past a quote's expiry. */
   advanceClockMs(ms: number): void;
   stop(): Promise<void>;
@@ -60,40 +97,73 @@ function key(label: string): string {
   return `${label}_${randomBytes(20).toString('hex')}`;
 }
 
+function partnersOf(apiKeys: Readonly<Record<string, string>>, extraIds: readonly string[]): PartnerConfig[] {
+  const partner = (id: string, name: string, kycEnabled: boolean, disabledUsers: string[]): PartnerConfig => ({
+    id,
+    name,
+    apiKeySha256: [sha256Hex(apiKeys[id] ?? '')],
+    kycEnabled,
+    kybApproved: true,
+    disabledUsers,
+  });
+  return [
+    partner(testPartners.kycOn, 'KYC-enabled test partner', true, [blockedUserId]),
+    partner(testPartners.kycOff, 'KYC-disabled test partner', false, []),
+    ...extraIds.map((id) => partner(id, `Extra test partner ${id}`, false, [])),
+  ];
+}
+
+/** The knobs, through the admin service; every call names every field (proto3 zero means "set to 0"). */
+function railKnobs(admin: AdminClient, service: RunningService): SandboxRailKnobs {
+  const unchanged = { liquidity: '', latency_ms: -1, failure_rate: -1, outage: '' };
+  const refreshLiquidity = async (): Promise<void> => {
+    const view = service.rails?.liquidity;
+    if (view === undefined) throw new Error('this service runs no rail');
+    // A round already running may have read the rail before the change; the second one did not.
+    await view.refresh();
+    await view.refresh();
+  };
+  return {
+    async setLiquidity(method, amount) {
+      await admin.call('SetSandboxRail', { ...unchanged, method, liquidity: amount });
+      await refreshLiquidity();
+    },
+    async setOutage(method, down) {
+      await admin.call('SetSandboxRail', { ...unchanged, method, outage: down ? 'on' : 'off' });
+      await refreshLiquidity();
+    },
+    async setLatency(latencyMs) {
+      await admin.call('SetSandboxRail', { ...unchanged, method: 'PIX', latency_ms: latencyMs });
+    },
+    refreshLiquidity,
+  };
+}
+
 export async function startServiceHarness(options: ServiceHarnessOptions = {}): Promise<ServiceHarness> {
   const busKind = options.busKind ?? 'memory';
+  const extraCount = options.extraPartners ?? 0;
+  if (!Number.isInteger(extraCount) || extraCount < 0 || extraCount > extraPartnersMax) {
+    throw new RangeError(`extraPartners must be an integer in [0, ${extraPartnersMax}]`);
+  }
+  const extraPartnerIds = Array.from({ length: extraCount }, (_, index) => `extra-${index}`);
   const dataDir = mkdtempSync(join(tmpdir(), 'service-e2e-'));
   const apiKeys: Record<string, string> = { demo: key('demo'), [testPartners.kycOn]: key('kycon'), [testPartners.kycOff]: key('kycoff') };
+  for (const id of extraPartnerIds) apiKeys[id] = key(id.replace('-', ''));
   const opsApiKey = key('ops');
-  const partners: PartnerConfig[] = [
-    {
-      id: testPartners.kycOn,
-      name: 'KYC-enabled test partner',
-      apiKeySha256: [sha256Hex(apiKeys[testPartners.kycOn] ?? '')],
-      kycEnabled: true,
-      kybApproved: true,
-      disabledUsers: [blockedUserId],
-    },
-    {
-      id: testPartners.kycOff,
-      name: 'KYC-disabled test partner',
-      apiKeySha256: [sha256Hex(apiKeys[testPartners.kycOff] ?? '')],
-      kycEnabled: false,
-      kybApproved: true,
-      disabledUsers: [],
-    },
-  ];
   const partnersFile = join(dataDir, 'partners.json');
-  writeFileSync(partnersFile, JSON.stringify({ partners }));
+  writeFileSync(partnersFile, JSON.stringify({ partners: partnersOf(apiKeys, extraPartnerIds) }));
   let redis: PrivateRedis | null = null;
   let service: RunningService | null = null;
   let edge: EdgeRole | null = null;
+  let admin: AdminClient | null = null;
   try {
     if (busKind === 'redis') redis = await startRedis();
     const env = readEnv({
       PORT: '0',
+      GRPC_PORT: '0',
+      PAYOUT_GRPC_PORT: '0',
       HOST: '127.0.0.1',
-      ROLE: options.edge === undefined ? 'all' : 'shard',
+      ROLE: options.partialEdge === undefined ? 'all' : 'shard',
       DATA_DIR: dataDir,
       PARTNERS_FILE: partnersFile,
       DEMO_API_KEY: apiKeys['demo'],
@@ -103,18 +173,21 @@ export async function startServiceHarness(options: ServiceHarnessOptions = {}): 
       KEY_PREFIX: randomKeyPrefix('e2e'),
       LOG_LEVEL: process.env['HARNESS_LOG'] === undefined ? 'silent' : 'debug',
       ...(redis === null ? {} : { REDIS_URL: redis.url }),
+      ...options.env,
     });
     let clockOffsetMs = 0;
     service = await startService(env, { clock: { nowMs: () => Date.now() + clockOffsetMs } });
     let port = service.port;
-    if (options.edge !== undefined) {
-      edge = await startEdgeRole(service.ctx, options.edge.deps ?? {}, options.edge.options ?? {});
+    if (options.partialEdge !== undefined) {
+      edge = await startEdgeRole(service.ctx, options.partialEdge.deps, options.partialEdge.options ?? {});
       port = edge.port;
     }
     if (port === null) throw new Error('the service started no edge');
+    if (service.adminPort !== null && service.rails !== null) admin = createAdminClient(`127.0.0.1:${service.adminPort}`, opsApiKey);
     const running = service;
     const startedEdge = edge;
     const startedRedis = redis;
+    const adminClient = admin;
     let stopped: Promise<void> | undefined;
     return {
       baseUrl: `http://127.0.0.1:${port}`,
@@ -122,14 +195,17 @@ export async function startServiceHarness(options: ServiceHarnessOptions = {}): 
       demoApiKey: apiKeys['demo'] ?? '',
       opsApiKey,
       apiKeys,
+      extraPartnerIds,
       ctx: running.ctx,
       busKind,
+      rail: adminClient === null ? null : railKnobs(adminClient, running),
       advanceClockMs(ms) {
         clockOffsetMs += ms;
       },
       stop() {
         stopped ??= (async () => {
           try {
+            adminClient?.close();
             await startedEdge?.stop();
             await running.stop();
           } finally {
@@ -141,6 +217,7 @@ export async function startServiceHarness(options: ServiceHarnessOptions = {}): 
       },
     };
   } catch (error) {
+    admin?.close();
     await edge?.stop();
     await service?.stop();
     await redis?.stop();
@@ -149,7 +226,9 @@ export async function startServiceHarness(options: ServiceHarnessOptions = {}): 
   }
 }
 
-/** Deposit addresses of the test deposit-instructions adapter (well-formed, not anyone's). */
+// ---- for bench/lib/service-entry.ts only (the e2e tests use the service's real payment contexts) ----
+
+/** Deposit addresses of the bench's deposit-instructions stand-in (well-formed, not anyone's). */
 export const testDepositAddresses = {
   STELLAR: 'GBRPYHIL2CI3FNQ4BXLFMNDLFJUNPU2HY3ZMFSHONUCEOASW7QC7OX2H',
   SOLANA: '9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM',
@@ -157,8 +236,8 @@ export const testDepositAddresses = {
 } as const;
 
 /**
- * A test stand-in for the chains role's deposit instructions, shaped as the spec's payment_context
- * (the real adapter comes with the chains role; the composition root will wire it).
+ * A stand-in for the chains role's deposit instructions, shaped as the spec's payment_context. Kept
+ * only because bench/lib/service-entry.ts still imports it; no test uses it.
  */
 export function testPaymentContexts(ctx: ServiceContext): PaymentContexts {
   return {
