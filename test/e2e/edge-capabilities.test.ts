@@ -94,6 +94,16 @@ describe('a network/asset without a deposit setup', () => {
     assert.deepEqual(celo.map((item) => item['paymentMethod']).sort(), ['BREB', 'PIX']);
     assert.ok(celo.every((item) => item['cryptoCurrency'] === 'USDC' && item['chainId'] === 'eip155:42220'));
   });
+
+  test('quoting it is corridor_unavailable, as for any route that is not enabled', async () => {
+    const body = { amount: 50_000, crypto_currency: 'USDT', network: 'CELO', payment_method: 'BREB', target_currency: 'COP' };
+    const refused = await call(h.baseUrl, 'POST', '/quote', { key: h.apiKeys.demo, body });
+    assert.equal(refused.status, 400);
+    assert.equal(refused.json['code'], 'corridor_unavailable');
+    assert.equal(refused.json['retryable'], false);
+    const usdc = await call(h.baseUrl, 'POST', '/quote', { key: h.apiKeys.demo, body: { ...body, crypto_currency: 'USDC' } });
+    assert.equal(usdc.status, 200);
+  });
 });
 
 describe('Idempotency-Key while an attempt runs or after one failed', () => {

@@ -8,7 +8,7 @@ import { quoteActorType, type CreateQuotePayload, type QuoteReply } from '../../
 import type { JsonValue } from '../../actors/envelope.ts';
 import type { QuoteRequest } from '../../domain/pricing.ts';
 import type { QuoteKind } from '../../domain/quote.ts';
-import { isOneOf } from '../../domain/assets.ts';
+import { cryptoAssets, isOneOf, networks } from '../../domain/assets.ts';
 import { quoteError, quoteErrorCodes, quoteErrorHttpStatus, quoteErrorToJson, type QuoteErrorCode } from '../../domain/quote-errors.ts';
 import { jsonResponse, type HttpResponse, type RequestContext, type Route } from '../http.ts';
 import { parseWith, quoteBodySchema } from '../schemas.ts';
@@ -53,6 +53,13 @@ async function createQuote(env: EdgeEnv, kind: QuoteKind, request: RequestContex
   const parsed = quoteRequest(kind, body.value);
   if (!parsed.ok) return parsed.response;
   const quoteRequestValue = parsed.request;
+  // A network/asset without a deposit setup is not listed in /public/corridors; quoting it is the
+  // same `corridor_unavailable` as any other route that is not enabled.
+  const { network, cryptoCurrency } = quoteRequestValue;
+  const availability = env.deps.chainAvailability;
+  if (availability && isOneOf(networks, network) && isOneOf(cryptoAssets, cryptoCurrency) && !availability.active(network, cryptoCurrency)) {
+    return quoteErrorResponse('corridor_unavailable', `${cryptoCurrency} on ${network} is not available`);
+  }
   return idempotentPost(
     env,
     request,
