@@ -96,12 +96,14 @@ describe('a network/asset without a deposit setup', () => {
   });
 
   test('quoting it is corridor_unavailable, as for any route that is not enabled', async () => {
+    const key = h.apiKeys['demo'];
+    assert.ok(key, 'the demo partner has a key');
     const body = { amount: 50_000, crypto_currency: 'USDT', network: 'CELO', payment_method: 'BREB', target_currency: 'COP' };
-    const refused = await call(h.baseUrl, 'POST', '/quote', { key: h.apiKeys.demo, body });
+    const refused = await call(h.baseUrl, 'POST', '/quote', { key, body });
     assert.equal(refused.status, 400);
     assert.equal(refused.json['code'], 'corridor_unavailable');
     assert.equal(refused.json['retryable'], false);
-    const usdc = await call(h.baseUrl, 'POST', '/quote', { key: h.apiKeys.demo, body: { ...body, crypto_currency: 'USDC' } });
+    const usdc = await call(h.baseUrl, 'POST', '/quote', { key, body: { ...body, crypto_currency: 'USDC' } });
     assert.equal(usdc.status, 200);
   });
 });
