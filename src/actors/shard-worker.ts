@@ -21,6 +21,17 @@ export interface WorkerStore {
   markOutboxDone(ids: readonly string[]): Promise<void>;
   /** Refuse, from now on, store writes under a lower token for `shard` (the previous owner's). */
   raiseFence(shard: number, token: number): Promise<'ok' | 'fenced'>;
+  /** Publishes this worker's health for the admin service (actors in memory, memory, shards). */
+  reportWorkerStats(stats: WorkerStats): Promise<void>;
+}
+
+export interface WorkerStats {
+  readonly workerId: string;
+  readonly ownedShards: readonly number[];
+  readonly actorsInMemory: number;
+  readonly rssBytes: number;
+  readonly heapUsedBytes: number;
+  readonly reportedAtMs: number;
 }
 
 export interface ShardWorkerOptions {
@@ -138,6 +149,15 @@ export class ShardWorker {
         await this.rebalance();
         await this.relayPendingCommands();
         this.options.runtime.passivateIdle(this.options.actorIdleMs ?? 600_000);
+        const memory = process.memoryUsage();
+        await this.options.store.reportWorkerStats({
+          workerId: this.options.workerId,
+          ownedShards: this.ownedShards(),
+          actorsInMemory: this.options.runtime.actorCount(),
+          rssBytes: memory.rss,
+          heapUsedBytes: memory.heapUsed,
+          reportedAtMs: this.options.clock.nowMs(),
+        });
       } catch (error) {
         this.log('error', 'lease round failed', { error: String(error) });
       }

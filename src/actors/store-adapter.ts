@@ -7,6 +7,8 @@ import { outboxTopicCommands } from './runtime.ts';
 import type { WorkerStore } from './shard-worker.ts';
 
 export const timersCollection = 'timers';
+/** One document per shard worker, refreshed every lease round (admin: ListWorkers). */
+export const workerStatsCollection = 'worker_stats';
 
 /** Read-model indexes the runtime itself needs (timers per shard). */
 export const runtimeReadModelIndexes: readonly ReadModelIndex[] = [
@@ -51,5 +53,6 @@ export function runtimeStore(store: SnapshotStore): RuntimeStore {
       return rows.map((row): OutboxRowWrite => ({ id: row.id, topic: row.topic, payload: row.payload as JsonValue }));
     },
     markOutboxDone: (ids) => store.outboxMarkDone(ids),
+    reportWorkerStats: (stats) => store.put(workerStatsCollection, stats.workerId, { ...stats, ownedShards: [...stats.ownedShards] }),
   };
 }

@@ -4,6 +4,7 @@ import { createAdminClient } from './admin-client.ts';
 
 const usage = `usage: npm run admin -- <command> [arguments]
   shards                                   shard ownership, fencing tokens, stream length, pending, lag
+  workers                                  shard workers: shards owned, actors in memory, memory
   disable-user <partner> <user>            no transaction can be accepted for the user (403)
   enable-user <partner> <user>
   rotate-key <partner>                     a new API key (printed once); the old ones stop working
@@ -51,6 +52,16 @@ export async function runCli(argv: string[], env: NodeJS.ProcessEnv, print: (tex
         const reply = await client.call('ListShards');
         print(table(reply.shards as Array<Record<string, unknown>>, ['shard', 'owner', 'token', 'lease_remaining_ms', 'stream_length', 'pending', 'lag']));
         print(`workers: ${(reply.workers as string[]).join(', ') || '(none)'}`);
+        return 0;
+      }
+      case 'workers': {
+        const reply = await client.call('ListWorkers');
+        const rows = (reply.workers as Array<Record<string, unknown>>).map((row) => ({
+          ...row,
+          rss_mib: (Number(row.rss_bytes) / 1_048_576).toFixed(1),
+          heap_mib: (Number(row.heap_used_bytes) / 1_048_576).toFixed(1),
+        }));
+        print(table(rows, ['worker_id', 'live', 'owned_shards', 'actors_in_memory', 'rss_mib', 'heap_mib', 'reported_at_ms']));
         return 0;
       }
       case 'disable-user':

@@ -14,6 +14,7 @@ import {
 } from '@grpc/grpc-js';
 import { commandStreamKey, shardLeaseName } from '../bus/shards.ts';
 import { commandGroup } from '../service/shard-role.ts';
+import { workerStatsCollection } from '../actors/store-adapter.ts';
 import { isOneOf, fiatCurrencies, networks, paymentMethods } from '../domain/assets.ts';
 import { parseAmount, decimalFromExactString } from '../domain/money.ts';
 import { sha256Hex } from '../edge/auth.ts';
@@ -135,6 +136,21 @@ export function adminHandlers(ctx: ServiceContext, capabilities: AdminCapabiliti
       }
       const workers = (await ctx.leases.listAll('member:')).map((holder) => holder.owner);
       return { shards, workers };
+    },
+    async ListWorkers() {
+      const live = new Set((await ctx.leases.listAll('member:')).map((holder) => holder.owner));
+      const page = await ctx.store.list(workerStatsCollection, { limit: 1_000 });
+      return {
+        workers: page.items.map(({ doc }) => ({
+          worker_id: String(doc.workerId),
+          owned_shards: Array.isArray(doc.ownedShards) ? doc.ownedShards.length : 0,
+          actors_in_memory: String(doc.actorsInMemory ?? 0),
+          rss_bytes: String(doc.rssBytes ?? 0),
+          heap_used_bytes: String(doc.heapUsedBytes ?? 0),
+          reported_at_ms: String(doc.reportedAtMs ?? 0),
+          live: live.has(String(doc.workerId)),
+        })),
+      };
     },
     DisableUser: (request) => setUserDisabled(request, true),
     EnableUser: (request) => setUserDisabled(request, false),

@@ -50,6 +50,20 @@ test('shard status: every shard has exactly one owner with a fencing token, and 
   assert.equal((reply.workers as string[]).length, 1);
 });
 
+test('worker status: the shard worker reports its shards, actors in memory and memory use', async () => {
+  const reply = await eventually(async () => {
+    const workers = await admin.call('ListWorkers');
+    const rows = workers.workers as Array<{ worker_id: string; owned_shards: number; rss_bytes: string; live: boolean }>;
+    assert.equal(rows.length, 1, 'one worker reported');
+    return rows;
+  }, 15_000);
+  const [row] = reply;
+  assert.ok(row);
+  assert.equal(row.owned_shards, 8);
+  assert.equal(row.live, true);
+  assert.ok(Number(row.rss_bytes) > 0);
+});
+
 test('disabling a user is stored (it survives a restart) and enabling restores it', async () => {
   const reply = await admin.call('DisableUser', { partner_id: 'demo', user_id: 'u-1' });
   assert.equal(reply.ok, true);
