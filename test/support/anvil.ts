@@ -5,8 +5,8 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
-import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
+import { freePort, stopChild } from './processes.ts';
 
 export interface PrivateAnvil {
   readonly url: string;
@@ -44,23 +44,6 @@ export function anvilBinary(): string {
   return join(root, 'bin', process.platform === 'win32' ? 'anvil.exe' : 'anvil');
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      if (address === null || typeof address === 'string') {
-        server.close();
-        reject(new Error('could not determine a free port'));
-        return;
-      }
-      const { port } = address;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 async function chainIdAnswered(url: string): Promise<number | null> {
   try {
@@ -77,21 +60,6 @@ async function chainIdAnswered(url: string): Promise<number | null> {
   }
 }
 
-async function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.kill('SIGTERM');
-  let timer: NodeJS.Timeout | undefined;
-  const timedOut = new Promise<boolean>((resolve) => {
-    timer = setTimeout(() => resolve(true), stopTimeoutMs);
-  });
-  const late = await Promise.race([exited.then(() => false), timedOut]);
-  clearTimeout(timer);
-  if (late) {
-    child.kill('SIGKILL');
-    await exited;
-  }
-}
 
 async function startOnce(options: StartAnvilOptions): Promise<PrivateAnvil> {
   const chainId = options.chainId ?? 42220;
@@ -124,7 +92,7 @@ async function startOnce(options: StartAnvilOptions): Promise<PrivateAnvil> {
   try {
     await Promise.race([ready(), spawnFailed]);
   } catch (error) {
-    await stopChild(child);
+    await stopChild(child, stopTimeoutMs);
     const detail = output.trim() === '' ? '' : `: ${output.trim()}`;
     throw new Error(`could not start anvil${detail}`, { cause: error });
   }
@@ -141,7 +109,7 @@ async function startOnce(options: StartAnvilOptions): Promise<PrivateAnvil> {
     chainId,
     pid: child.pid,
     stop: async () => {
-      stopped ??= stopChild(child).finally(() => process.off('exit', onExit));
+      stopped ??= stopChild(child, stopTimeoutMs).finally(() => process.off('exit', onExit));
       return stopped;
     },
   };

@@ -2,11 +2,12 @@
 // persistence (`--save "" --appendonly no`), and stopped by its PID. Tests never touch the Redis on
 // port 6379. Every wait here is bounded.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer, connect } from 'node:net';
+import { connect } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { freePort, stopChild } from './processes.ts';
 
 export interface PrivateRedis {
   readonly url: string;
@@ -26,24 +27,6 @@ const stopTimeoutMs = 5_000;
 const startAttemptsMax = 3;
 const stderrBytesMax = 8_192;
 
-/** Asks the OS for a free port. Another process may grab it before redis binds; we retry then. */
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      if (address === null || typeof address === 'string') {
-        server.close();
-        reject(new Error('could not determine a free port'));
-        return;
-      }
-      const { port } = address;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /** Resolves once `PING` is answered with `+PONG` on the port, or rejects after the deadline. */
 async function waitForPong(port: number, child: ChildProcess, deadlineMs: number): Promise<void> {
@@ -75,21 +58,6 @@ async function pingOnce(port: number): Promise<boolean> {
   });
 }
 
-async function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.kill('SIGTERM');
-  let timer: NodeJS.Timeout | undefined;
-  const timedOut = new Promise<boolean>((resolve) => {
-    timer = setTimeout(() => resolve(true), stopTimeoutMs);
-  });
-  const late = await Promise.race([exited.then(() => false), timedOut]);
-  clearTimeout(timer);
-  if (late) {
-    child.kill('SIGKILL');
-    await exited;
-  }
-}
 
 async function startOnce(options: StartRedisOptions): Promise<PrivateRedis> {
   const port = await freePort();
@@ -112,7 +80,7 @@ async function startOnce(options: StartRedisOptions): Promise<PrivateRedis> {
   const spawnFailed = new Promise<never>((_, reject) => child.once('error', reject));
   spawnFailed.catch(() => undefined);
   const cleanup = async (): Promise<void> => {
-    await stopChild(child);
+    await stopChild(child, stopTimeoutMs);
     rmSync(dir, { recursive: true, force: true });
   };
   try {
