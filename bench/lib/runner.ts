@@ -1,0 +1,626 @@
+// The bench run: micro suites, then the HTTP scenarios against the service started here, each
+// next to its baselines measured in the same run at the same concurrency, then the targets, the
+// JSON results and the SVG plot. `bench/run.ts` is the command line around `runBench`; the smoke
+// test calls `runBench` with the tiny configuration.
+//
+// Order (to keep baselines and subjects under the same background conditions, points are
+// interleaved per concurrency rather than measured system after system):
+//   1. micro suites;
+//   2. sweep: bare uWS, transport, POST /quote, GET /transaction/{id}, mixed — at each concurrency;
+//   3. hot-cap: PostgreSQL baseline, then our service on a FRESH service (the day's cap is spent
+//      by a run), at each concurrency;
+//   4. worker sweep: POST /quote and hot-cap with more shard worker processes.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadDefaultCorridors } from '../../src/config/corridors.ts';
+import { priceQuoteRequest, quoteToJson } from '../../src/domain/pricing.ts';
+import { startRedis, type PrivateRedis } from '../../test/support/redis-server.ts';
+import { startBareUws, startTransport, type BaselineServer } from '../baselines/launch.ts';
+import {
+  checkPostgresCaps,
+  postgresSettings,
+  postgresUnavailable,
+  resetPostgres,
+  startPostgresServer,
+  type PostgresIsolation,
+  type PostgresServer,
+} from '../baselines/postgres.ts';
+import { checkServiceCaps } from '../http/cap-check.ts';
+import {
+  brebAmountCop,
+  createQuotes,
+  getRequests,
+  hotCapRequests,
+  mixedRequests,
+  pixAcceptRequests,
+  pixAmountBrl,
+  prefillAmountCop,
+  prefillCap,
+  prefillUsers,
+  quoteBodyBreb,
+  quoteBodyPix,
+  quoteBodyPrefill,
+  quoteRequests,
+  seedTransactions,
+  type SeededTransaction,
+} from '../http/workloads.ts';
+import { microSuites } from '../micro/index.ts';
+import { cpuPerResponseUs, cpuSnapshot, type CpuSnapshot, type CpuSubject } from './cpu.ts';
+import { runLoad, type LoadPhase, type LoadRequest, type LoadResult } from './load.ts';
+import type { NodeProcess } from './processes.ts';
+import { runMicroSuite, type MicroOptions, type MicroResult } from './micro.ts';
+import {
+  loadAverage1m,
+  machineInfo,
+  resultsSchemaVersion,
+  writeResults,
+  type BenchResults,
+  type CapCheck,
+  type HttpPoint,
+  type Skipped,
+  type TargetCheck,
+} from './results.ts';
+import { benchPartners, probeAcceptance, startBenchService, type BenchPartner, type BenchService } from './service.ts';
+import { ratio } from './stats.ts';
+import { renderPlot, seriesFromPoints } from './svg.ts';
+
+export const scenarioNames = [
+  'micro',
+  'baseline-uws',
+  'baseline-transport',
+  'baseline-postgres',
+  'quote',
+  'get-transaction',
+  'mixed',
+  'hot-cap',
+  'workers',
+] as const;
+export type ScenarioName = (typeof scenarioNames)[number];
+
+export interface BenchOptions {
+  /** Empty: every scenario. */
+  readonly scenarios: readonly ScenarioName[];
+  readonly quick: boolean;
+  readonly connections: readonly number[];
+  readonly durationS: number;
+  readonly warmupS: number;
+  readonly timeoutS: number;
+  readonly requestsMax: number;
+  /** Bench partners the load is spread over (the edge rate-limits per partner). */
+  readonly partners: number;
+  readonly shardCount: number;
+  /** Shard processes of the main topology (0: one ROLE=all process). */
+  readonly shardProcesses: number;
+  /** Shard process counts of the worker sweep, measured at `workerSweepConnections`. */
+  readonly workerSweep: readonly number[];
+  readonly workerSweepConnections: number;
+  readonly seedTransactions: number;
+  readonly pgUrl: string;
+  readonly pgPool: number;
+  readonly logLevel: string;
+  readonly outDir: string;
+  readonly micro: MicroOptions;
+  readonly cpuProfileDir?: string;
+  /** Parent directory of the service's temp DATA_DIR (default: the OS temp dir). */
+  readonly dataRoot?: string;
+  readonly log: (line: string) => void;
+}
+
+export interface BenchRun {
+  readonly results: BenchResults;
+  readonly files: { readonly json: string; readonly svg: string };
+}
+
+/** Baseline systems, in the order ratios are listed. */
+const baselineSystems = ['bare-uws', 'transport', 'postgres', 'postgres-rc'] as const;
+
+const baselineScenario: Readonly<Record<string, string>> = {
+  'bare-uws': 'baseline-uws',
+  transport: 'baseline-transport',
+  postgres: 'baseline-postgres',
+  'postgres-rc': 'baseline-postgres-rc',
+};
+
+class Recorder {
+  readonly points: HttpPoint[] = [];
+  readonly capChecks: CapCheck[] = [];
+  readonly skipped: Skipped[] = [];
+  readonly notes: string[] = [];
+  constructor(private readonly log: (line: string) => void) {}
+
+  skip(scenario: string, reason: string): void {
+    this.skipped.push({ scenario, reason });
+    this.log(`SKIP ${scenario}: ${reason}`);
+  }
+
+  note(text: string): void {
+    this.notes.push(text);
+    this.log(`note: ${text}`);
+  }
+
+  point(scenario: string, system: string, topology: string, measured: Measured, durationS: number, notes: readonly string[] = []): HttpPoint {
+    const { result } = measured;
+    const point: HttpPoint = {
+      scenario,
+      system,
+      topology,
+      connections: result.connections,
+      durationS,
+      responses: result.responses,
+      throughput: result.throughput,
+      latency: result.latency,
+      errors: { non2xx: result.non2xx, unexpected: result.unexpected, timeouts: result.timeouts, connectionErrors: result.connectionErrors },
+      statusCodes: result.statusCodes,
+      perTag: result.perTag,
+      ratios: {},
+      cpuUsPerResponse: measured.cpuUsPerResponse,
+      loadAverage1m: loadAverage1m(),
+      notes,
+    };
+    this.points.push(point);
+    const l = point.latency;
+    const errors = point.errors;
+    this.log(
+      `${scenario.padEnd(19)} ${system.padEnd(9)} c=${String(point.connections).padEnd(4)} ${String(Math.round(point.throughput)).padStart(7)} req/s` +
+        `  p50 ${l.p50Ms.toFixed(3)}  p99 ${l.p99Ms.toFixed(3)}  p99.9 ${l.p999Ms.toFixed(3)} ms` +
+        `  non2xx ${errors.non2xx} unexpected ${errors.unexpected} timeouts ${errors.timeouts} connErr ${errors.connectionErrors}  [${topology}] load ${point.loadAverage1m}` +
+        `  cpu µs/resp ${Object.entries(point.cpuUsPerResponse).map(([name, value]) => `${name} ${value ?? '?'}`).join(', ')}`,
+    );
+    return point;
+  }
+}
+
+/** The bytes POST /quote answers (and the baselines answer): priced by the domain itself. */
+function quoteResponseBody(): string {
+  const config = loadDefaultCorridors();
+  const priced = priceQuoteRequest(
+    config,
+    { kind: 'payout', amount: quoteBodyBreb.amount, cryptoCurrency: 'USDC', network: 'STELLAR', paymentMethod: 'BREB', targetCurrency: 'COP' },
+    { rates: config.rates, quoteId: '5c1f7a1e-2b3c-4d5e-8f90-a1b2c3d4e5f6', partnerId: 'bench', nowMs: Date.now() },
+  );
+  if (!priced.ok) throw new Error(`could not price the reference quote: ${priced.error.reason}`);
+  return JSON.stringify(quoteToJson(priced.quote));
+}
+
+function phase(options: BenchOptions, requests: readonly LoadRequest[]): LoadPhase {
+  return { durationS: options.durationS, requests };
+}
+
+interface Measured {
+  readonly result: LoadResult;
+  readonly cpuUsPerResponse: Readonly<Record<string, number | null>>;
+}
+
+/** The processes whose CPU is measured for a system (names as they appear in the results). */
+function cpuSubjects(processes: readonly NodeProcess[], redisUrl?: string): CpuSubject[] {
+  return [...processes.map((proc) => ({ name: proc.name, pid: proc.pid })), ...(redisUrl === undefined ? [] : [{ name: 'redis', redisUrl }])];
+}
+
+async function load(
+  options: BenchOptions,
+  url: string,
+  connections: number,
+  requests: readonly LoadRequest[],
+  extra: { warmup?: readonly LoadRequest[]; expectedStatuses?: readonly number[]; cpu?: readonly CpuSubject[] } = {},
+): Promise<Measured> {
+  const warmup = extra.warmup ?? requests;
+  const subjects = extra.cpu ?? [];
+  let before: CpuSnapshot = new Map();
+  const result = await runLoad(
+    {
+      url,
+      connections,
+      measure: phase(options, requests),
+      ...(options.warmupS > 0 ? { warmup: { durationS: options.warmupS, requests: warmup } } : {}),
+      requestsMax: options.requestsMax,
+      timeoutS: options.timeoutS,
+      ...(extra.expectedStatuses === undefined ? {} : { expectedStatuses: extra.expectedStatuses }),
+    },
+    async () => {
+      before = await cpuSnapshot(subjects);
+    },
+  );
+  const after = await cpuSnapshot(subjects);
+  const cpuUsPerResponse = {
+    ...cpuPerResponseUs(before, after, result.responses),
+    'load-generator': result.responses > 0 ? Math.round((result.generatorCpuMs * 1000) / result.responses) : null,
+  };
+  return { result, cpuUsPerResponse };
+}
+
+function wants(options: BenchOptions, name: ScenarioName): boolean {
+  return options.scenarios.length === 0 || options.scenarios.includes(name);
+}
+
+async function runMicro(options: BenchOptions, recorder: Recorder): Promise<MicroResult[]> {
+  const results: MicroResult[] = [];
+  for (const load of await microSuites()) {
+    if (!load.ok) {
+      recorder.skip(`micro/${load.group}`, load.reason);
+      continue;
+    }
+    const suiteResults = await runMicroSuite(load.suite, options.micro);
+    for (const result of suiteResults) {
+      options.log(
+        `micro ${result.group.padEnd(12)} ${result.name.padEnd(62)} ${String(result.opsPerSecond).padStart(10)} ops/s` +
+          `  ${result.isBaseline ? '(baseline)' : `×${String(result.ratioToBaseline)} of baseline`}`,
+      );
+    }
+    results.push(...suiteResults);
+  }
+  return results;
+}
+
+interface SweepContext {
+  readonly options: BenchOptions;
+  readonly recorder: Recorder;
+  readonly redis: PrivateRedis;
+  readonly partners: readonly BenchPartner[];
+  readonly responseBody: string;
+}
+
+/** Phase 2: baselines and the stateless scenarios, interleaved per concurrency. */
+async function runSweep(context: SweepContext): Promise<void> {
+  const { options, recorder, partners } = context;
+  const wantQuote = wants(options, 'quote');
+  const wantGet = wants(options, 'get-transaction');
+  const wantMixed = wants(options, 'mixed');
+  const wantUws = wants(options, 'baseline-uws') || wantQuote || wantGet || wantMixed;
+  const wantTransport = wants(options, 'baseline-transport') || wantQuote || wantMixed;
+  const servers: BaselineServer[] = [];
+  let service: BenchService | null = null;
+  try {
+    const bare = wantUws ? await startBareUws(context.responseBody) : null;
+    if (bare !== null) servers.push(bare);
+    const transport = wantTransport ? await startTransport(context.redis.url, context.responseBody) : null;
+    if (transport !== null) servers.push(transport);
+    let getList: LoadRequest[] | null = null;
+    let mixedList: LoadRequest[] | null = null;
+    if (wantQuote || wantGet || wantMixed) {
+      service = await startService(context, options.shardProcesses, wantGet || wantMixed);
+      if (wantGet || wantMixed) {
+        const ready = await acceptanceReady(service, partners);
+        if (ready !== null) {
+          if (wantGet) recorder.skip('get-transaction', ready);
+          if (wantMixed) recorder.skip('mixed', ready);
+        } else {
+          const pixQuotes = await createQuotes(service.baseUrl, partners, quoteBodyPix);
+          const seeded: SeededTransaction[] = await seedTransactions(service.baseUrl, partners, pixQuotes, options.seedTransactions);
+          if (wantGet) getList = getRequests(seeded);
+          if (wantMixed) mixedList = mixedRequests(partners, pixQuotes, seeded);
+        }
+      }
+    }
+    const quoteList = quoteRequests(partners);
+    const baselineRequests = quoteList.map((request) => ({ ...request, headers: {} }));
+    const bareCpu = bare === null ? [] : cpuSubjects(bare.processes);
+    const transportCpu = transport === null ? [] : cpuSubjects(transport.processes, context.redis.url);
+    const serviceCpu = service === null ? [] : cpuSubjects(service.processes, context.redis.url);
+    for (const connections of options.connections) {
+      if (bare !== null) {
+        const measured = await load(options, bare.baseUrl, connections, baselineRequests, { cpu: bareCpu });
+        recorder.point('baseline-uws', 'bare-uws', 'one uWS process', measured, options.durationS);
+      }
+      if (transport !== null) {
+        const measured = await load(options, transport.baseUrl, connections, baselineRequests, { cpu: transportCpu });
+        recorder.point('baseline-transport', 'transport', 'uWS + Redis + 1 worker process', measured, options.durationS);
+      }
+      if (service === null) continue;
+      const at = service;
+      const measure = async (scenario: string, requests: readonly LoadRequest[]): Promise<void> => {
+        recorder.point(scenario, 'service', at.topology, await load(options, at.baseUrl, connections, requests, { cpu: serviceCpu }), options.durationS, entryNotes(at));
+      };
+      if (wantQuote) await measure('quote', quoteList);
+      if (getList !== null) await measure('get-transaction', getList);
+      if (mixedList !== null) await measure('mixed', mixedList);
+    }
+  } finally {
+    await service?.stop();
+    for (const server of servers.reverse()) await server.stop();
+  }
+}
+
+function entryNotes(service: BenchService): string[] {
+  return service.edgeEntry === 'src/main.ts'
+    ? []
+    : [`edge served by ${service.edgeEntry}: src/main.ts does not wire deposit instructions yet (POST /transaction answered 503)`];
+}
+
+/** `needsAcceptance`: the scenarios will POST /transaction (the edge entry is then chosen by probing). */
+async function startService(context: SweepContext, shardProcesses: number, needsAcceptance: boolean): Promise<BenchService> {
+  const { options } = context;
+  const service = await startBenchService({
+    redisUrl: context.redis.url,
+    partners: context.partners,
+    shardProcesses,
+    edgeEntry: needsAcceptance ? 'auto' : 'src/main.ts',
+    shardCount: options.shardCount,
+    logLevel: options.logLevel,
+    ...(options.cpuProfileDir === undefined ? {} : { cpuProfileDir: options.cpuProfileDir }),
+    ...(options.dataRoot === undefined ? {} : { dataRoot: options.dataRoot }),
+  });
+  options.log(`service up: ${service.topology}, edge ${service.edgeEntry}, ${service.baseUrl}`);
+  return service;
+}
+
+function firstPartner(partners: readonly BenchPartner[]): BenchPartner {
+  const partner = partners[0];
+  if (partner === undefined) throw new Error('the bench needs at least one partner');
+  return partner;
+}
+
+/** null when the service accepts transactions; otherwise why not. */
+async function acceptanceReady(service: BenchService, partners: readonly BenchPartner[]): Promise<string | null> {
+  const partner = partners[0];
+  if (partner === undefined) return 'no partner';
+  const probe = await probeAcceptance(service.baseUrl, partner.apiKey);
+  return probe.status === 200 ? null : `POST /transaction answers ${probe.status}: ${probe.body.slice(0, 200)}`;
+}
+
+/** One hot-cap point on a fresh service; returns its cap check. */
+async function runServiceHotCap(context: SweepContext, connections: number, shardProcesses: number, service: BenchService | null): Promise<void> {
+  const { options, recorder, partners } = context;
+  const owned = service === null;
+  const running = service ?? (await startService(context, shardProcesses, true));
+  try {
+    const ready = await acceptanceReady(running, partners);
+    if (ready !== null) {
+      recorder.skip(`hot-cap c=${connections} (${running.topology})`, ready);
+      return;
+    }
+    const brebQuotes = await createQuotes(running.baseUrl, partners, quoteBodyBreb);
+    const pixQuotes = await createQuotes(running.baseUrl, partners, quoteBodyPix);
+    const prefillPartner = firstPartner(partners);
+    const prefillQuote = (await createQuotes(running.baseUrl, [prefillPartner], quoteBodyPrefill)).get(prefillPartner.id) ?? '';
+    const prefillIds = await prefillCap(running.baseUrl, prefillPartner, prefillQuote);
+    const workload = hotCapRequests(partners, brebQuotes);
+    const measured = await load(options, running.baseUrl, connections, workload.requests, {
+      warmup: pixAcceptRequests(partners, pixQuotes),
+      expectedStatuses: [200, 400],
+      cpu: cpuSubjects(running.processes, context.redis.url),
+    });
+    const { result } = measured;
+    const acceptedIds = new Set([...prefillIds, ...result.collected.map((item) => item.value)]);
+    const check = await checkServiceCaps({
+      baseUrl: running.baseUrl,
+      partners,
+      userIds: workload.userIds,
+      extraUsers: prefillUsers.map((userId) => ({ partner: prefillPartner, userId })),
+      acceptedIds,
+      scenario: 'hot-cap',
+      connections,
+    });
+    recorder.capChecks.push(check);
+    const capNote = `accepted ${check.acceptedTransactions} (${check.acceptedAmount} of ${check.methodDailyCap} COP); cap violations: ${check.violations.length}`;
+    recorder.point('hot-cap', 'service', running.topology, measured, options.durationS, [...entryNotes(running), capNote, ...check.notes]);
+    options.log(`  cap check (service, c=${connections}): ${check.ok ? 'OK' : 'FAILED'} — ${capNote}${check.violations.map((v) => `\n    ${v}`).join('')}`);
+  } finally {
+    if (owned) await running.stop();
+  }
+}
+
+interface PostgresVariant {
+  readonly isolation: PostgresIsolation;
+  readonly system: string;
+  readonly scenario: string;
+  readonly server: PostgresServer;
+}
+
+async function runPostgresHotCap(context: SweepContext, connections: number, variant: PostgresVariant): Promise<void> {
+  const { options, recorder, partners } = context;
+  const { server } = variant;
+  const quotes = await resetPostgres(
+    options.pgUrl,
+    partners,
+    { breb: `${brebAmountCop}.00`, pix: `${pixAmountBrl}.00`, prefill: `${prefillAmountCop}.00` },
+    Date.now(),
+  );
+  await prefillCap(server.baseUrl, firstPartner(partners), quotes.prefill);
+  const workload = hotCapRequests(partners, quotes.breb);
+  const retriesBefore = await server.retries();
+  const measured = await load(options, server.baseUrl, connections, workload.requests, {
+    warmup: pixAcceptRequests(partners, quotes.pix),
+    expectedStatuses: [200, 400],
+    // PostgreSQL's own processes are included (the server may also serve others meanwhile).
+    cpu: [...cpuSubjects([server.process]), { name: 'postgres (all processes)', command: 'postgres' }],
+  });
+  const tally = await checkPostgresCaps(options.pgUrl);
+  const retries = (await server.retries()) - retriesBefore;
+  const check: CapCheck = {
+    system: variant.system,
+    scenario: variant.scenario,
+    connections,
+    acceptedTransactions: tally.accepted,
+    acceptedAmount: tally.acceptedAmount,
+    methodDailyCap: tally.methodCap,
+    usersChecked: tally.usersChecked,
+    violations: tally.violations,
+    notes: [`serialization/deadlock retries during warm-up and run: ${retries}`],
+    ok: tally.violations.length === 0,
+    source: 'SQL over the transactions and cap rows',
+  };
+  recorder.capChecks.push(check);
+  const capNote = `accepted ${tally.accepted} (${tally.acceptedAmount} of ${tally.methodCap} COP); cap violations: ${tally.violations.length}; retries ${retries}`;
+  const topology = `uWS + pg pool of ${options.pgPool} + PostgreSQL, ${variant.isolation.toUpperCase()}`;
+  recorder.point(variant.scenario, variant.system, topology, measured, options.durationS, [capNote]);
+  options.log(`  cap check (${variant.system}, c=${connections}): ${check.ok ? 'OK' : 'FAILED'} — ${capNote}`);
+}
+
+/** Phase 3: hot-cap on PostgreSQL (both isolation levels) and on our service, interleaved per concurrency. */
+async function runHotCap(context: SweepContext): Promise<void> {
+  const { options, recorder } = context;
+  const wantPostgres = wants(options, 'baseline-postgres') || wants(options, 'hot-cap');
+  const variants: PostgresVariant[] = [];
+  const scratch = mkdtempSync(join(tmpdir(), 'bench-pg-'));
+  try {
+    if (wantPostgres) {
+      const unavailable = await postgresUnavailable(options.pgUrl);
+      if (unavailable !== null) recorder.skip('baseline-postgres', unavailable);
+      else {
+        const settings = await postgresSettings(options.pgUrl);
+        recorder.note(`PostgreSQL ${settings.version}, synchronous_commit=${settings.synchronousCommit}, fsync=${settings.fsync}, pool ${options.pgPool}`);
+        const isolations: readonly PostgresIsolation[] = options.quick ? ['serializable'] : ['serializable', 'read committed'];
+        for (const isolation of isolations) {
+          const server = await startPostgresServer(options.pgUrl, context.partners, scratch, options.pgPool, isolation);
+          const suffix = isolation === 'serializable' ? '' : '-rc';
+          variants.push({ isolation, system: `postgres${suffix}`, scenario: `baseline-postgres${suffix}`, server });
+        }
+      }
+    }
+    for (const connections of options.connections) {
+      for (const variant of variants) await runPostgresHotCap(context, connections, variant);
+      if (wants(options, 'hot-cap')) await runServiceHotCap(context, connections, options.shardProcesses, null);
+    }
+  } finally {
+    for (const variant of variants) await variant.server.stop();
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+/** Phase 4: more shard worker processes behind one edge; POST /quote, then hot-cap on the same (fresh) service. */
+async function runWorkerSweep(context: SweepContext): Promise<void> {
+  const { options, recorder } = context;
+  const connections = options.workerSweepConnections;
+  // The main topology's points at this concurrency exist already when phases 2 and 3 measured them.
+  const mainCovered = options.connections.includes(connections) && wants(options, 'quote') && wants(options, 'hot-cap');
+  const counts = options.workerSweep.filter((count) => !(count === options.shardProcesses && mainCovered));
+  for (const count of counts) {
+    const service = await startService(context, count, true);
+    try {
+      const measured = await load(options, service.baseUrl, connections, quoteRequests(context.partners), {
+        cpu: cpuSubjects(service.processes, context.redis.url),
+      });
+      recorder.point('quote', 'service', service.topology, measured, options.durationS, entryNotes(service));
+      await runServiceHotCap(context, connections, count, service);
+    } catch (error) {
+      recorder.skip(`workers=${count}`, error instanceof Error ? error.message : String(error));
+    } finally {
+      await service.stop();
+    }
+  }
+}
+
+/**
+ * Adds each service point's throughput ratio to every baseline measured at the same concurrency
+ * (the meaningful pairs: quote/mixed ÷ bare uWS and transport, get ÷ bare uWS, hot-cap ÷ the
+ * PostgreSQL variants; the others are listed too, for completeness).
+ */
+function withRatios(points: readonly HttpPoint[]): HttpPoint[] {
+  const baselineAt = (system: string, connections: number): HttpPoint | undefined =>
+    points.find((point) => point.system === system && point.scenario === baselineScenario[system] && point.connections === connections);
+  return points.map((point) => {
+    if (point.system !== 'service') return point;
+    const ratios: Record<string, number | null> = {};
+    for (const system of baselineSystems) {
+      const baseline = baselineAt(system, point.connections);
+      if (baseline !== undefined) ratios[system] = ratio(point.throughput, baseline.throughput);
+    }
+    return { ...point, ratios };
+  });
+}
+
+function target(name: string, measured: number | null, text: string, ok: (value: number) => boolean): TargetCheck {
+  return { name, measured, target: text, met: measured === null ? null : ok(measured) };
+}
+
+function targets(points: readonly HttpPoint[], capChecks: readonly CapCheck[], mainTopology: string): TargetCheck[] {
+  const at = (scenario: string, connections: number): HttpPoint | undefined =>
+    points.find((point) => point.scenario === scenario && point.system === 'service' && point.connections === connections && point.topology === mainTopology);
+  const quote64 = at('quote', 64);
+  const quote1 = at('quote', 1);
+  const hot64 = at('hot-cap', 64);
+  return [
+    target('POST /quote throughput ÷ bare uWS, 64 connections', quote64?.ratios['bare-uws'] ?? null, '≥ 0.40', (value) => value >= 0.4),
+    target('POST /quote p99 at 64 connections (ms)', quote64?.latency.p99Ms ?? null, '≤ 15', (value) => value <= 15),
+    target('POST /quote throughput ÷ transport-only, 64 connections', quote64?.ratios['transport'] ?? null, '≥ 0.80', (value) => value >= 0.8),
+    target('POST /transaction hot-cap throughput ÷ PostgreSQL (SERIALIZABLE), 64 connections', hot64?.ratios['postgres'] ?? null, '≥ 3', (value) => value >= 3),
+    target(
+      'POST /transaction hot-cap throughput ÷ PostgreSQL (READ COMMITTED variant, informational), 64 connections',
+      hot64?.ratios['postgres-rc'] ?? null,
+      '≥ 3',
+      (value) => value >= 3,
+    ),
+    target(
+      'cap violations (service and PostgreSQL, every hot-cap run)',
+      capChecks.length === 0 ? null : capChecks.reduce((sum, check) => sum + check.violations.length, 0),
+      '= 0',
+      (value) => value === 0,
+    ),
+    target('POST /quote p50 at 1 connection (ms)', quote1?.latency.p50Ms ?? null, '≤ 0.6', (value) => value <= 0.6),
+  ];
+}
+
+export async function runBench(options: BenchOptions): Promise<BenchRun> {
+  const startedAt = new Date();
+  const recorder = new Recorder(options.log);
+  const machine = machineInfo();
+  options.log(
+    `bench: ${machine.nproc} × ${machine.cpuModel}, ${Math.round(machine.memoryBytes / 2 ** 30)} GiB, node ${machine.node}, ` +
+      `load average ${machine.loadAverageAtStart.join(' ')}, fdatasync p50 ${machine.fdatasyncMs.p50} ms p99 ${machine.fdatasyncMs.p99} ms`,
+  );
+  const micro = wants(options, 'micro') ? await runMicro(options, recorder) : [];
+  const httpWanted = scenarioNames.some((name) => name !== 'micro' && wants(options, name));
+  const partners = benchPartners(options.partners);
+  const mainTopology =
+    options.shardProcesses === 0 ? 'one ROLE=all process' : `edge + ${options.shardProcesses} shard process${options.shardProcesses === 1 ? '' : 'es'}`;
+  if (httpWanted) {
+    const redis = await startRedis();
+    try {
+      const context: SweepContext = { options, recorder, redis, partners, responseBody: quoteResponseBody() };
+      if (['baseline-uws', 'baseline-transport', 'quote', 'get-transaction', 'mixed'].some((name) => wants(options, name as ScenarioName))) {
+        await runSweep(context);
+      }
+      if (wants(options, 'hot-cap') || wants(options, 'baseline-postgres')) await runHotCap(context);
+      if (wants(options, 'workers') && !options.quick) await runWorkerSweep(context);
+    } finally {
+      await redis.stop();
+    }
+  }
+  const points = withRatios(recorder.points);
+  const results: BenchResults = {
+    schema: resultsSchemaVersion,
+    startedAt: startedAt.toISOString(),
+    finishedAt: new Date().toISOString(),
+    quick: options.quick,
+    machine,
+    config: {
+      scenarios: options.scenarios.length === 0 ? 'all' : options.scenarios,
+      connections: options.connections,
+      durationS: options.durationS,
+      warmupS: options.warmupS,
+      timeoutS: options.timeoutS,
+      partners: options.partners,
+      shardCount: options.shardCount,
+      mainTopology,
+      workerSweep: options.workerSweep,
+      workerSweepConnections: options.workerSweepConnections,
+      logLevel: options.logLevel,
+      dataRoot: options.dataRoot ?? 'OS temp dir',
+      pgPool: options.pgPool,
+      loadGenerator: 'autocannon 9 in a separate process, 1 request in flight per connection',
+      notes: recorder.notes,
+    },
+    micro,
+    http: points,
+    capChecks: recorder.capChecks,
+    targets: targets(points, recorder.capChecks, mainTopology),
+    skipped: recorder.skipped,
+  };
+  const svg = renderPlot(seriesFromPoints(points), `bench ${results.startedAt} — ${machine.nproc} × ${machine.cpuModel}`);
+  const files = writeResults(options.outDir, results, svg);
+  options.log('summary (service points; ratios are throughput ÷ the baseline at the same concurrency):');
+  for (const point of points.filter((item) => item.system === 'service')) {
+    const ratios = Object.entries(point.ratios)
+      .map(([name, value]) => `${name} ×${value ?? '?'}`)
+      .join('  ');
+    options.log(
+      `  ${point.scenario.padEnd(16)} c=${String(point.connections).padEnd(4)} ${String(Math.round(point.throughput)).padStart(6)} req/s  p50 ${point.latency.p50Ms} p99 ${point.latency.p99Ms} p99.9 ${point.latency.p999Ms} ms  ${ratios}  [${point.topology}]`,
+    );
+  }
+  for (const check of results.targets) {
+    options.log(`target ${check.name}: ${check.measured === null ? 'not measured' : String(check.measured)} (${check.target}) ${check.met === null ? '' : check.met ? 'MET' : 'NOT MET'}`);
+  }
+  options.log(`results: ${files.json}\nplot:    ${files.svg}`);
+  return { results, files };
+}
