@@ -29,6 +29,9 @@ const envSchema = z.object({
     .default('pay:'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   GRPC_PORT: z.coerce.number().int().min(0).max(65_535).default(50051),
+  /** Per-partner token bucket at the edge (429 with Retry-After beyond it). */
+  EDGE_RATE_LIMIT_PER_SECOND: z.coerce.number().positive().max(1_000_000).default(200),
+  EDGE_RATE_LIMIT_BURST: z.coerce.number().int().positive().max(1_000_000).default(400),
   /** The payout role's internal gRPC link (Payout, Liquidity); PAYOUT_GRPC_URL is where other roles reach it. */
   PAYOUT_GRPC_PORT: z.coerce.number().int().min(0).max(65_535).default(50052),
   PAYOUT_GRPC_URL: z.string().regex(/^[A-Za-z0-9.:[\]_-]+$/, 'host:port').optional(),

@@ -101,7 +101,7 @@ export async function startService(env: EnvConfig, overrides: ContextOverrides =
           : {}),
         ...(onramp ? { onramp: onramp.acceptance } : {}),
         ...(chains ? { sandbox: onramp ? onramp.sandboxDriver(chains.sandbox) : chains.sandbox } : {}),
-      });
+      }, { rateLimit: { ratePerSecond: env.EDGE_RATE_LIMIT_PER_SECOND, burst: env.EDGE_RATE_LIMIT_BURST } });
       port = edge.port;
       roles.push({ name: 'edge', stop: () => edge.stop() });
     }
