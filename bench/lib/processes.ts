@@ -2,7 +2,6 @@
 // kept in a bounded buffer for error messages, stopped by their own handle (SIGTERM, then SIGKILL
 // after a bound). A bench that dies without stopping them kills them on exit. Every wait is bounded.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 
 const outputBytesMax = 16_384;
 const stopTimeoutMs = 10_000;
@@ -64,24 +63,8 @@ async function stopChild(child: ChildProcess): Promise<void> {
   }
 }
 
-/** A port that was free a moment ago (the caller binds it next; a race is possible but rare). */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      if (address === null || typeof address === 'string') {
-        server.close();
-        reject(new Error('could not determine a free port'));
-        return;
-      }
-      const { port } = address;
-      server.close(() => resolve(port));
-    });
-  });
-}
+// The same helper the test harnesses use.
+export { freePort } from '../../test/support/processes.ts';
 
 export async function sleepMs(ms: number): Promise<void> {
   await new Promise((resolve) => setTimeout(resolve, ms));
