@@ -111,7 +111,11 @@ export async function idempotentPost(
     {
       scope,
       key: key.key,
-      fingerprint: fingerprint(request.routePattern, typeof canonicalBody === 'string' ? canonicalBody : canonicalJson(canonicalBody)),
+      // Hashing the canonical body is only needed to compare a retry under the same key.
+      fingerprint:
+        key.key === undefined
+          ? ''
+          : fingerprint(request.routePattern, typeof canonicalBody === 'string' ? canonicalBody : canonicalJson(canonicalBody)),
       nowMs: env.ctx.clock.nowMs(),
       newIds,
     },
