@@ -5,7 +5,6 @@
 import { randomBytes } from 'node:crypto';
 import {
   Server,
-  ServerCredentials,
   status as grpcStatus,
   type sendUnaryData,
   type ServerUnaryCall,
@@ -21,7 +20,7 @@ import { sha256Hex } from '../edge/auth.ts';
 import type { ServiceContext } from '../service/context.ts';
 import type { Reconciler } from '../service/ports.ts';
 import { persistPartner } from '../service/partner-overrides.ts';
-import { loadProto, lookup } from './proto.ts';
+import { listenGrpc, loadProto, lookup } from './proto.ts';
 
 // The admin service's view of the webhooks service and the sandbox rail: only what it calls, so
 // this module depends on their shapes, not on their modules.
@@ -291,14 +290,5 @@ export async function startAdminServer(ctx: ServiceContext, capabilities: AdminC
   }
   const server = new Server({ 'grpc.max_receive_message_length': 64 * 1024 });
   server.addService(service, implementation);
-  const bound = await new Promise<number>((resolve, reject) => {
-    server.bindAsync(`${ctx.env.HOST}:${port}`, ServerCredentials.createInsecure(), (error, boundPort) => (error ? reject(error) : resolve(boundPort)));
-  });
-  return {
-    port: bound,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        server.tryShutdown(() => resolve());
-      }),
-  };
+  return listenGrpc(server, ctx.env.HOST, port);
 }

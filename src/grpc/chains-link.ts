@@ -18,6 +18,7 @@ import { isOneOf, networks } from '../domain/assets.ts';
 import type { ServiceContext } from '../service/context.ts';
 import type { DepositVerifier, NotifyResult, ReconcileResult, ReconcileResultCode, Reconciler } from '../service/ports.ts';
 import { LinkError, linkCallTimeoutMsDefault, linkMessageBytesMax } from './payout-link.ts';
+import { listenGrpc } from './proto.ts';
 
 export { LinkError } from './payout-link.ts';
 
@@ -260,25 +261,9 @@ export async function startChainsLinkServer(
     }),
   });
   const host = options.host ?? ctx.env.HOST;
-  const port = await new Promise<number>((resolve, reject) => {
-    server.bindAsync(`${host}:${options.port ?? ctx.env.CHAINS_GRPC_PORT}`, grpc.ServerCredentials.createInsecure(), (error, bound) => {
-      if (error) reject(error);
-      else resolve(bound);
-    });
-  });
-  log.info({ host, port }, 'chains link listening');
-  return {
-    port,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        // Graceful first; calls still running after the bound are cancelled.
-        const timer = setTimeout(() => server.forceShutdown(), 5_000);
-        server.tryShutdown(() => {
-          clearTimeout(timer);
-          resolve();
-        });
-      }),
-  };
+  const listening = await listenGrpc(server, host, options.port ?? ctx.env.CHAINS_GRPC_PORT);
+  log.info({ host, port: listening.port }, 'chains link listening');
+  return listening;
 }
 
 // ---- client ----

@@ -11,6 +11,7 @@ import { decimalFromExactString, toFixedString, type Decimal } from '../domain/m
 import type { LiquiditySource } from '../rails/liquidity.ts';
 import { payoutIdempotencyKey, type PayoutWorker } from '../rails/payout-worker.ts';
 import type { PayoutResult, Rail } from '../rails/rails.ts';
+import { listenGrpc } from './proto.ts';
 
 export const payoutProtoPath = join(import.meta.dirname, '../../proto/payout.proto');
 /** Requests here are a few ids; anything bigger is not ours. */
@@ -290,24 +291,7 @@ export async function startPayoutLinkServer(options: PayoutLinkServerOptions): P
       return reply;
     }, options.log),
   });
-  const port = await new Promise<number>((resolve, reject) => {
-    server.bindAsync(`${options.host}:${options.port}`, grpc.ServerCredentials.createInsecure(), (error, bound) => {
-      if (error) reject(error);
-      else resolve(bound);
-    });
-  });
-  return {
-    port,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        // Graceful first; calls still running after the bound are cancelled.
-        const timer = setTimeout(() => server.forceShutdown(), 5_000);
-        server.tryShutdown(() => {
-          clearTimeout(timer);
-          resolve();
-        });
-      }),
-  };
+  return listenGrpc(server, options.host, options.port);
 }
 
 // ---- client ----
