@@ -48,6 +48,12 @@ export interface ShardWorkerOptions {
   readonly readBlockMs?: number;
   /** Actors unused this long leave memory (default 10 minutes). */
   readonly actorIdleMs?: number;
+  /**
+   * An entry of an owned shard still unacknowledged this long is stuck (its read's reply was lost
+   * with a dropped connection, say) and goes back through recovery; 10 s by default. Checked every
+   * lease round.
+   */
+  readonly stuckPendingMs?: number;
   readonly clock: { nowMs(): number };
   readonly log?: (level: LogLevel, message: string, fields?: Record<string, unknown>) => void;
 }
@@ -148,6 +154,7 @@ export class ShardWorker {
       try {
         await this.rebalance();
         await this.relayPendingCommands();
+        await this.sweepStuckPending();
         this.options.runtime.passivateIdle(this.options.actorIdleMs ?? 600_000);
         const memory = process.memoryUsage();
         await this.options.store.reportWorkerStats({
@@ -200,6 +207,29 @@ export class ShardWorker {
       this.log('debug', 'shard acquired', { shard, token: grant.token });
       this.wakeAll();
     }
+  }
+
+  /**
+   * A consumer's `>` reads never return its own unacknowledged entries again; only recovery does.
+   * Between batches nothing should be pending on an owned shard, so an entry idle for
+   * `stuckPendingMs` was lost on the way (a read served by Redis whose reply never arrived): take
+   * it (XAUTOCLAIM, to ourselves) and send the shard through recovery. An entry of a batch still
+   * being applied can be taken too; applying it again is a no-op (commands are deduplicated).
+   */
+  private async sweepStuckPending(): Promise<void> {
+    const { bus, group, workerId, keyPrefix } = this.options;
+    const minIdleMs = this.options.stuckPendingMs ?? 10_000;
+    await Promise.all(
+      this.ownedShards().map(async (shard) => {
+        if (this.needsRecovery.has(shard)) return;
+        const stuck = await bus.claimStale(commandStreamKey(keyPrefix, shard), group, workerId, { minIdleMs, count: 1 });
+        if (stuck.entries.length === 0 && stuck.deletedIds.length === 0) return;
+        if (!this.owned.has(shard)) return;
+        this.log('warn', 'unacknowledged entries found on an owned shard; recovering them', { shard });
+        this.needsRecovery.add(shard);
+        this.wakeAll();
+      }),
+    );
   }
 
   private loseShard(shard: number): void {

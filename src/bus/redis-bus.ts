@@ -404,6 +404,11 @@ const busyReadersMax = 1_024;
 interface SlotOutcome {
   readonly entries: BusEntry[];
   readonly error: unknown;
+  /**
+   * The read's connection was dropped before its reply arrived. The server may have served it
+   * already: its entries then sit in this consumer's pending list, where `>` reads never look.
+   */
+  readonly interrupted?: boolean;
 }
 
 /** The master serving a slot: ioredis' node key (`host:port`) and the cluster client's connection to it. */
@@ -420,6 +425,7 @@ interface SlotRead extends ClusterMaster {
 }
 
 const nothing: SlotOutcome = { entries: [], error: null };
+const interruptedRead: SlotOutcome = { entries: [], error: null, interrupted: true };
 
 /** Entries of every slot; when none has entries, the first error (if any) is thrown. Entries are
  *  never dropped because another slot failed: they are already pending on this consumer. */
@@ -576,19 +582,27 @@ export class RedisBus implements Bus {
     return this.blockOnSlots(cluster, args, groups, masters, options.blockMs, options.signal);
   }
 
-  /** One non-blocking XREADGROUP per slot through the cluster client. */
+  /** One non-blocking XREADGROUP per slot through the cluster client: new entries (`>`). */
   private async readSlotsNow(args: Array<string | number>, groups: ReturnType<typeof streamsBySlot>): Promise<BusEntry[]> {
-    const outcomes = await Promise.all(
+    return mergeOutcomes(await this.readSlotsFrom(args, groups, '>'));
+  }
+
+  /** This consumer's own pending entries (id `0`) in each slot's streams; failures come back as outcomes. */
+  private async readOwnPending(args: Array<string | number>, groups: ReturnType<typeof streamsBySlot>): Promise<SlotOutcome[]> {
+    return this.readSlotsFrom(args, groups, '0');
+  }
+
+  private async readSlotsFrom(args: Array<string | number>, groups: ReturnType<typeof streamsBySlot>, from: '>' | '0'): Promise<SlotOutcome[]> {
+    return Promise.all(
       groups.map(async ({ streams }): Promise<SlotOutcome> => {
         try {
-          const reply = await this.client.call('XREADGROUP', ...args, 'STREAMS', ...streams, ...streams.map(() => '>'));
+          const reply = await this.client.call('XREADGROUP', ...args, 'STREAMS', ...streams, ...streams.map(() => from));
           return { entries: parseReadReply(reply), error: null };
         } catch (error) {
           return { entries: [], error: toBusError(error) };
         }
       }),
     );
-    return mergeOutcomes(outcomes);
   }
 
   /**
@@ -633,7 +647,13 @@ export class RedisBus implements Bus {
       const all = Promise.all(reads.map(async (read) => read.outcome));
       await Promise.race([all, woken]);
       await Promise.all(reads.filter((read) => !read.settled).map(async (read) => this.unblock(read, deadlineMs)));
-      return mergeOutcomes(await all);
+      const outcomes = await all;
+      // A read ended by disconnecting (a late event loop past the deadline, a failed UNBLOCK) may
+      // have been served: fetch what it may have taken from this consumer's own pending list.
+      // Entries pending from before come back too; consumers dedupe (at-least-once).
+      const interrupted = groups.filter((_, index) => outcomes[index]?.interrupted === true);
+      if (interrupted.length > 0 && signal?.aborted !== true && !this.closed) outcomes.push(...(await this.readOwnPending(args, interrupted)));
+      return mergeOutcomes(outcomes);
     } finally {
       signal?.removeEventListener('abort', end);
     }
@@ -643,7 +663,7 @@ export class RedisBus implements Bus {
     try {
       return { entries: parseReadReply(await blocker.call('XREADGROUP', ...command)), error: null };
     } catch (error) {
-      if (this.retired.has(blocker)) return nothing;
+      if (this.retired.has(blocker)) return interruptedRead;
       // The slot moved (resharding, failover): learn the new map; the caller reads again.
       const code = redisErrorCode(error);
       if (code === 'MOVED' || code === 'ASK') cluster.refreshSlotsCache();

@@ -20,6 +20,8 @@ export interface ShardRoleOptions {
   readonly clock: { nowMs(): number };
   readonly leaseTtlMs?: number;
   readonly readBlockMs?: number;
+  /** See ShardWorkerOptions.stuckPendingMs. */
+  readonly stuckPendingMs?: number;
   /** Test-only fault injection (see RuntimeOptions.afterCommit). */
   readonly afterCommit?: (actorId: string) => void;
   readonly log?: (level: LogLevel, message: string, fields?: Record<string, unknown>) => void;
@@ -66,6 +68,7 @@ export async function startShardRole(options: ShardRoleOptions): Promise<ShardRo
     clock: options.clock,
     ...(options.leaseTtlMs !== undefined ? { leaseTtlMs: options.leaseTtlMs } : {}),
     ...(options.readBlockMs !== undefined ? { readBlockMs: options.readBlockMs } : {}),
+    ...(options.stuckPendingMs !== undefined ? { stuckPendingMs: options.stuckPendingMs } : {}),
     ...(options.log ? { log: options.log } : {}),
   });
   await worker.start();
