@@ -432,7 +432,7 @@ describe('Redis Cluster', { timeout: 180_000 }, () => {
           await bus.close();
           await leases.close();
         });
-        workers.push(await startShardRole({ bus, leases, store, behaviors, workerId: `w${index}-${randomUUID()}`, keyPrefix, shardCount, clock, readBlockMs: 200, leaseTtlMs: 3_000 }));
+        workers.push(await startShardRole({ bus, leases, store, behaviors, workerId: `w${index}-${randomUUID()}`, keyPrefix, shardCount, clock, readBlockMs: 200, leaseTtlMs: 3_000, stuckPendingMs: 2_000 }));
       }
       const bus = new RedisBus({ redis: cluster.url });
       const requester = await Requester.start({ bus, replyStream: replyStreamKey(keyPrefix, `test-${randomUUID()}`), blockMs: 200 });
