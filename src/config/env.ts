@@ -32,6 +32,11 @@ const envSchema = z.object({
   /** Per-partner token bucket at the edge (429 with Retry-After beyond it). */
   EDGE_RATE_LIMIT_PER_SECOND: z.coerce.number().positive().max(1_000_000).default(200),
   EDGE_RATE_LIMIT_BURST: z.coerce.number().int().positive().max(1_000_000).default(400),
+  /**
+   * Graceful shutdown (SIGTERM): how long a role may take to finish its work in flight (the edge's
+   * requests, a shard worker's batch, a payout or webhook attempt) before it stops anyway.
+   */
+  SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(600_000).default(20_000),
   /** The payout role's internal gRPC link (Payout, Liquidity); PAYOUT_GRPC_URL is where other roles reach it. */
   PAYOUT_GRPC_PORT: z.coerce.number().int().min(0).max(65_535).default(50052),
   PAYOUT_GRPC_URL: z.string().regex(/^[A-Za-z0-9.:[\]_-]+$/, 'host:port').optional(),

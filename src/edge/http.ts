@@ -126,12 +126,24 @@ export interface Listening {
   readonly port: number;
   /** Stops accepting connections; requests in flight finish on their own. */
   close(): void;
+  /**
+   * Graceful drain (SIGTERM): stops accepting connections, answers every request still arriving on
+   * open keep-alive connections as usual but closes each connection after its response (clients
+   * reconnect to another edge), and resolves once nothing is in flight or `timeoutMs` has passed,
+   * with the number of requests still in flight then (0 = drained).
+   */
+  drain(timeoutMs: number): Promise<number>;
 }
 
 export interface HttpApp {
   listen(host: string, port: number): Promise<Listening>;
   stats(): { inFlightRequests: number; bodyBytesInFlight: number };
+  /** True once a drain has begun: readiness probes answer 503 so load balancers stop routing here. */
+  draining(): boolean;
 }
+
+/** How often a drain checks whether the requests in flight have finished. */
+const drainPollMs = 10;
 
 export const httpDefaults = {
   bodyBytesMax: jsonBodyBytesMax,
@@ -274,6 +286,8 @@ const headerValueForbidden = /[\r\n\0]/;
 const framingHeaders = new Set(['content-length', 'transfer-encoding', 'connection', 'x-request-id']);
 
 interface ExchangeHooks {
+  /** Draining: every response closes its connection. */
+  readonly draining: () => boolean;
   readonly logger: Logger;
   readonly budget: BodyBudget;
   readonly onFinished: () => void;
@@ -328,7 +342,7 @@ class Exchange {
     this.responded = true;
     let status = response.status;
     try {
-      this.res.cork(() => this.write(response, closeConnection));
+      this.res.cork(() => this.write(response, closeConnection || this.hooks.draining()));
     } catch (error) {
       // Only a malformed response from our own code gets here (bad status or header), before any
       // byte was written: replace it with a generic 500.
@@ -464,6 +478,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
   const budget = createBodyBudget(limits.bodyBytesInFlightMax);
   const generateRequestId = options.generateRequestId ?? randomUUID;
   let inFlight = 0;
+  let draining = false;
 
   const reportError = (error: unknown, info: RequestErrorInfo): void => {
     logger.error({ err: error, requestId: info.requestId, method: info.method, route: info.routePattern }, 'request failed');
@@ -473,7 +488,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
       logger.error({ err: hookError }, 'onError hook threw');
     }
   };
-  const hooks: ExchangeHooks = { logger, budget, reportError, onFinished: () => (inFlight -= 1), onRequestFinished: options.onRequestFinished };
+  const hooks: ExchangeHooks = { draining: () => draining, logger, budget, reportError, onFinished: () => (inFlight -= 1), onRequestFinished: options.onRequestFinished };
 
   async function runHandler(exchange: Exchange, route: Route, ctx: RequestContext): Promise<void> {
     exchange.handlerRunning = true;
@@ -604,14 +619,28 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
       return new Promise<Listening>((resolve, reject) => {
         app.listen(host, port, (listenSocket: us_listen_socket | false) => {
           if (listenSocket === false) return reject(new Error(`could not listen on ${host}:${port}`));
+          let closed = false;
+          const close = (): void => {
+            if (closed) return;
+            closed = true;
+            uWS.us_listen_socket_close(listenSocket);
+          };
           resolve({
             port: uWS.us_socket_local_port(listenSocket),
-            close: () => uWS.us_listen_socket_close(listenSocket),
+            close,
+            drain: async (timeoutMs) => {
+              draining = true;
+              close();
+              const deadlineMs = Date.now() + timeoutMs;
+              while (inFlight > 0 && Date.now() < deadlineMs) await new Promise((wake) => setTimeout(wake, drainPollMs));
+              return inFlight;
+            },
           });
         });
       });
     },
     stats: () => ({ inFlightRequests: inFlight, bodyBytesInFlight: budget.inUseBytes() }),
+    draining: () => draining,
   };
 }
 

@@ -61,6 +61,8 @@ export async function startEdgeRole(ctx: ServiceContext, deps: EdgeDeps = {}, op
   const actors = edgeActors(await ctx.actorClient('edge'));
   const rateLimiter = createRateLimiter({ config: options.rateLimit ?? defaultRateLimitConfig });
   const ops = opsGuard({ keyRing: ctx.keyRing });
+  // Set once the app exists (the routes are built before it).
+  let draining = (): boolean => false;
   const env: EdgeEnv = {
     ctx,
     deps,
@@ -68,6 +70,7 @@ export async function startEdgeRole(ctx: ServiceContext, deps: EdgeDeps = {}, op
     idempotency: createIdempotency(ctx.store),
     partnerGuard: partnerGuard({ keyRing: ctx.keyRing, rateLimiter }),
     opsGuard: ops,
+    draining: () => draining(),
   };
   const metrics = createEdgeMetrics();
   let stats = (): { inFlightRequests: number } => ({ inFlightRequests: 0 });
@@ -90,6 +93,15 @@ export async function startEdgeRole(ctx: ServiceContext, deps: EdgeDeps = {}, op
     },
   });
   stats = () => app.stats();
+  draining = () => app.draining();
   const listening = await app.listen(ctx.env.HOST, ctx.env.PORT);
-  return { port: listening.port, stop: async () => listening.close() };
+  return {
+    port: listening.port,
+    // Graceful: no new connections, /readyz turns 503, requests in flight get their answers (their
+    // commands are already on the streams), then the role stops. The actor client closes after this.
+    stop: async () => {
+      const left = await listening.drain(ctx.env.SHUTDOWN_GRACE_MS);
+      if (left > 0) ctx.log.warn({ inFlightRequests: left }, 'edge stopped with requests still in flight');
+    },
+  };
 }

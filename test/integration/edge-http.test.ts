@@ -380,6 +380,90 @@ describe('server-wide limits', () => {
     }
   });
 
+  test('drain: no new connections; a request in flight and one arriving on an open connection are answered, then each connection closes', async () => {
+    let release = (): void => undefined;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const app = createHttpApp({
+      logger: createEdgeLogger({ destination: { write: () => undefined } }),
+      routes: [
+        { method: 'GET', pattern: '/hold', handler: async () => (await held, jsonResponse(200, { held: true })) },
+        { method: 'GET', pattern: '/quick', handler: () => Promise.resolve(jsonResponse(200, { quick: true })) },
+      ],
+    });
+    const listening = await app.listen('127.0.0.1', 0);
+    const open = (): Promise<net.Socket> =>
+      new Promise((resolve, reject) => {
+        const socket = net.connect(listening.port, '127.0.0.1', () => resolve(socket));
+        socket.once('error', reject);
+      });
+    /** Everything the server sends on `socket` until it closes it (or 3 s pass). */
+    const untilClosed = (socket: net.Socket): Promise<{ text: string; closedByServer: boolean }> =>
+      new Promise((resolve) => {
+        let text = '';
+        const timer = setTimeout(() => resolve({ text, closedByServer: false }), 3_000);
+        socket.on('data', (chunk) => (text += chunk.toString('latin1')));
+        socket.on('error', () => undefined);
+        socket.on('close', () => {
+          clearTimeout(timer);
+          resolve({ text, closedByServer: true });
+        });
+      });
+    try {
+      const busy = await open();
+      const idle = await open();
+      const busyDone = untilClosed(busy);
+      const idleDone = untilClosed(idle);
+      busy.write('GET /hold HTTP/1.1\r\nHost: x\r\n\r\n');
+      await sleep(50);
+      assert.equal(app.stats().inFlightRequests, 1);
+      const drained = listening.drain(5_000);
+      assert.equal(app.draining(), true);
+      // New connections are refused once the drain has begun.
+      await assert.rejects(open(), (error: NodeJS.ErrnoException) => error.code === 'ECONNREFUSED');
+      // A keep-alive connection opened before still gets its answer, and is then closed.
+      idle.write('GET /quick HTTP/1.1\r\nHost: x\r\n\r\n');
+      const idleSeen = await idleDone;
+      assert.match(idleSeen.text, /^HTTP\/1\.1 200 OK/);
+      assert.match(idleSeen.text, /"quick":true/);
+      assert.equal(idleSeen.closedByServer, true);
+      // The drain waits for the request in flight, which gets its full answer.
+      let settled = false;
+      void drained.then(() => (settled = true));
+      await sleep(100);
+      assert.equal(settled, false, 'the drain waits while a request is in flight');
+      release();
+      assert.equal(await drained, 0);
+      const busySeen = await busyDone;
+      assert.match(busySeen.text, /^HTTP\/1\.1 200 OK/);
+      assert.match(busySeen.text, /"held":true/);
+      assert.equal(busySeen.closedByServer, true);
+    } finally {
+      release();
+      listening.close();
+    }
+  });
+
+  test('drain gives up after its timeout and reports what is still in flight', async () => {
+    const app = createHttpApp({
+      logger: createEdgeLogger({ destination: { write: () => undefined } }),
+      handlerTimeoutMs: 2_000,
+      routes: [{ method: 'GET', pattern: '/stuck', handler: () => new Promise<never>(() => undefined) }],
+    });
+    const listening = await app.listen('127.0.0.1', 0);
+    const socket = net.connect(listening.port, '127.0.0.1');
+    socket.on('error', () => undefined);
+    try {
+      socket.write('GET /stuck HTTP/1.1\r\nHost: x\r\n\r\n');
+      await sleep(50);
+      assert.equal(await listening.drain(200), 1);
+    } finally {
+      socket.destroy();
+      listening.close();
+    }
+  });
+
   test('route patterns are checked when the app is built', () => {
     const logger = createEdgeLogger({ destination: { write: () => undefined } });
     const handler = (): Promise<never> => Promise.reject(new Error('unused'));

@@ -50,6 +50,8 @@ export interface EdgeEnv {
   readonly idempotency: Idempotency;
   readonly partnerGuard: Guard;
   readonly opsGuard: Guard;
+  /** True once the edge drains for shutdown: /readyz answers 503 so load balancers stop routing here. */
+  readonly draining?: () => boolean;
 }
 
 /** The partner id a guarded route runs for (the guard set it). */

@@ -31,6 +31,7 @@ async function probe(run: () => Promise<unknown>): Promise<boolean> {
 }
 
 async function readiness(env: EdgeEnv): Promise<HttpResponse> {
+  if (env.draining?.() === true) return errorResponse('service_unavailable', 'Not ready: shutting down');
   const [store, bus] = await Promise.all([
     probe(() => env.ctx.store.get('health', 'readyz')),
     probe(() => env.ctx.bus.length(`${env.ctx.keyPrefix}readyz`)),
