@@ -17,9 +17,10 @@ import {
   reply,
   replyAddressOf,
 } from '../../src/bus/request-reply.ts';
-import { randomKeyPrefix, startRedis, type PrivateRedis } from '../support/redis-server.ts';
+import { memoryContractAdapter, type ContractHarness, redisContractAdapter, withHarness } from '../support/contract-adapters.ts';
+import { randomKeyPrefix } from '../support/redis-server.ts';
 
-interface Harness {
+interface Harness extends ContractHarness {
   readonly bus: Bus;
   readonly prefix: string;
   /** Lets `ms` of idle time pass for claims: a manual clock moves, Redis needs a real wait. */
@@ -29,73 +30,37 @@ interface Harness {
   close(): Promise<void>;
 }
 
-interface Adapter {
-  readonly name: string;
-  setUp(): Promise<void>;
-  tearDown(): Promise<void>;
-  open(): Harness;
-}
-
-function memoryAdapter(): Adapter {
-  return {
-    name: 'memory',
-    setUp: async () => undefined,
-    tearDown: async () => undefined,
-    open: () => {
-      const clock = new ManualClock();
-      const bus = new MemoryBus({ clock });
-      return {
-        bus,
-        prefix: randomKeyPrefix('bus'),
-        passTime: async (ms) => clock.advance(ms),
-        reopen: () => bus,
-        close: () => bus.close(),
-      };
-    },
-  };
-}
-
-function redisAdapter(): Adapter {
-  let server: PrivateRedis | undefined;
-  return {
-    name: 'redis',
-    setUp: async () => {
-      server = await startRedis();
-    },
-    tearDown: async () => {
-      await server?.stop();
-    },
-    open: () => {
-      if (server === undefined) throw new Error('redis-server not started');
-      const url = server.url;
-      const buses: Bus[] = [new RedisBus({ redis: url })];
-      const [bus] = buses as [Bus];
-      return {
-        bus,
-        prefix: randomKeyPrefix('bus'),
-        // Redis measures idle time itself; a little extra covers the millisecond granularity.
-        passTime: async (ms) => sleep(ms + 5),
-        reopen: () => {
-          const again = new RedisBus({ redis: url });
-          buses.push(again);
-          return again;
-        },
-        close: async () => {
-          await Promise.all(buses.map(async (each) => each.close()));
-        },
-      };
-    },
-  };
-}
-
-async function withHarness(adapter: Adapter, body: (harness: Harness) => Promise<void>): Promise<void> {
-  const harness = adapter.open();
-  try {
-    await body(harness);
-  } finally {
-    await harness.close();
-  }
-}
+const adapters = [
+  memoryContractAdapter((): Harness => {
+    const clock = new ManualClock();
+    const bus = new MemoryBus({ clock });
+    return {
+      bus,
+      prefix: randomKeyPrefix('bus'),
+      passTime: async (ms) => clock.advance(ms),
+      reopen: () => bus,
+      close: () => bus.close(),
+    };
+  }),
+  redisContractAdapter((url): Harness => {
+    const buses: Bus[] = [new RedisBus({ redis: url })];
+    const [bus] = buses as [Bus];
+    return {
+      bus,
+      prefix: randomKeyPrefix('bus'),
+      // Redis measures idle time itself; a little extra covers the millisecond granularity.
+      passTime: async (ms) => sleep(ms + 5),
+      reopen: () => {
+        const again = new RedisBus({ redis: url });
+        buses.push(again);
+        return again;
+      },
+      close: async () => {
+        await Promise.all(buses.map(async (each) => each.close()));
+      },
+    };
+  }),
+];
 
 async function appendMany(bus: Bus, stream: string, count: number, label = 'm'): Promise<string[]> {
   const ids: string[] = [];
@@ -137,7 +102,7 @@ function startEchoWorker(bus: Bus, stream: string, answer: (entry: BusEntry) => 
   };
 }
 
-for (const adapter of [memoryAdapter(), redisAdapter()]) {
+for (const adapter of adapters) {
   describe(`Bus contract: ${adapter.name}`, { timeout: 60_000 }, () => {
     before(() => adapter.setUp());
     after(() => adapter.tearDown());

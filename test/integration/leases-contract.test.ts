@@ -9,72 +9,38 @@ import type { Leases } from '../../src/bus/leases.ts';
 import { MemoryLeases } from '../../src/bus/memory-leases.ts';
 import { RedisLeases } from '../../src/bus/redis-leases.ts';
 import { shardLeaseName } from '../../src/bus/shards.ts';
-import { randomKeyPrefix, startRedis, type PrivateRedis } from '../support/redis-server.ts';
+import { memoryContractAdapter, redisContractAdapter, withHarness, type ContractHarness } from '../support/contract-adapters.ts';
+import { randomKeyPrefix } from '../support/redis-server.ts';
 
-interface Harness {
+interface Harness extends ContractHarness {
   readonly leases: Leases;
   /** Lets `ms` pass for lease expiry: a manual clock moves, Redis needs a real wait. */
   passTime(ms: number): Promise<void>;
   close(): Promise<void>;
 }
 
-interface Adapter {
-  readonly name: string;
-  setUp(): Promise<void>;
-  tearDown(): Promise<void>;
-  open(): Harness;
-}
-
-function memoryAdapter(): Adapter {
-  return {
-    name: 'memory',
-    setUp: async () => undefined,
-    tearDown: async () => undefined,
-    open: () => {
-      const clock = new ManualClock();
-      const leases = new MemoryLeases({ clock });
-      return { leases, passTime: async (ms) => clock.advance(ms), close: () => leases.close() };
-    },
-  };
-}
-
-function redisAdapter(): Adapter {
-  let server: PrivateRedis | undefined;
-  return {
-    name: 'redis',
-    setUp: async () => {
-      server = await startRedis();
-    },
-    tearDown: async () => {
-      await server?.stop();
-    },
-    open: () => {
-      if (server === undefined) throw new Error('redis-server not started');
-      const leases = new RedisLeases({ redis: server.url, keyPrefix: randomKeyPrefix('leases') });
-      // Redis expires keys by its own millisecond clock; a little extra covers the granularity.
-      return { leases, passTime: async (ms) => sleep(ms + 10), close: () => leases.close() };
-    },
-  };
-}
-
-async function withLeases(adapter: Adapter, body: (harness: Harness) => Promise<void>): Promise<void> {
-  const harness = adapter.open();
-  try {
-    await body(harness);
-  } finally {
-    await harness.close();
-  }
-}
+const adapters = [
+  memoryContractAdapter((): Harness => {
+    const clock = new ManualClock();
+    const leases = new MemoryLeases({ clock });
+    return { leases, passTime: async (ms) => clock.advance(ms), close: () => leases.close() };
+  }),
+  redisContractAdapter((url): Harness => {
+    const leases = new RedisLeases({ redis: url, keyPrefix: randomKeyPrefix('leases') });
+    // Redis expires keys by its own millisecond clock; a little extra covers the granularity.
+    return { leases, passTime: async (ms) => sleep(ms + 10), close: () => leases.close() };
+  }),
+];
 
 const ttlMs = 150;
 
-for (const adapter of [memoryAdapter(), redisAdapter()]) {
+for (const adapter of adapters) {
   describe(`Leases contract: ${adapter.name}`, { timeout: 60_000 }, () => {
     before(() => adapter.setUp());
     after(() => adapter.tearDown());
 
     test('a lease is exclusive while it lasts', () =>
-      withLeases(adapter, async ({ leases }) => {
+      withHarness(adapter, async ({ leases }) => {
         const name = shardLeaseName(3);
         const grant = await leases.acquire(name, 'worker-a', 10_000);
         assert.ok(grant !== null);
@@ -89,7 +55,7 @@ for (const adapter of [memoryAdapter(), redisAdapter()]) {
       }));
 
     test('concurrent acquires: exactly one wins', () =>
-      withLeases(adapter, async ({ leases }) => {
+      withHarness(adapter, async ({ leases }) => {
         const grants = await Promise.all(
           Array.from({ length: 20 }, async (_, i) => leases.acquire('shard:0', `worker-${i}`, 10_000)),
         );
@@ -97,7 +63,7 @@ for (const adapter of [memoryAdapter(), redisAdapter()]) {
       }));
 
     test('after expiry another owner takes over with a higher token; the old owner can neither renew nor release', () =>
-      withLeases(adapter, async ({ leases, passTime }) => {
+      withHarness(adapter, async ({ leases, passTime }) => {
         const name = shardLeaseName(1);
         const first = await leases.acquire(name, 'worker-a', ttlMs);
         assert.ok(first !== null);
@@ -112,7 +78,7 @@ for (const adapter of [memoryAdapter(), redisAdapter()]) {
       }));
 
     test('a lapsed lease cannot be renewed even if nobody took it', () =>
-      withLeases(adapter, async ({ leases, passTime }) => {
+      withHarness(adapter, async ({ leases, passTime }) => {
         const grant = await leases.acquire('shard:2', 'worker-a', ttlMs);
         assert.ok(grant !== null);
         await passTime(ttlMs);
@@ -120,7 +86,7 @@ for (const adapter of [memoryAdapter(), redisAdapter()]) {
       }));
 
     test('renew keeps the lease past its first TTL', () =>
-      withLeases(adapter, async ({ leases, passTime }) => {
+      withHarness(adapter, async ({ leases, passTime }) => {
         const name = 'shard:5';
         const grant = await leases.acquire(name, 'worker-a', 400);
         assert.ok(grant !== null);
@@ -132,7 +98,7 @@ for (const adapter of [memoryAdapter(), redisAdapter()]) {
       }));
 
     test('renew and release need the current token, not just the owner', () =>
-      withLeases(adapter, async ({ leases }) => {
+      withHarness(adapter, async ({ leases }) => {
         const name = 'shard:6';
         const old = await leases.acquire(name, 'worker-a', 10_000);
         // A restarted worker with the same id re-acquires: it gets a new token that fences the old one.
@@ -145,7 +111,7 @@ for (const adapter of [memoryAdapter(), redisAdapter()]) {
       }));
 
     test('release lets another owner take the lease at once', () =>
-      withLeases(adapter, async ({ leases }) => {
+      withHarness(adapter, async ({ leases }) => {
         const name = 'shard:7';
         const first = await leases.acquire(name, 'worker-a', 60_000);
         assert.ok(first !== null);
@@ -157,7 +123,7 @@ for (const adapter of [memoryAdapter(), redisAdapter()]) {
       }));
 
     test('tokens strictly increase per name across owners, releases and expiries; names are independent', () =>
-      withLeases(adapter, async ({ leases, passTime }) => {
+      withHarness(adapter, async ({ leases, passTime }) => {
         const tokens: number[] = [];
         for (let round = 0; round < 12; round += 1) {
           const owner = `worker-${round % 3}`;
@@ -173,7 +139,7 @@ for (const adapter of [memoryAdapter(), redisAdapter()]) {
       }));
 
     test('listAll lists live leases under a name prefix, sorted', () =>
-      withLeases(adapter, async ({ leases, passTime }) => {
+      withHarness(adapter, async ({ leases, passTime }) => {
         await leases.acquire('shard:12', 'worker-b', 60_000);
         await leases.acquire('shard:11', 'worker-a', 60_000);
         await leases.acquire('shard:13', 'worker-c', ttlMs);
@@ -191,7 +157,7 @@ for (const adapter of [memoryAdapter(), redisAdapter()]) {
       }));
 
     test('invalid names, owners, tokens and TTLs are refused', () =>
-      withLeases(adapter, async ({ leases }) => {
+      withHarness(adapter, async ({ leases }) => {
         await assert.rejects(leases.acquire('shard:{1}', 'a', 1_000), RangeError);
         await assert.rejects(leases.acquire('', 'a', 1_000), RangeError);
         await assert.rejects(leases.acquire('shard:1', '', 1_000), RangeError);
