@@ -1,8 +1,9 @@
 // The transaction actor: one per transaction id. It runs the acceptance saga (reserve in every
-// limit counter the transaction falls in, then create; or release what was reserved and reject),
-// then applies the pure transaction state machine to every later fact (deposit, payout, expiry,
-// refund), turning its events into webhooks, payout/refund/delivery effects and counter updates,
-// all written in the same durable step as the new state.
+// limit counter the transaction falls in, the method × day counter first (`firstStage`), then
+// create; or release what was reserved and reject), then applies the pure transaction state
+// machine to every later fact (deposit, payout, expiry, refund), turning its events into
+// webhooks, payout/refund/delivery effects and counter updates, all written in the same durable
+// step as the new state.
 import {
   acceptanceCounterKeys,
   checkPerTransaction,
@@ -62,7 +63,13 @@ interface Reserving {
   readonly phase: 'reserving';
   readonly accept: AcceptPayload;
   readonly keys: AcceptanceCounterKeys;
+  /** Every window the transaction counts in (and, unless KYB-approved, the KYB check). */
   readonly windows: readonly CounterWindow[];
+  /**
+   * The windows asked so far. Absent in snapshots written before the saga had stages, which
+   * asked every window at once: then it is all of `windows`.
+   */
+  readonly sent?: readonly CounterWindow[];
   readonly results: Readonly<Partial<Record<CounterWindow, ReservationResultPayload['outcome']>>>;
   readonly waiting: readonly ReplyTarget[];
   readonly startedAtMs: number;
@@ -173,6 +180,48 @@ function toCounter(keys: AcceptanceCounterKeys, window: CounterWindow, command: 
   return { actorType: counterActorType, actorKey: counterKey(keys, window), kind: command.kind, payload: counterCommand(command) };
 }
 
+/** The amount a window counts: the stablecoin leg for KYC and KYB, the rail's amount otherwise. */
+function windowAmount(quote: Quote, window: CounterWindow): Decimal {
+  return window === 'kycMonth' || window === 'kyb' ? stablecoinAmount(quote) : railAmount(quote);
+}
+
+/** Windows whose reservation stands (the KYB window is a check: it never holds one). */
+function reservingWindows(windows: readonly CounterWindow[]): CounterWindow[] {
+  return windows.filter((window) => window !== 'kyb');
+}
+
+/**
+ * The windows asked first. With a method × day counter: that one, plus the KYB check (it reserves
+ * nothing and outranks the method cap). Once the method's cap is spent, every acceptance of the
+ * day is refused there, and that load has no bound (acceptances do: the cap itself bounds them),
+ * so a refusal then costs one counter and leaves nothing to release. The others (user × day, KYC
+ * month) are asked only after the method counter granted; their refusals rank after the method
+ * cap (`acceptanceCheckOrder`), so asking later never changes the answer. The price is one more
+ * round trip on the success path. Without a method counter (PIX) everything is asked at once.
+ */
+function firstStage(windows: readonly CounterWindow[]): CounterWindow[] {
+  if (!windows.includes('methodDay')) return [...windows];
+  return windows.filter((window) => window === 'methodDay' || window === 'kyb');
+}
+
+function sentWindows(state: Reserving): readonly CounterWindow[] {
+  return state.sent ?? state.windows;
+}
+
+function reserveCommands(accept: AcceptPayload, keys: AcceptanceCounterKeys, windows: readonly CounterWindow[], transactionId: string): CommandToSend[] {
+  return windows.map((window) =>
+    toCounter(keys, window, {
+      kind: 'reserve',
+      window,
+      transactionId,
+      amount: windowAmount(accept.quote, window),
+      method: accept.quote.paymentMethod,
+      standing: { kycEnabled: accept.kycEnabled, kycApproved: accept.kycApproved },
+      kybApproved: accept.kybApproved,
+    }),
+  );
+}
+
 /** Read-only checks, in the catalogue's order of precedence; the first failure answers. */
 function preChecks(accept: AcceptPayload, limits: LimitsConfig, nowMs: number): AcceptanceRejection | null {
   const { quote } = accept;
@@ -199,29 +248,35 @@ function startAcceptance(accept: AcceptPayload, command: { replyTo?: ReplyTarget
     nowMs,
   });
   const windows = windowsFor(accept, keys);
-  const send = windows.map((window) =>
-    toCounter(keys, window, {
-      kind: 'reserve',
-      window,
-      transactionId,
-      amount: window === 'kycMonth' || window === 'kyb' ? stablecoinAmount(accept.quote) : railAmount(accept.quote),
-      method: accept.quote.paymentMethod,
-      standing: { kycEnabled: accept.kycEnabled, kycApproved: accept.kycApproved },
-      kybApproved: accept.kybApproved,
-    }),
-  );
+  const sent = firstStage(windows);
   return {
     state: {
       phase: 'reserving',
       accept,
       keys,
       windows,
+      sent,
       results: {},
       waiting: command.replyTo ? [command.replyTo] : [],
       startedAtMs: nowMs,
     },
-    send,
+    send: reserveCommands(accept, keys, sent, transactionId),
   };
+}
+
+/** One counter answered. Waits for the rest of the stage, then asks the next stage or finishes. */
+function recordResult(state: Reserving, result: ReservationResultPayload, transactionId: string, nowMs: number): Outcome<TransactionActorState> {
+  const sent = sentWindows(state);
+  // Each counter answers once per reserve (commands dedupe by id); a window not asked, or asked
+  // and already answered, has nothing to add.
+  if (!sent.includes(result.window) || state.results[result.window] !== undefined) return {};
+  const results = { ...state.results, [result.window]: result.outcome };
+  const next: Reserving = { ...state, results };
+  if (sent.some((window) => results[window] === undefined)) return { state: next };
+  const refused = sent.some((window) => results[window]?.ok === false);
+  const unsent = state.windows.filter((window) => !sent.includes(window));
+  if (refused || unsent.length === 0) return finishAcceptance(next, transactionId, nowMs);
+  return { state: { ...next, sent: [...sent, ...unsent] }, send: reserveCommands(state.accept, state.keys, unsent, transactionId) };
 }
 
 const windowCheck: Readonly<Record<CounterWindow, AcceptanceCheck>> = {
@@ -231,9 +286,9 @@ const windowCheck: Readonly<Record<CounterWindow, AcceptanceCheck>> = {
   methodDay: 'method_daily_cap',
 };
 
-/** All counters answered: create the transaction, or release what was reserved and reject. */
+/** Every asked counter answered: create the transaction, or release what was reserved and reject. */
 function finishAcceptance(state: Reserving, transactionId: string, nowMs: number): Outcome<TransactionActorState> {
-  const failures = state.windows
+  const failures = sentWindows(state)
     .map((window) => ({ window, outcome: state.results[window] }))
     .filter((item) => item.outcome !== undefined && !item.outcome.ok)
     .sort((a, b) => {
@@ -243,8 +298,12 @@ function finishAcceptance(state: Reserving, transactionId: string, nowMs: number
           : checkPrecedence(windowCheck[item.window]);
       return rank(a) - rank(b);
     });
+  // Only granted reservations are given back: a refusal reserved nothing, a window never asked
+  // holds nothing, and the KYB check never reserves.
   const releaseAll = (): CommandToSend[] =>
-    state.windows.map((window) => toCounter(state.keys, window, { kind: 'release', transactionId }));
+    reservingWindows(sentWindows(state))
+      .filter((window) => state.results[window]?.ok === true)
+      .map((window) => toCounter(state.keys, window, { kind: 'release', transactionId }));
   const first = failures[0];
   const answerAll = (answer: JsonValue) => state.waiting.map((to) => ({ to, payload: answer }));
   if (first !== undefined && first.outcome !== undefined && !first.outcome.ok) {
@@ -301,8 +360,8 @@ function effectsOf(
   const outbox: OutboxMessage[] = [];
   const send: CommandToSend[] = [];
   const tx = live.tx;
-  const toCounters = (command: (window: CounterWindow) => Parameters<typeof counterCommand>[0]): void => {
-    for (const window of live.windows) send.push(toCounter(live.keys, window, command(window)));
+  const toCounters = (windows: readonly CounterWindow[], command: (window: CounterWindow) => Parameters<typeof counterCommand>[0]): void => {
+    for (const window of windows) send.push(toCounter(live.keys, window, command(window)));
   };
   let current = before;
   for (const event of events) {
@@ -311,13 +370,11 @@ function effectsOf(
       outbox.push({ topic: outboxTopicWebhooks, partitionKey: tx.id, payload: toJsonValue({ partnerId: tx.partnerId, ...webhook }) });
     }
     const effect = limitEffectFor(event);
-    if (effect === 'release') toCounters(() => ({ kind: 'release', transactionId: tx.id }));
+    // At most one of these per transaction: each leaves a status it cannot return to
+    // (AWAITING_PAYMENT or PROCESSING_PAYMENT), see `limitEffectFor`.
+    if (effect === 'release') toCounters(reservingWindows(live.windows), () => ({ kind: 'release', transactionId: tx.id }));
     if (effect === 'keep') {
-      toCounters((window) => ({
-        kind: 'commit',
-        transactionId: tx.id,
-        amount: window === 'kycMonth' || window === 'kyb' ? stablecoinAmount(tx.quote) : railAmount(tx.quote),
-      }));
+      toCounters(live.windows, (window) => ({ kind: 'commit', transactionId: tx.id, amount: windowAmount(tx.quote, window) }));
     }
     const common = { transactionId: tx.id, partnerId: tx.partnerId, direction: tx.direction };
     if (event.type === 'PayoutRequested') outbox.push({ topic: outboxTopicPayouts, partitionKey: tx.id, payload: toJsonValue({ ...common, ...event }) });
@@ -367,14 +424,10 @@ export function transactionBehavior(deps: TransactionActorDeps): ActorBehavior<T
         return { reply: state.phase === 'rejected' ? state.reply : reply(acceptedReply(state)) };
       }
       if (command.kind === reservationResultKind) {
-        // Every counter answers exactly once per saga (commands dedupe by id), and the saga
-        // settles only when all have answered, so a result outside 'reserving' is a duplicate.
+        // Every asked counter answers exactly once (commands dedupe by id), and the saga settles
+        // only when all asked have answered, so a result outside 'reserving' is a duplicate.
         if (state === null || state.phase !== 'reserving') return {};
-        const result = fromJsonValue<ReservationResultPayload>(command.payload);
-        const results = { ...state.results, [result.window]: result.outcome };
-        const next: Reserving = { ...state, results };
-        if (state.windows.some((window) => results[window] === undefined)) return { state: next };
-        return finishAcceptance(next, transactionId, ctx.nowMs);
+        return recordResult(state, fromJsonValue<ReservationResultPayload>(command.payload), transactionId, ctx.nowMs);
       }
       if (state === null || state.phase !== 'live') {
         return { reply: { ok: false, code: 'not_found' } };

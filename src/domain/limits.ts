@@ -53,7 +53,10 @@ export type AcceptanceRejectionCode = AcceptanceRejection['code'];
  * The order in which acceptance checks run; the first failing one answers. `kyc_required` is not
  * a rejection (the answer is 200 with `kycRequired: true`) but it has its place in the order.
  * Reads come before writes: every check up to `liquidity_insufficient` reads only; from
- * `kyc_required` on, each check is a reservation in a counter, undone if a later one fails.
+ * `method_daily_cap` on, each check is a reservation in a counter, undone if a later one fails.
+ * The method's daily cap comes first among them: like the rail's state and its liquidity it is a
+ * fact about the method for everyone today, which neither KYC nor another user changes
+ * (docs/decisions-limits.md).
  */
 export const acceptanceCheckOrder = [
   'user_disabled',
@@ -63,10 +66,10 @@ export const acceptanceCheckOrder = [
   'rail_unavailable',
   'account_unverifiable',
   'liquidity_insufficient',
+  'method_daily_cap',
   'kyc_required',
   'user_daily_count_cap',
   'user_daily_amount_cap',
-  'method_daily_cap',
 ] as const satisfies readonly (AcceptanceRejectionCode | 'kyc_required')[];
 
 export type AcceptanceCheck = (typeof acceptanceCheckOrder)[number];

@@ -8,7 +8,7 @@ import type { AcceptPayload, AcceptReply } from '../../src/actors/transaction-ac
 import { toJsonValue } from '../../src/actors/state-codec.ts';
 import { decimalFromString } from '../../src/domain/money.ts';
 import type { Quote } from '../../src/domain/quote.ts';
-import { methodDayCounterKey, methodDayKey, userDayCounterKey } from '../../src/domain/limits.ts';
+import { kycMonthCounterKey, methodDayCounterKey, methodDayKey, userDayCounterKey, utcMonthKey } from '../../src/domain/limits.ts';
 import { defaultLimitsConfig } from '../../src/config/limits.ts';
 import { startActorHarness, type ActorHarness, type BusKind } from '../support/actor-harness.ts';
 import { eventually } from '../support/eventually.ts';
@@ -119,6 +119,33 @@ for (const busKind of ['memory', 'redis'] as BusKind[]) {
       const minimum = await quoteBreb(harness, partnerId, 10_000);
       const late = await accept(harness, minimum, 'late-user');
       assert.equal(late.ok, 25_000_000 - expected >= 10_000);
+    });
+
+    test('at the method cap a refusal reserves nothing anywhere: the user\'s counters are never touched', async () => {
+      const nowMs = Date.now();
+      const dayKey = methodDayKey(defaultLimitsConfig, 'BREB', nowMs);
+      const methodKey = methodDayCounterKey('BREB', dayKey);
+      const partnerId = `p-${randomUUID()}`;
+      // Fill what the previous test left (it always leaves less than 5,000,000, possibly nothing).
+      const used = await counterState(harness, methodKey);
+      const leftUnits = 25_000_000n * 100n - decimalFromString(used.reservedAmount, 2).units;
+      if (leftUnits >= 1_000_000n) {
+        const rest = await quoteBreb(harness, partnerId, Number(leftUnits / 100n));
+        assert.equal((await accept(harness, rest, 'filler')).ok, true);
+      }
+      assert.equal((await counterState(harness, methodKey)).reservedAmount, '25000000.00', 'the cap is exactly full');
+      const quote = await quoteBreb(harness, partnerId, 10_000);
+      const replies = await Promise.all(Array.from({ length: 8 }, (_, index) => accept(harness, quote, `refused-${index}`)));
+      for (const reply of replies) {
+        assert.ok(!reply.ok);
+        assert.equal(reply.code, 'method_daily_cap');
+      }
+      for (let index = 0; index < 8; index += 1) {
+        const userId = `refused-${index}`;
+        assert.equal(await harness.store.load(`counter/${userDayCounterKey(partnerId, userId, 'BREB', dayKey)}`), null);
+        assert.equal(await harness.store.load(`counter/${kycMonthCounterKey(partnerId, userId, utcMonthKey(nowMs))}`), null);
+      }
+      assert.equal((await counterState(harness, methodKey)).reservedAmount, '25000000.00');
     });
   });
 }

@@ -1,0 +1,286 @@
+// The acceptance saga of the transaction actor, driven command by command through its pure
+// `handle`: which counters are asked and when, which answer wins, what is released (and what is
+// not), and that a transaction releases its reservations exactly once.
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { defaultLimitsConfig } from '../../src/config/limits.ts';
+import type { CounterCommand, CounterWindow, ReservationOutcome } from '../../src/actors/counter-actor.ts';
+import { reservationResultKind } from '../../src/actors/counter-actor.ts';
+import type { CommandEnvelope, CommandToSend, JsonValue, Outcome } from '../../src/actors/envelope.ts';
+import { timerCommandKind } from '../../src/actors/envelope.ts';
+import { fromJsonValue, toJsonValue } from '../../src/actors/state-codec.ts';
+import {
+  transactionBehavior,
+  type AcceptPayload,
+  type AcceptReply,
+  type TransactionActorState,
+} from '../../src/actors/transaction-actor.ts';
+import { acceptanceCounterKeys } from '../../src/domain/limits.ts';
+import { decimal } from '../../src/domain/money.ts';
+import type { Quote } from '../../src/domain/quote.ts';
+
+const t0 = 1_700_000_000_000;
+const txId = '0b6f6a8e-0a3c-4d5e-9f10-1a2b3c4d5e6f';
+const replyTo = { stream: 'reply:edge-1', requestId: 'r-1' };
+
+const brebQuote: Quote = {
+  id: 'q-breb',
+  partnerId: 'acme',
+  kind: 'payout',
+  direction: 'payout',
+  network: 'STELLAR',
+  cryptoCurrency: 'USDC',
+  paymentMethod: 'BREB',
+  targetCurrency: 'COP',
+  tokenDecimals: 7,
+  sourceAmount: decimal(255_000_000n, 7), // 25.5 USDC
+  targetAmount: decimal(10_000_000n, 2), // 100,000.00 COP
+  fee: { amount: decimal(2_500_000n, 7), currency: 'USDC', type: 'percentage' },
+  rate: decimal(4_000n, 0),
+  createdAtMs: t0 - 1000,
+  expiresAtMs: t0 + 3_600_000,
+};
+
+const pixQuote: Quote = {
+  ...brebQuote,
+  id: 'q-pix',
+  paymentMethod: 'PIX',
+  targetCurrency: 'BRL',
+  targetAmount: decimal(10_000n, 2),
+  rate: decimal(54n, 1),
+};
+
+function acceptPayload(quote: Quote, overrides: Partial<AcceptPayload> = {}): AcceptPayload {
+  return {
+    partnerId: 'acme',
+    userId: 'user-1',
+    quote,
+    accountNumber: '@recipient',
+    qrCode: null,
+    taxId: null,
+    externalId: null,
+    kycEnabled: false,
+    kycApproved: false,
+    kybApproved: true,
+    liquidity: null,
+    railAvailable: true,
+    paymentContext: { depositAddress: 'G-TEST' },
+    ...overrides,
+  };
+}
+
+const behavior = transactionBehavior({ limits: () => defaultLimitsConfig });
+const keys = acceptanceCounterKeys(defaultLimitsConfig, { partnerId: 'acme', userId: 'user-1', method: 'BREB', nowMs: t0 });
+const windowOfKey = new Map<string, CounterWindow>([
+  [keys.userDay ?? '', 'userDay'],
+  [keys.methodDay ?? '', 'methodDay'],
+  [keys.kycMonth, 'kycMonth'],
+  [keys.kyb, 'kyb'],
+]);
+
+/** One transaction actor, its state carried from command to command as the runtime would. */
+class Saga {
+  state: TransactionActorState | null = null;
+  private sequence = 0;
+
+  apply(kind: string, payload: JsonValue, options: { replyTo?: typeof replyTo; nowMs?: number } = {}): Outcome<TransactionActorState> {
+    this.sequence += 1;
+    const command: CommandEnvelope = {
+      commandId: `c-${this.sequence}`,
+      actorType: 'transaction',
+      actorKey: txId,
+      kind,
+      payload,
+      ...(options.replyTo ? { replyTo: options.replyTo } : {}),
+      sentAtMs: t0,
+    };
+    const outcome = behavior.handle(this.state, command, { nowMs: options.nowMs ?? t0, commandId: command.commandId });
+    // What the runtime persists is the encoded state: every step goes through a round trip.
+    if (outcome.state !== undefined) this.state = behavior.decode(behavior.encode(outcome.state));
+    return outcome;
+  }
+
+  accept(payload: AcceptPayload): Outcome<TransactionActorState> {
+    return this.apply('accept', toJsonValue(payload), { replyTo });
+  }
+
+  answer(window: CounterWindow, outcome: ReservationOutcome): Outcome<TransactionActorState> {
+    return this.apply(reservationResultKind, toJsonValue({ window, outcome }));
+  }
+}
+
+interface CounterSend {
+  readonly window: CounterWindow;
+  readonly command: CounterCommand;
+}
+
+function counterSends(outcome: Outcome<TransactionActorState>): CounterSend[] {
+  return (outcome.send ?? []).map((send: CommandToSend) => {
+    assert.equal(send.actorType, 'counter');
+    const window = windowOfKey.get(send.actorKey);
+    assert.ok(window !== undefined, `a send to an unexpected counter ${send.actorKey}`);
+    return { window, command: fromJsonValue<CounterCommand>(send.payload) };
+  });
+}
+
+function asked(outcome: Outcome<TransactionActorState>, kind: CounterCommand['kind']): CounterWindow[] {
+  const sends = counterSends(outcome);
+  for (const send of sends) assert.equal(send.command.kind, kind);
+  return sends.map((send) => send.window).sort();
+}
+
+function answerOf(outcome: Outcome<TransactionActorState>): AcceptReply {
+  const replies = outcome.replies ?? [];
+  assert.equal(replies.length, 1, 'the waiting edge gets one answer');
+  return replies[0]?.payload as unknown as AcceptReply;
+}
+
+const granted: ReservationOutcome = { ok: true };
+const methodCap: ReservationOutcome = { ok: false, rejection: { code: 'method_daily_cap', method: 'BREB' } };
+const userCountCap: ReservationOutcome = { ok: false, rejection: { code: 'user_daily_count_cap', method: 'BREB', countCap: 15 } };
+const kybCap: ReservationOutcome = { ok: false, rejection: { code: 'kyb_cap', cap: defaultLimitsConfig.kybUnapprovedCompletedTotalMax } };
+const kycRequired: ReservationOutcome = { ok: false, kycRequired: true };
+
+describe('acceptance saga: the method × day counter is asked first', () => {
+  test('a BREB acceptance asks the method counter alone first (with the KYB check when not approved)', () => {
+    assert.deepEqual(asked(new Saga().accept(acceptPayload(brebQuote)), 'reserve'), ['methodDay']);
+    assert.deepEqual(asked(new Saga().accept(acceptPayload(brebQuote, { kybApproved: false })), 'reserve'), ['kyb', 'methodDay']);
+  });
+
+  test('a refusal at the method cap answers at once, asks no other counter and releases nothing', () => {
+    const saga = new Saga();
+    saga.accept(acceptPayload(brebQuote));
+    const refused = saga.answer('methodDay', methodCap);
+    assert.deepEqual(counterSends(refused), [], 'nothing to release, nobody else to ask');
+    const reply = answerOf(refused);
+    assert.ok(!reply.ok);
+    assert.equal(reply.code, 'method_daily_cap');
+    assert.equal(reply.httpStatus, 400);
+    assert.equal(saga.state?.phase, 'rejected');
+  });
+
+  test('the method cap answers before the KYC gate and the user caps: they are never asked', () => {
+    const saga = new Saga();
+    saga.accept(acceptPayload(brebQuote, { kycEnabled: true }));
+    const reply = answerOf(saga.answer('methodDay', methodCap));
+    assert.ok(!reply.ok && reply.code === 'method_daily_cap');
+  });
+
+  test('once the method counter grants, the user × day and KYC month counters are asked together', () => {
+    const saga = new Saga();
+    saga.accept(acceptPayload(brebQuote));
+    const next = saga.answer('methodDay', granted);
+    assert.deepEqual(asked(next, 'reserve'), ['kycMonth', 'userDay']);
+    assert.equal(next.replies, undefined, 'no answer yet');
+    assert.deepEqual(counterSends(saga.answer('userDay', granted)), [], 'waits for the KYC month counter');
+    const created = saga.answer('kycMonth', granted);
+    const reply = answerOf(created);
+    assert.ok(reply.ok && !reply.kycRequired);
+    assert.equal(reply.id, txId);
+    assert.equal(saga.state?.phase, 'live');
+  });
+
+  test('a refusal in the second stage releases exactly the reservations that were granted', () => {
+    const saga = new Saga();
+    saga.accept(acceptPayload(brebQuote));
+    saga.answer('methodDay', granted);
+    saga.answer('kycMonth', granted);
+    const refused = saga.answer('userDay', userCountCap);
+    assert.deepEqual(asked(refused, 'release'), ['kycMonth', 'methodDay']);
+    const reply = answerOf(refused);
+    assert.ok(!reply.ok && reply.code === 'user_daily_count_cap');
+  });
+
+  test('kycRequired in the second stage releases the others and answers 200 with kycRequired', () => {
+    const saga = new Saga();
+    saga.accept(acceptPayload(brebQuote, { kycEnabled: true }));
+    saga.answer('methodDay', granted);
+    saga.answer('userDay', granted);
+    const gated = saga.answer('kycMonth', kycRequired);
+    assert.deepEqual(asked(gated, 'release'), ['methodDay', 'userDay']);
+    assert.deepEqual(answerOf(gated), { ok: true, kycRequired: true });
+  });
+
+  test('the KYB cap outranks the method cap; a granted method reservation is given back', () => {
+    const both = new Saga();
+    both.accept(acceptPayload(brebQuote, { kybApproved: false }));
+    both.answer('methodDay', methodCap);
+    const bothRefused = both.answer('kyb', kybCap);
+    assert.deepEqual(counterSends(bothRefused), []);
+    const first = answerOf(bothRefused);
+    assert.ok(!first.ok && first.code === 'kyb_cap');
+
+    const kybOnly = new Saga();
+    kybOnly.accept(acceptPayload(brebQuote, { kybApproved: false }));
+    kybOnly.answer('kyb', kybCap);
+    const refused = kybOnly.answer('methodDay', granted);
+    assert.deepEqual(asked(refused, 'release'), ['methodDay'], 'the KYB check reserved nothing');
+    const second = answerOf(refused);
+    assert.ok(!second.ok && second.code === 'kyb_cap');
+  });
+
+  test('without a method counter (PIX) every counter is asked at once', () => {
+    const saga = new Saga();
+    assert.deepEqual(asked(saga.accept(acceptPayload(pixQuote, { kybApproved: false })), 'reserve'), ['kyb', 'kycMonth']);
+  });
+
+  test('duplicate and unasked results change nothing', () => {
+    const saga = new Saga();
+    saga.accept(acceptPayload(brebQuote));
+    assert.deepEqual(saga.answer('userDay', userCountCap), {}, 'userDay was not asked yet');
+    saga.answer('methodDay', granted);
+    assert.deepEqual(saga.answer('methodDay', methodCap), {}, 'the method counter already answered');
+    saga.answer('userDay', granted);
+    const created = saga.answer('kycMonth', granted);
+    assert.equal(saga.state?.phase, 'live');
+    assert.ok(answerOf(created).ok);
+    assert.deepEqual(saga.answer('kycMonth', granted), {}, 'after the saga settled');
+  });
+
+  test('a saga stored before stages existed (every counter asked at once, no `sent`) still settles', () => {
+    const saga = new Saga();
+    saga.accept(acceptPayload(brebQuote));
+    assert.ok(saga.state?.phase === 'reserving');
+    const { sent, ...legacy } = saga.state;
+    assert.deepEqual(sent, ['methodDay']);
+    saga.state = behavior.decode(toJsonValue(legacy));
+    saga.answer('userDay', granted);
+    saga.answer('methodDay', methodCap);
+    const refused = saga.answer('kycMonth', granted);
+    assert.deepEqual(asked(refused, 'release'), ['kycMonth', 'userDay']);
+    const reply = answerOf(refused);
+    assert.ok(!reply.ok && reply.code === 'method_daily_cap');
+  });
+
+  test('an accept sent again while the saga runs waits for the same answer; after it, gets it replayed', () => {
+    const saga = new Saga();
+    saga.accept(acceptPayload(brebQuote));
+    const again = saga.apply('accept', toJsonValue(acceptPayload(brebQuote)), { replyTo: { stream: 'reply:edge-2', requestId: 'r-2' } });
+    assert.deepEqual(counterSends(again), [], 'no second reservation');
+    const refused = saga.answer('methodDay', methodCap);
+    assert.equal(refused.replies?.length, 2, 'both waiting edges are answered');
+    const later = saga.apply('accept', toJsonValue(acceptPayload(brebQuote)), { replyTo });
+    assert.deepEqual(later.reply, refused.replies?.[0]?.payload);
+  });
+});
+
+describe('a live transaction gives its reservations back exactly once', () => {
+  function live(accept: AcceptPayload): Saga {
+    const saga = new Saga();
+    saga.accept(accept);
+    saga.answer('methodDay', granted);
+    if (!accept.kybApproved) saga.answer('kyb', granted);
+    saga.answer('userDay', granted);
+    saga.answer('kycMonth', granted);
+    assert.equal(saga.state?.phase, 'live');
+    return saga;
+  }
+
+  test('expiry releases every reservation once (not the KYB check); a second timer does nothing', () => {
+    const saga = live(acceptPayload(brebQuote, { kybApproved: false }));
+    const expired = saga.apply(timerCommandKind, { dueAtMs: brebQuote.expiresAtMs }, { nowMs: brebQuote.expiresAtMs });
+    assert.deepEqual(asked(expired, 'release'), ['kycMonth', 'methodDay', 'userDay']);
+    const again = saga.apply(timerCommandKind, { dueAtMs: brebQuote.expiresAtMs }, { nowMs: brebQuote.expiresAtMs + 1 });
+    assert.deepEqual(counterSends(again), []);
+  });
+});
