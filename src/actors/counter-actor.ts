@@ -17,6 +17,7 @@ import {
   reserveUserDay,
   type AcceptanceRejection,
   type CounterEntry,
+  type CounterEntryStatus,
   type CounterState,
   type KycStanding,
   type LimitsConfig,
@@ -95,15 +96,18 @@ function completedTotal(state: CounterState): Decimal {
 // As a JSON object per entry (format 1: `entries: { [id]: { amount: {decimal__}, completed } }`)
 // every write walked, validated, packed and, for the version check, unpacked again hundreds of
 // small objects. Format 2 keeps the same totals and writes the entries as ONE string, a line per
-// entry: `<flag> <amount as fixed text> <transaction id>`, flag `o` (open) or `c` (completed);
-// an id holding a newline is stored percent-encoded with the flag in upper case (`O`, `C`). A
+// entry: `<flag> <amount as fixed text> <transaction id>`, flag `o` (open), `c` (completed) or
+// `r` (released: a tombstone, not in the totals); an id holding a newline is stored
+// percent-encoded with the flag in upper case (`O`, `C`, `R`). A
 // string costs the store a copy, not a walk. Format 1 snapshots still load (an upgrade in place).
 
 const lineSeparator = '\n';
+const statusFlags: Readonly<Record<CounterEntryStatus, string>> = { open: 'o', completed: 'c', released: 'r' };
+const flagStatuses: Readonly<Record<string, CounterEntryStatus>> = { o: 'open', c: 'completed', r: 'released' };
 
 function entryLine(transactionId: string, entry: CounterEntry): string {
   const escaped = transactionId.includes(lineSeparator);
-  const flag = entry.completed ? 'c' : 'o';
+  const flag = statusFlags[entry.status];
   const id = escaped ? encodeURIComponent(transactionId) : transactionId;
   return `${escaped ? flag.toUpperCase() : flag} ${toFixedString(entry.amount)} ${id}`;
 }
@@ -111,13 +115,14 @@ function entryLine(transactionId: string, entry: CounterEntry): string {
 function parseEntryLine(line: string): [string, CounterEntry] {
   const amountEnd = line.indexOf(' ', 2);
   const flag = line[0];
-  if (line[1] !== ' ' || amountEnd < 0 || flag === undefined || !'ocOC'.includes(flag)) {
+  const status = flag === undefined ? undefined : flagStatuses[flag.toLowerCase()];
+  if (line[1] !== ' ' || amountEnd < 0 || flag === undefined || status === undefined) {
     throw new Error(`counter snapshot: bad entry line ${JSON.stringify(line.slice(0, 80))}`);
   }
   const parsed = decimalFromExactString(line.slice(2, amountEnd));
   const rawId = line.slice(amountEnd + 1);
-  const transactionId = flag === 'O' || flag === 'C' ? decodeURIComponent(rawId) : rawId;
-  return [transactionId, { amount: decimal(parsed.units, parsed.scale), completed: flag === 'c' || flag === 'C' }];
+  const transactionId = flag !== flag.toLowerCase() ? decodeURIComponent(rawId) : rawId;
+  return [transactionId, { amount: decimal(parsed.units, parsed.scale), status }];
 }
 
 interface CounterSnapshot {
@@ -152,7 +157,7 @@ function legacyEntries(json: JsonValue | undefined): Array<[string, CounterEntry
   if (json === null || typeof json !== 'object' || Array.isArray(json)) throw new Error('counter snapshot: no entries');
   return Object.entries(json).map(([transactionId, entry]) => {
     const { amount, completed } = fromJsonValue<{ amount: Decimal; completed: boolean }>(entry);
-    return [transactionId, { amount, completed: completed === true }];
+    return [transactionId, { amount, status: completed === true ? 'completed' : 'open' }];
   });
 }
 
@@ -169,9 +174,10 @@ export function decodeCounter(json: JsonValue): CounterState {
   };
   // The totals are the sum and number of the entries (the domain keeps them so); a snapshot that
   // disagrees is corrupt, and loading it would let the cap drift.
-  const sum = pairs.reduce((total, [, entry]) => add(total, entry.amount), zero(0));
-  if (Object.keys(entries).length !== pairs.length || state.reservedCount !== pairs.length || compare(sum, state.reservedAmount) !== 0) {
-    throw new Error(`counter snapshot: totals ${state.reservedCount} / ${toFixedString(state.reservedAmount)} disagree with ${pairs.length} entries`);
+  const counted = pairs.filter(([, entry]) => entry.status !== 'released');
+  const sum = counted.reduce((total, [, entry]) => add(total, entry.amount), zero(0));
+  if (Object.keys(entries).length !== pairs.length || state.reservedCount !== counted.length || compare(sum, state.reservedAmount) !== 0) {
+    throw new Error(`counter snapshot: totals ${state.reservedCount} / ${toFixedString(state.reservedAmount)} disagree with ${counted.length} counted entries`);
   }
   if (lines !== null) encodedCounters.set(state, json);
   return state;

@@ -317,13 +317,21 @@ export function acceptanceCounterKeys(
 // ---------------------------------------------------------------------------------------------
 // Reservation arithmetic of one counter
 
+/**
+ * A transaction's place in one counter. `open`: reserved, in flight. `completed`: keeps its
+ * reservation for good (release no longer applies). `released`: given back (expired, failed,
+ * refused elsewhere); the entry stays as a tombstone so that a reserve of the same transaction
+ * delivered late (a stream redelivery, an outbox row re-sent after a crash — possibly long after the
+ * runtime's bounded dedupe log forgot it) can never count it again.
+ */
+export type CounterEntryStatus = 'open' | 'completed' | 'released';
+
 export interface CounterEntry {
   readonly amount: Decimal;
-  /** Completed transactions keep their reservation for good: release no longer applies. */
-  readonly completed: boolean;
+  readonly status: CounterEntryStatus;
 }
 
-/** One counter (one window, one key). `reserved*` include completed entries. */
+/** One counter (one window, one key). `reserved*` count the open and completed entries, not the released. */
 export interface CounterState {
   readonly reservedAmount: Decimal;
   readonly reservedCount: number;
@@ -376,6 +384,8 @@ export function reserve(state: CounterState, reservation: Reservation): ReserveR
   assert(transactionId.length > 0, 'empty transaction id');
   const existing = entryOf(state, transactionId);
   if (existing !== undefined) {
+    // Counted already, or released already (then this reserve is a late duplicate of the one that
+    // was released; the transaction is over): either way nothing changes.
     assertSameAmount(existing, amount, transactionId);
     return { ok: true, state };
   }
@@ -386,7 +396,7 @@ export function reserve(state: CounterState, reservation: Reservation): ReserveR
   const next: CounterState = {
     reservedAmount,
     reservedCount,
-    entries: { ...state.entries, [transactionId]: { amount, completed: false } },
+    entries: { ...state.entries, [transactionId]: { amount, status: 'open' } },
   };
   assertCounter(next);
   assert(cap === null || compare(next.reservedAmount, cap) <= 0, 'reserved above cap');
@@ -395,19 +405,18 @@ export function reserve(state: CounterState, reservation: Reservation): ReserveR
 }
 
 /**
- * Give back an expired or failed transaction's reservation. Idempotent: releasing an unknown id,
- * releasing twice, or releasing a completed transaction (which keeps its reservation) is a no-op.
+ * Give back an expired or failed transaction's reservation; the entry stays, marked released.
+ * Idempotent: releasing an unknown id, releasing twice, or releasing a completed transaction (which
+ * keeps its reservation) is a no-op.
  */
 export function release(state: CounterState, transactionId: string): CounterState {
   assertCounter(state);
   const existing = entryOf(state, transactionId);
-  if (existing === undefined || existing.completed) return state;
-  const entries = { ...state.entries };
-  delete entries[transactionId];
+  if (existing === undefined || existing.status !== 'open') return state;
   const next: CounterState = {
     reservedAmount: subtract(state.reservedAmount, existing.amount),
     reservedCount: state.reservedCount - 1,
-    entries,
+    entries: { ...state.entries, [transactionId]: { amount: existing.amount, status: 'released' } },
   };
   assertCounter(next);
   return next;
@@ -426,13 +435,14 @@ export function commit(state: CounterState, completion: { readonly transactionId
   const existing = entryOf(state, transactionId);
   if (existing !== undefined) {
     assertSameAmount(existing, amount, transactionId);
-    if (existing.completed) return state;
-    return { ...state, entries: { ...state.entries, [transactionId]: { amount, completed: true } } };
+    if (existing.status === 'completed') return state;
+    if (existing.status === 'open') return { ...state, entries: { ...state.entries, [transactionId]: { amount, status: 'completed' } } };
+    // Released, then completed after all: completion is a fact, so it counts again.
   }
   const next: CounterState = {
     reservedAmount: add(state.reservedAmount, amount),
     reservedCount: state.reservedCount + 1,
-    entries: { ...state.entries, [transactionId]: { amount, completed: true } },
+    entries: { ...state.entries, [transactionId]: { amount, status: 'completed' } },
   };
   assertCounter(next);
   return next;

@@ -53,8 +53,14 @@ test('the snapshot keeps the totals readable and the entries in one string', () 
 
 test('a snapshot of the previous format (one object per entry) still loads, and is written anew in the current one', () => {
   // What encode wrote before: the state as plain JSON (whose writer could not keep an id `__proto__`).
-  const state = sample({ protoId: false });
-  const previousFormat = toJsonValue(state);
+  // That format deleted released entries and marked the others `completed: true | false`.
+  const current = sample({ protoId: false });
+  const kept = Object.entries(current.entries).filter(([, entry]) => entry.status !== 'released');
+  const previousFormat = toJsonValue({
+    ...current,
+    entries: Object.fromEntries(kept.map(([id, entry]) => [id, { amount: entry.amount, completed: entry.status === 'completed' }])),
+  });
+  const state: CounterState = { ...current, entries: Object.fromEntries(kept) };
   const loaded = decodeCounter(previousFormat);
   assert.deepEqual(loaded, state);
   assert.deepEqual(roundTrip(loaded), state);

@@ -29,6 +29,7 @@ import {
 import type {
   AcceptanceRejection,
   AcceptanceRejectionCode,
+  CounterEntry,
   CounterState,
   KycStanding,
   LimitsConfig,
@@ -50,13 +51,18 @@ function mustReserve(result: { ok: true; state: CounterState } | { ok: false }, 
   return result.state;
 }
 
+/** Entries that count (released ones are tombstones). */
+function countedEntries(state: CounterState): CounterEntry[] {
+  return Object.values(state.entries).filter((entry) => entry.status !== 'released');
+}
+
 function sumOfEntries(state: CounterState): Decimal {
-  return Object.values(state.entries).reduce<Decimal>((sum, entry) => add(sum, entry.amount), zero(0));
+  return countedEntries(state).reduce<Decimal>((sum, entry) => add(sum, entry.amount), zero(0));
 }
 
 function assertConsistent(state: CounterState): void {
-  assert.equal(compare(state.reservedAmount, sumOfEntries(state)), 0, 'reservedAmount is the sum of the entries');
-  assert.equal(state.reservedCount, Object.keys(state.entries).length, 'reservedCount is the number of entries');
+  assert.equal(compare(state.reservedAmount, sumOfEntries(state)), 0, 'reservedAmount is the sum of the counted entries');
+  assert.equal(state.reservedCount, countedEntries(state).length, 'reservedCount is the number of counted entries');
 }
 
 describe('configuration', () => {
@@ -378,6 +384,20 @@ describe('reservation arithmetic', () => {
     assertConsistent(released);
   });
 
+  test('a reserve delivered again after its release counts nothing (the released entry stays as a tombstone)', () => {
+    let state = mustReserve(reserve(emptyCounter(), { transactionId: 'a', amount: cop('10'), ...uncapped }), 'a');
+    state = release(state, 'a');
+    const late = mustReserve(reserve(state, { transactionId: 'a', amount: cop('10'), ...uncapped }), 'late duplicate');
+    assert.equal(late, state, 'nothing changes');
+    assert.equal(late.reservedCount, 0);
+    assert.deepEqual(late.reservedAmount, cop('0'));
+    // A completion after a release is a fact: it counts again.
+    const completed = commit(late, { transactionId: 'a', amount: cop('10') });
+    assert.equal(completed.reservedCount, 1);
+    assert.deepEqual(completed.reservedAmount, cop('10'));
+    assertConsistent(completed);
+  });
+
   test('a completed transaction keeps its reservation', () => {
     let state = mustReserve(reserve(emptyCounter(), { transactionId: 'a', amount: cop('10'), ...uncapped }), 'a');
     state = commit(state, { transactionId: 'a', amount: cop('10') });
@@ -404,7 +424,8 @@ describe('reservation arithmetic', () => {
     const countCap = 6;
     for (let run = 0; run < 20; run += 1) {
       let state = emptyCounter();
-      const model = new Map<string, { amountMinor: bigint; completed: boolean }>();
+      const model = new Map<string, { amountMinor: bigint; status: 'open' | 'completed' | 'released' }>();
+      const countedModel = (): Array<{ amountMinor: bigint }> => [...model.values()].filter((entry) => entry.status !== 'released');
       for (let step = 0; step < 300; step += 1) {
         const id = `t${next(12)}`;
         const amountMinor = BigInt(1 + next(40000));
@@ -412,23 +433,24 @@ describe('reservation arithmetic', () => {
         const op = next(3);
         if (op === 0) {
           const amount = decimal(known?.amountMinor ?? amountMinor, 2);
-          const totalMinor = [...model.values()].reduce((sum, entry) => sum + entry.amountMinor, 0n);
-          const fits = known !== undefined || (model.size + 1 <= countCap && totalMinor + amount.units <= cap.units);
+          const totalMinor = countedModel().reduce((sum, entry) => sum + entry.amountMinor, 0n);
+          const fits = known !== undefined || (countedModel().length + 1 <= countCap && totalMinor + amount.units <= cap.units);
           const result = reserve(state, { transactionId: id, amount, cap, countCap });
           assert.equal(result.ok, fits, `reserve ${id} at step ${step}`);
           if (result.ok) {
             state = result.state;
-            if (known === undefined) model.set(id, { amountMinor: amount.units, completed: false });
+            if (known === undefined) model.set(id, { amountMinor: amount.units, status: 'open' });
           }
         } else if (op === 1) {
           state = release(state, id);
-          if (known !== undefined && !known.completed) model.delete(id);
-        } else if (known !== undefined) {
+          if (known !== undefined && known.status === 'open') known.status = 'released';
+        } else if (known !== undefined && known.status !== 'released') {
+          // A transaction completes or is released, never both (the state machine).
           state = commit(state, { transactionId: id, amount: decimal(known.amountMinor, 2) });
-          known.completed = true;
+          known.status = 'completed';
         }
         assertConsistent(state);
-        assert.equal(state.reservedCount, model.size);
+        assert.equal(state.reservedCount, countedModel().length);
         assert.ok(compare(state.reservedAmount, cap) <= 0 && state.reservedCount <= countCap);
       }
     }
