@@ -1,7 +1,7 @@
 // Composition root: `node src/main.ts [role]` (or ROLE=…). `all` — every role in one process,
 // embedded bus and store, sandbox chains and rails — is the default and needs no configuration.
 import { readEnv } from './config/env.ts';
-import { startService } from './service/service.ts';
+import { startService, type RunningService } from './service/service.ts';
 
 async function main(): Promise<void> {
   const env = readEnv(process.env, process.argv.slice(2));
@@ -23,15 +23,37 @@ async function main(): Promise<void> {
     );
   }
   process.stdout.write(`${lines.join('\n')}\n`);
+  installShutdown(service, env.SHUTDOWN_GRACE_MS);
+}
+
+/**
+ * SIGTERM/SIGINT: a graceful stop bounded by SHUTDOWN_GRACE_MS (src/service/service.ts), then exit
+ * 0. Whatever happens the process exits: when the grace period runs out (a stop that hangs) it
+ * exits 1 with a log line, and a second signal exits 1 at once (an operator who insists).
+ */
+function installShutdown(service: RunningService, graceMs: number): void {
+  const { log } = service.ctx;
+  // Part of the grace left for closing connections and flushing the log after the roles stopped.
+  const closeMarginMs = Math.min(1_000, Math.floor(graceMs / 10));
   let stopping = false;
   const shutdown = (signal: string): void => {
-    if (stopping) return;
+    if (stopping) {
+      log.warn({ signal }, 'second signal while shutting down: exiting now');
+      process.exit(1);
+    }
     stopping = true;
-    ctx.log.info({ signal }, 'shutting down');
-    service.stop().then(
-      () => process.exit(0),
+    log.info({ signal, graceMs }, 'shutting down');
+    setTimeout(() => {
+      log.error({ graceMs }, 'shutdown did not finish within SHUTDOWN_GRACE_MS: exiting with work unfinished');
+      process.exit(1);
+    }, graceMs);
+    service.stop({ graceMs: graceMs - closeMarginMs }).then(
+      () => {
+        log.info('stopped');
+        process.exit(0);
+      },
       (error: unknown) => {
-        ctx.log.error({ error: String(error) }, 'shutdown failed');
+        log.error({ error: String(error) }, 'shutdown failed');
         process.exit(1);
       },
     );

@@ -17,6 +17,7 @@ import { DepositIntake } from './deposits.ts';
 import { createChainAvailability, createPaymentContexts } from './payment-context.ts';
 import { RefundWorker, type RefundWorkerOptions, type RefundWorkerStatus } from './refunds.ts';
 import { SandboxChain } from './sandbox-chain.ts';
+import { settlesWithin } from '../service/shutdown.ts';
 
 /** Builds the real adapter (and, for push networks, the watcher) of a network in the chains file. */
 export type LiveChainFactory = (setup: Extract<ChainSetup, { mode: 'live' }>, ctx: ServiceContext) => {
@@ -39,7 +40,12 @@ export interface ChainServicesOptions {
 export interface WatcherRole {
   watchers(): WatcherStatus[];
   refunds(): RefundWorkerStatus;
-  stop(): Promise<void>;
+  /**
+   * Graceful: the watchers stop after the transfer they are handling (each watcher saves its
+   * cursor only after a transfer was handed over, so the next watcher resumes exactly there) and
+   * the refund worker hands back its rows; waits at most `waitMs`.
+   */
+  stop(waitMs?: number): Promise<void>;
 }
 
 export interface ChainServices {
@@ -176,9 +182,15 @@ export async function createChainServices(ctx: ServiceContext, options: ChainSer
       return {
         watchers: () => watchers.map((watcher) => watcher.status()),
         refunds: () => refunds.status(),
-        async stop() {
-          await refunds.stop();
-          for (const watcher of started) await watcher.stop();
+        async stop(waitMs = Number.POSITIVE_INFINITY) {
+          await Promise.all([
+            refunds.stop(waitMs),
+            ...started.map(async (watcher) => {
+              // A watcher still handing over a transfer when the time is up has not moved its
+              // cursor past it: the next watcher hands it over again (deposits are deduplicated).
+              if (!(await settlesWithin(watcher.stop(), waitMs))) log.warn({ network: watcher.network, waitMs }, 'watcher did not stop in time');
+            }),
+          ]);
         },
       };
     },

@@ -24,6 +24,7 @@ import type { JsonValue } from '../actors/envelope.ts';
 import type { OutboxRow, SnapshotStore } from '../store/store.ts';
 import type { ChainAdapter } from './chains.ts';
 import type { ActorAsker } from './deposits.ts';
+import { settlesWithin } from '../service/shutdown.ts';
 
 export interface RefundWorkerOptions {
   readonly store: SnapshotStore;
@@ -101,6 +102,8 @@ export function chainRefundOf(row: Pick<OutboxRow, 'id' | 'payload'>): ChainRefu
 export class RefundWorker {
   private readonly entries = new Map<string, Entry>();
   private running = false;
+  /** Set by stop(): rows claimed from then on go straight back. */
+  private stopRequested = false;
   private loop: Promise<void> | null = null;
   private wake: (() => void) | null = null;
   private readonly topic: string;
@@ -128,15 +131,23 @@ export class RefundWorker {
   start(): void {
     if (this.running) return;
     this.running = true;
+    this.stopRequested = false;
     this.loop = this.run();
   }
 
-  async stop(): Promise<void> {
+  /**
+   * Stops claiming, waits at most `waitMs` for the sends in flight, then hands every row back at
+   * once instead of waiting for the lease to lapse. A send still running then is repeated by the
+   * next holder with the same idempotency key (the chain adapters send once per key).
+   */
+  async stop(waitMs: number = Number.POSITIVE_INFINITY): Promise<void> {
     this.running = false;
+    this.stopRequested = true;
     this.wake?.();
-    await this.loop;
+    if (this.loop !== null && !(await settlesWithin(this.loop, waitMs))) {
+      this.options.log.warn({ waitMs }, 'refund worker stopping with sends in flight; their rows are handed back');
+    }
     this.loop = null;
-    // Hand the rows back at once instead of waiting for the lease to lapse.
     const ids = [...this.entries.keys()];
     this.entries.clear();
     if (ids.length > 0) await this.options.store.outboxRelease(ids, this.options.owner).catch(() => undefined);
@@ -173,6 +184,11 @@ export class RefundWorker {
     const room = Math.min(this.claimBatchMax, this.inFlightMax - this.entries.size);
     if (room <= 0) return;
     const rows = await this.options.store.outboxClaim(this.topic, this.options.owner, room, this.claimLeaseMs, this.options.clock.nowMs());
+    if (this.stopRequested) {
+      // stop() ran while we were claiming and may already have handed back what it held.
+      if (rows.length > 0) await this.options.store.outboxRelease(rows.map((row) => row.id), this.options.owner);
+      return;
+    }
     const notOurs: string[] = [];
     for (const row of rows) {
       if (this.entries.has(row.id)) continue; // our own row whose lease lapsed: now renewed

@@ -442,7 +442,7 @@ export function linkChainServices(ctx: ServiceContext, chains: ChainServices, op
     reconciler: linkClient === null ? chains.reconciler : remoteReconciler(linkClient, log),
     async startWatcherRole() {
       const watcher = await chains.startWatcherRole();
-      if (!serveLink) return { ...watcherView(watcher), linkPort: null, stop: () => watcher.stop() };
+      if (!serveLink) return { ...watcherView(watcher), linkPort: null, stop: (waitMs) => watcher.stop(waitMs) };
       let server: ChainsLinkServer;
       try {
         server = await startChainsLinkServer(
@@ -457,10 +457,11 @@ export function linkChainServices(ctx: ServiceContext, chains: ChainServices, op
       return {
         ...watcherView(watcher),
         linkPort: server.port,
-        async stop() {
+        async stop(waitMs?: number) {
           // No new calls first, then the watchers and refunds.
+          const startedAtMs = Date.now();
           await server.stop();
-          await watcher.stop();
+          await watcher.stop(waitMs === undefined ? undefined : Math.max(0, waitMs - (Date.now() - startedAtMs)));
         },
       };
     },

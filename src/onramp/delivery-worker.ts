@@ -31,6 +31,7 @@ import type { Decimal } from '../domain/money.ts';
 import type { CryptoDeliveredCommand, CryptoDeliveryFailedCommand } from '../domain/transaction.ts';
 import type { OutboxRow, SnapshotStore } from '../store/store.ts';
 import type { OnrampInventory } from './inventory.ts';
+import { settlesWithin } from '../service/shutdown.ts';
 
 /** Final outcomes recorded per transaction before they are reported (so a failure is never re-sent). */
 export const onrampDeliveriesCollection = 'onramp_deliveries';
@@ -113,6 +114,8 @@ export class DeliveryWorker {
   private readonly entries = new Map<string, Entry>();
   private readonly malformed = new Set<string>();
   private running = false;
+  /** Set by stop(): rows claimed from then on go straight back. */
+  private stopRequested = false;
   private loop: Promise<void> | null = null;
   private wake: (() => void) | null = null;
   private counters = { delivered: 0, failed: 0, attempts: 0 };
@@ -141,15 +144,23 @@ export class DeliveryWorker {
   start(): void {
     if (this.running) return;
     this.running = true;
+    this.stopRequested = false;
     this.loop = this.run();
   }
 
-  async stop(): Promise<void> {
+  /**
+   * Stops claiming, waits at most `waitMs` for the sends in flight, then hands every row back so
+   * another worker continues at once instead of waiting for the claims to lapse. A send still
+   * running then is repeated by the next holder with the same idempotency key (one transfer).
+   */
+  async stop(waitMs: number = Number.POSITIVE_INFINITY): Promise<void> {
     this.running = false;
+    this.stopRequested = true;
     this.wake?.();
-    await this.loop;
+    if (this.loop !== null && !(await settlesWithin(this.loop, waitMs))) {
+      this.options.log.warn({ waitMs }, 'delivery worker stopping with sends in flight; their rows are handed back');
+    }
     this.loop = null;
-    // Let another worker continue at once instead of waiting for the claims to lapse.
     const ids = [...this.entries.keys()];
     this.entries.clear();
     if (ids.length > 0) await this.options.store.outboxRelease(ids, this.options.owner).catch(() => undefined);
@@ -192,6 +203,11 @@ export class DeliveryWorker {
     const room = Math.min(this.claimBatchMax, this.inFlightMax - this.entries.size);
     if (room <= 0) return;
     const rows = await this.options.store.outboxClaim(this.topic, this.options.owner, room, this.claimLeaseMs, this.options.clock.nowMs());
+    if (this.stopRequested) {
+      // stop() ran while we were claiming and may already have handed back what it held.
+      if (rows.length > 0) await this.options.store.outboxRelease(rows.map((row) => row.id), this.options.owner).catch(() => undefined);
+      return;
+    }
     for (const row of rows) {
       if (this.entries.has(row.id)) continue; // ours; its lease lapsed and is now renewed
       const delivery = deliveryOf(row);

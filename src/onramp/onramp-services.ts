@@ -44,7 +44,8 @@ export interface OnrampServicesOptions {
 export interface RunningDeliveryWorker {
   readonly name: 'watcher';
   stats(): DeliveryWorkerStats;
-  stop(): Promise<void>;
+  /** Graceful: waits at most `waitMs` for sends in flight, then hands back every claimed row. */
+  stop(waitMs?: number): Promise<void>;
 }
 
 export interface OnrampServices {
@@ -94,7 +95,7 @@ export async function createOnrampServices(ctx: ServiceContext, options: OnrampS
         ...options.delivery,
       });
       worker.start();
-      return { name: 'watcher', stats: () => worker.stats(), stop: () => worker.stop() };
+      return { name: 'watcher', stats: () => worker.stats(), stop: (waitMs) => worker.stop(waitMs) };
     },
   };
 }

@@ -25,6 +25,7 @@ import type { Decimal } from '../domain/money.ts';
 import type { PayoutFailedCommand, PayoutSucceededCommand, RefundSettledCommand, TransactionState } from '../domain/transaction.ts';
 import type { OutboxRow, SnapshotStore } from '../store/store.ts';
 import type { PayoutRequest, PayoutResult, PixRefundRequest, PixRefundResult, Rail } from './rails.ts';
+import { settlesWithin } from '../service/shutdown.ts';
 
 export const payoutTopics = [outboxTopicPayouts, outboxTopicRefundsPix] as const;
 
@@ -297,21 +298,34 @@ export class PayoutWorker {
     this.scheduleTick(0);
   }
 
-  /** Stops claiming, waits for attempts in progress (each bounded), and releases held rows. */
-  async stop(): Promise<void> {
+  /**
+   * Stops claiming, waits up to `waitMs` for the attempts in progress (each is bounded anyway), and
+   * hands back every row it holds — also rows whose attempt is still running when the time is up:
+   * another worker repeats that attempt with the same idempotency key (the rail pays once) and the
+   * same report command id (the actor applies once), instead of waiting for the claim to lapse.
+   */
+  async stop(waitMs: number = Number.POSITIVE_INFINITY): Promise<void> {
     this.stopped = true;
     if (this.timer !== null) clearTimeout(this.timer);
     this.timer = null;
-    await this.ticking;
-    await Promise.all([...this.running]);
+    const finished = await settlesWithin(this.attemptsDone(), waitMs);
     const held = [...this.jobs.keys()];
     this.jobs.clear();
+    if (!finished) {
+      this.log('warn', 'payout worker stopping with rail attempts in flight; their rows are handed back', { inFlight: this.running.size, waitMs });
+    }
     if (held.length > 0) {
       // Another worker may take them at once instead of waiting for the claims to lapse.
       await this.options.store.outboxRelease(held, this.options.owner).catch((error: unknown) => {
         this.log('warn', 'could not release claimed rows; their claims will lapse', { error: String(error) });
       });
     }
+  }
+
+  /** Resolves once the current tick and every attempt it started have ended. */
+  private async attemptsDone(): Promise<void> {
+    await this.ticking;
+    await Promise.all([...this.running]);
   }
 
   stats(): PayoutWorkerStats {
@@ -437,6 +451,11 @@ export class PayoutWorker {
       if (room <= 0) continue;
       const nowMs = this.options.clock.nowMs();
       const rows = await this.options.store.outboxClaim(topic, this.options.owner, room, this.leaseMs, nowMs);
+      if (this.stopped) {
+        // stop() ran while we were claiming and may already have handed back what it held.
+        if (rows.length > 0) await this.options.store.outboxRelease(rows.map((row) => row.id), this.options.owner);
+        return;
+      }
       for (const row of rows) {
         this.counters.claimed += 1;
         const before = this.remembered.get(row.id);

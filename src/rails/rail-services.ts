@@ -32,7 +32,8 @@ export interface RunningPayoutRole {
   readonly ops: PayoutOps;
   /** The link's bound port, when it is served. */
   readonly linkPort: number | null;
-  stop(): Promise<void>;
+  /** Graceful: waits at most `waitMs` for rail attempts in flight, then hands back every claimed row. */
+  stop(waitMs?: number): Promise<void>;
 }
 
 export interface RailServices {
@@ -110,9 +111,9 @@ export function createRailServices(ctx: ServiceContext, options: RailServicesOpt
         worker,
         ops: roleOps,
         linkPort: link?.port ?? null,
-        async stop() {
-          await link?.stop();
-          await worker.stop();
+        async stop(waitMs = Number.POSITIVE_INFINITY) {
+          // The link and the worker stop together: neither needs the other to finish.
+          await Promise.all([link?.stop(), worker.stop(waitMs)]);
           if (ops === roleOps) ops = null;
         },
       };

@@ -18,6 +18,7 @@ import { transactionRoutes } from '../edge/routes/transactions.ts';
 import { eventsRoutes } from '../edge/routes/events.ts';
 import { createEventLogReader } from '../webhooks/event-log.ts';
 import type { ServiceContext } from './context.ts';
+import { createClusterStats } from './cluster-stats.ts';
 import type { ChainAvailability, DepositVerifier, LiquidityView, OnrampAcceptance, PaymentContexts, Reconciler, SandboxDriver } from './ports.ts';
 
 /** What the edge needs from other roles; each is optional until that role is wired. */
@@ -39,8 +40,16 @@ export interface EdgeRoleOptions {
 
 export interface EdgeRole {
   readonly port: number;
-  stop(): Promise<void>;
+  /** Graceful: drains for at most `waitMs` (default SHUTDOWN_GRACE_MS); see `stop` below. */
+  stop(waitMs?: number): Promise<void>;
 }
+
+/**
+ * After the drain, the edge keeps answering until no request has arrived for this long: requests a
+ * client (or a load balancer that has not yet seen /readyz turn 503) sent just before are answered
+ * here instead of meeting a process that is closing its connections to Redis and the store.
+ */
+export const edgeQuietMs = 250;
 
 /** Every route of the partner edge, in one list (the toolkit rejects duplicates at build time). */
 export function edgeRoutes(env: EdgeEnv): Route[] {
@@ -82,6 +91,15 @@ export async function startEdgeRole(ctx: ServiceContext, deps: EdgeDeps = {}, op
         guard: ops,
         metrics,
         gauges: () => ({ inFlightRequests: stats().inFlightRequests, actorRequestsPending: actors.pending() }),
+        cluster: createClusterStats({
+          bus: ctx.bus,
+          leases: ctx.leases,
+          store: ctx.store,
+          keyPrefix: ctx.keyPrefix,
+          shardCount: ctx.shardCount,
+          clock: ctx.clock,
+        }),
+        nowMs: () => ctx.clock.nowMs(),
       }),
     ],
     onRequestFinished: (entry) => {
@@ -98,10 +116,26 @@ export async function startEdgeRole(ctx: ServiceContext, deps: EdgeDeps = {}, op
   return {
     port: listening.port,
     // Graceful: no new connections, /readyz turns 503, requests in flight get their answers (their
-    // commands are already on the streams), then the role stops. The actor client closes after this.
-    stop: async () => {
-      const left = await listening.drain(ctx.env.SHUTDOWN_GRACE_MS);
+    // commands are already on the streams), then a short quiet period, then the role stops. The
+    // actor client (and the shard, in `all` mode) closes after this.
+    stop: async (waitMs = ctx.env.SHUTDOWN_GRACE_MS) => {
+      const startedAtMs = Date.now();
+      let left = await listening.drain(waitMs);
+      if (left === 0) left = await untilQuiet(() => app.stats().inFlightRequests, startedAtMs + waitMs);
       if (left > 0) ctx.log.warn({ inFlightRequests: left }, 'edge stopped with requests still in flight');
+      else ctx.log.info({ drainMs: Date.now() - startedAtMs }, 'edge drained');
     },
   };
+}
+
+/** Waits until `inFlight()` has stayed 0 for `edgeQuietMs` (or `untilMs` passes); returns it then. */
+async function untilQuiet(inFlight: () => number, untilMs: number): Promise<number> {
+  const pollMs = 10;
+  let quietSinceMs = Date.now();
+  while (Date.now() < untilMs) {
+    if (inFlight() > 0) quietSinceMs = Date.now();
+    else if (Date.now() - quietSinceMs >= edgeQuietMs) return 0;
+    await new Promise((wake) => setTimeout(wake, Math.min(pollMs, Math.max(0, untilMs - Date.now()))));
+  }
+  return inFlight();
 }

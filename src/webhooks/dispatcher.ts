@@ -38,6 +38,7 @@ import type { ResolvedDestination } from './destinations.ts';
 import { deliveryHeaders, eventIdOf } from './signing.ts';
 import { sendWebhook, type SendOutcome, type SendRequest, type TransportLimits } from './transport.ts';
 import type { UrlPolicyMode } from './url-policy.ts';
+import { settlesWithin } from '../service/shutdown.ts';
 
 export interface DispatcherLimits {
   /** Claim length; must exceed attemptTimeoutMs + claimMarginMs. */
@@ -138,19 +139,32 @@ export class WebhookDispatcher {
     this.wakeUp?.();
   }
 
-  /** Stops polling, lets attempts in flight finish (each is bounded by its timeout), releases held rows. */
-  async stop(): Promise<void> {
+  /**
+   * Stops polling, lets attempts in flight finish for at most `waitMs` (each is bounded by its own
+   * timeout anyway), then hands back every held row so another dispatcher takes it at once. A row
+   * whose attempt was still running then is delivered again by the next holder: at-least-once, as
+   * the contract says (the receiver deduplicates by event id).
+   */
+  async stop(waitMs: number = Number.POSITIVE_INFINITY): Promise<void> {
     this.stopped = true;
     this.wake();
-    await this.loop;
+    const finished = await settlesWithin(this.quiesce(), waitMs);
+    if (!finished) {
+      this.deps.log.warn({ inFlight: this.attempts.size, waitMs }, 'webhook dispatcher stopping with attempts in flight; their rows are handed back');
+    }
     this.loop = null;
-    await this.roundRunning;
-    await this.idle();
     const ids = [...this.held.keys()];
     this.held.clear();
     for (let index = 0; index < ids.length; index += idsPerCallMax) {
       await this.deps.store.outboxRelease(ids.slice(index, index + idsPerCallMax), this.deps.owner);
     }
+  }
+
+  /** Resolves once the loop, its current round and every attempt in flight have ended. */
+  private async quiesce(): Promise<void> {
+    await this.loop;
+    await this.roundRunning;
+    await this.idle();
   }
 
   /** Resolves when no attempt is in flight. */
@@ -242,6 +256,11 @@ export class WebhookDispatcher {
     const room = Math.min(limits.claimBatchMax, limits.heldRowsMax - this.held.size);
     if (room <= 0) return;
     const rows = await store.outboxClaim(webhooksTopic, owner, room, limits.leaseMs, this.deps.clock.nowMs());
+    if (this.stopped) {
+      // stop() ran while we were claiming and may already have handed back what it held.
+      if (rows.length > 0) await store.outboxRelease(rows.map((row) => row.id), owner);
+      return;
+    }
     const perPartition = new Map<string, number>();
     for (const held of this.held.values()) perPartition.set(held.partition, (perPartition.get(held.partition) ?? 0) + 1);
     const malformed: string[] = [];

@@ -42,7 +42,8 @@ export interface WebhookOptions {
 export interface RunningWebhooksRole {
   /** New outbox rows may be waiting (optional: the dispatcher polls anyway). */
   wake(): void;
-  stop(): Promise<void>;
+  /** Graceful: waits at most `waitMs` for deliveries in flight, then hands back every held row. */
+  stop(waitMs?: number): Promise<void>;
 }
 
 export interface WebhookServices {
@@ -78,7 +79,7 @@ export function createWebhookServices(ctx: WebhookContext, options: WebhookOptio
       const dispatcher = createDispatcher();
       dispatcher.start();
       ctx.log.info({ owner: 'webhooks' }, 'webhooks role started');
-      return { wake: () => dispatcher.wake(), stop: () => dispatcher.stop() };
+      return { wake: () => dispatcher.wake(), stop: (waitMs) => dispatcher.stop(waitMs) };
     },
     createDispatcher,
     events: createEventLogReader(ctx.store),

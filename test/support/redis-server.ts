@@ -12,6 +12,8 @@ import { freePort, stopChild } from './processes.ts';
 export interface PrivateRedis {
   readonly url: string;
   readonly port: number;
+  /** The server's PID (tests freeze it with SIGSTOP to play an unreachable Redis). */
+  readonly pid: number;
   /** Stops the server (SIGTERM, then SIGKILL after a bound) and removes its working directory. */
   stop(): Promise<void>;
 }
@@ -100,6 +102,7 @@ async function startOnce(options: StartRedisOptions): Promise<PrivateRedis> {
   return {
     url: `redis://127.0.0.1:${port}`,
     port,
+    pid: child.pid ?? -1,
     stop: async () => {
       stopped ??= cleanup().finally(() => process.off('exit', onExit));
       return stopped;

@@ -2,8 +2,13 @@
 // method and status; a latency histogram by route; requests in flight; actor requests waiting for
 // a reply. Labels are bounded: routes are the declared patterns (`unmatched` otherwise), methods
 // the known ones (`OTHER` otherwise), statuses three digits (`aborted` when the client left).
+// Also the shard workers as the cluster sees them (src/service/cluster-stats.ts, cached): owner,
+// fencing token, stream length, pending and lag per shard (labels: shard numbers < SHARDS), and
+// owned shards, actors in memory, RSS and heap per live shard worker (labels: live worker ids).
+// Every edge reports the same cluster numbers: aggregate them with max(), not sum().
 import type { AccessLogEntry } from '../access-log.ts';
 import type { Guard, HttpResponse, Route } from '../http.ts';
+import type { ClusterStatsReading, ShardStats, WorkerStatsView } from '../../service/cluster-stats.ts';
 
 /** Upper bounds of the latency buckets, in seconds. */
 export const latencyBucketsSeconds = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30] as const;
@@ -80,18 +85,79 @@ export function createEdgeMetrics(): EdgeMetrics {
   };
 }
 
-export function metricsRoutes(options: { readonly guard: Guard; readonly metrics: EdgeMetrics; readonly gauges: () => { inFlightRequests: number; actorRequestsPending: number } }): Route[] {
+/** The cluster part of the exposition (shards and shard workers), from one cached reading. */
+export function renderClusterMetrics(reading: ClusterStatsReading, nowMs: number): string {
+  const lines: string[] = [];
+  const family = (name: string, type: 'gauge' | 'counter', help: string): void => {
+    lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
+  };
+  family('cluster_stats_up', 'gauge', 'Whether the latest read of the shard and worker numbers below succeeded (they are cached for a few seconds).');
+  lines.push(`cluster_stats_up ${reading.ok ? 1 : 0}`);
+  family('cluster_stats_read_failures_total', 'counter', 'Reads of the shard and worker numbers that failed (Redis or the store did not answer).');
+  lines.push(`cluster_stats_read_failures_total ${reading.readFailuresTotal}`);
+  const stats = reading.stats;
+  if (stats === null) return `${lines.join('\n')}\n`;
+  family('cluster_stats_age_seconds', 'gauge', 'Age of the shard and worker numbers below.');
+  lines.push(`cluster_stats_age_seconds ${Math.max(0, nowMs - stats.collectedAtMs) / 1000}`);
+
+  const perShard = (name: string, help: string, value: (shard: ShardStats) => number | null): void => {
+    family(name, 'gauge', help);
+    for (const shard of stats.shards) {
+      const current = value(shard);
+      if (current !== null) lines.push(`${name}{shard="${shard.shard}"} ${current}`);
+    }
+  };
+  family('shard_lease_owner', 'gauge', 'The worker holding the shard lease (1 per owned shard; a shard without an owner has no series).');
+  for (const shard of stats.shards) {
+    if (shard.owner !== null) lines.push(`shard_lease_owner{shard="${shard.shard}",worker="${escapeLabel(shard.owner)}"} 1`);
+  }
+  perShard('shard_owned', 'Whether a worker holds the shard lease (0: nobody applies its commands).', (shard) => (shard.owner === null ? 0 : 1));
+  perShard('shard_lease_token', 'Fencing token of the shard lease; it rises each time the shard changes hands.', (shard) => shard.token);
+  perShard('shard_stream_length', 'Entries in the shard command stream (trimmed at about 100,000).', (shard) => shard.streamLength);
+  perShard('shard_stream_pending', 'Commands delivered to the shard worker and not yet acknowledged.', (shard) => shard.pending);
+  perShard('shard_stream_lag', 'Commands not yet delivered to the shard worker (absent when Redis cannot tell).', (shard) => shard.lag);
+
+  family('shard_workers_live', 'gauge', 'Shard workers holding a member lease.');
+  lines.push(`shard_workers_live ${stats.workers.length}`);
+  const perWorker = (name: string, help: string, value: (worker: WorkerStatsView) => number): void => {
+    family(name, 'gauge', help);
+    for (const worker of stats.workers) lines.push(`${name}{worker="${escapeLabel(worker.workerId)}"} ${value(worker)}`);
+  };
+  perWorker('shard_worker_owned_shards', 'Shards the worker owned at its last report.', (worker) => worker.ownedShards);
+  perWorker('shard_worker_actors_in_memory', 'Actors held in memory by the worker at its last report.', (worker) => worker.actorsInMemory);
+  perWorker('shard_worker_resident_memory_bytes', 'Resident set size of the worker process at its last report.', (worker) => worker.rssBytes);
+  perWorker('shard_worker_heap_used_bytes', 'V8 heap in use in the worker process at its last report.', (worker) => worker.heapUsedBytes);
+  perWorker('shard_worker_report_age_seconds', 'Time since the worker last reported (every lease round, about 3 s).', (worker) =>
+    worker.reportedAtMs === 0 ? -1 : Math.max(0, nowMs - worker.reportedAtMs) / 1000,
+  );
+  return `${lines.join('\n')}\n`;
+}
+
+export interface MetricsRouteOptions {
+  readonly guard: Guard;
+  readonly metrics: EdgeMetrics;
+  readonly gauges: () => { inFlightRequests: number; actorRequestsPending: number };
+  /** The shard and worker numbers (cached by the source); omitted: the edge's own numbers only. */
+  readonly cluster?: { read(): Promise<ClusterStatsReading> };
+  readonly nowMs?: () => number;
+}
+
+export function metricsRoutes(options: MetricsRouteOptions): Route[] {
+  const nowMs = options.nowMs ?? Date.now;
   return [
     {
       method: 'GET',
       pattern: '/metrics',
       guard: options.guard,
-      handler: (): Promise<HttpResponse> =>
-        Promise.resolve({
+      handler: async (): Promise<HttpResponse> => {
+        const edge = options.metrics.render(options.gauges());
+        const cluster = options.cluster === undefined ? '' : renderClusterMetrics(await options.cluster.read(), nowMs());
+        return {
           status: 200,
           headers: { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' },
-          body: options.metrics.render(options.gauges()),
-        }),
+          body: edge + cluster,
+        };
+      },
     },
   ];
 }
