@@ -27,9 +27,24 @@ export type QuoteReply =
   | { readonly ok: true; readonly quote: JsonValue }
   | { readonly ok: false; readonly error: { code: string; reason: string; retryable: boolean } };
 
+/**
+ * A quote's JSON form, computed once per quote object: a new quote is written twice, as the
+ * actor's snapshot and inside its read-model document. (Quotes are immutable values.)
+ */
+const quoteJson = new WeakMap<Quote, JsonValue>();
+
+function quoteToJsonValue(quote: Quote): JsonValue {
+  let json = quoteJson.get(quote);
+  if (json === undefined) {
+    json = toJsonValue(quote);
+    quoteJson.set(quote, json);
+  }
+  return json;
+}
+
 /** The read-model document of a quote (what acceptance loads). */
 export function quoteDocument(quote: Quote): { [key: string]: JsonValue } {
-  return { partnerId: quote.partnerId, expiresAtMs: quote.expiresAtMs, quote: toJsonValue(quote) };
+  return { partnerId: quote.partnerId, expiresAtMs: quote.expiresAtMs, quote: quoteToJsonValue(quote) };
 }
 
 export function quoteFromDocument(doc: { [key: string]: JsonValue }): Quote {
@@ -39,7 +54,7 @@ export function quoteFromDocument(doc: { [key: string]: JsonValue }): Quote {
 export function quoteBehavior(deps: QuoteActorDeps): ActorBehavior<Quote> {
   return {
     type: quoteActorType,
-    encode: (state) => toJsonValue(state),
+    encode: (state) => quoteToJsonValue(state),
     decode: (json) => fromJsonValue<Quote>(json),
     handle(state, command, ctx) {
       if (command.kind !== 'create') {

@@ -11,6 +11,13 @@
 //   5. only then send replies, hand the outbox to its dispatchers, and ack the stream entries.
 // A refused write (stale version or fencing token) drops the actor from memory and leaves the
 // entries unacknowledged: they are re-read and re-applied against the reloaded state.
+//
+// Several batches may be in flight at once (the shard worker overlaps reading and applying the
+// next batch with the durable write of the previous one). Each actor has a lane: its work in a
+// later batch starts only once its work in every earlier batch has settled, so it sees the state
+// the previous write made durable (and dedupes against it). An actor whose write was refused (or
+// threw) is blocked: its commands in later batches are not applied but left pending, until the
+// worker recovers the shard and re-reads every pending entry in stream order.
 import type { Bus, BusEntry } from '../bus/bus.ts';
 import { replyTo } from '../bus/request-reply.ts';
 import { shardOf, commandStreamKey } from '../bus/shards.ts';
@@ -73,6 +80,25 @@ interface PendingReply {
   readonly payload: JsonValue;
 }
 
+/** What became of one actor's commands in a batch. */
+type ActorOutcome =
+  | { readonly kind: 'applied'; readonly replies: PendingReply[]; readonly outbox: OutboxRowWrite[] }
+  /** Not applied (write refused, actor blocked, shard not owned): the entries stay pending. */
+  | { readonly kind: 'retry' }
+  /** Not applied because applying threw (a bug or broken infrastructure): the entries stay pending. */
+  | { readonly kind: 'failed'; readonly error: unknown };
+
+export interface BatchResult {
+  /** Entries whose outcome is durable (and were replied to and acknowledged). */
+  readonly applied: number;
+  /** Entries left pending to be retried through recovery: re-read in stream order. */
+  readonly retried: number;
+  /** Entries left pending because applying them threw. */
+  readonly failed: number;
+  /** The entries left pending (retried or failed), for the worker to recover their shards. */
+  readonly pending: readonly BusEntry[];
+}
+
 /** The stable id of an actor's timer command for a due time: redelivery never double-fires. */
 export function timerCommandId(id: string, dueAtMs: number): string {
   return `${id}:timer:${dueAtMs}`;
@@ -84,6 +110,10 @@ const recentCommandIdsMax = 256;
 export class ActorRuntime {
   private readonly behaviors = new Map<string, ActorBehavior<unknown>>();
   private readonly actors = new Map<string, ActiveActor>();
+  /** Per actor with work in flight: settles when its last queued work has settled. */
+  private readonly lanes = new Map<string, Promise<void>>();
+  /** Actors whose write was refused or threw: nothing more is applied until their shard recovers. */
+  private readonly blocked = new Set<string>();
   private readonly batchSizeMax: number;
   private readonly actorsInMemoryMax: number;
   private readonly streamLengthMax: number;
@@ -111,11 +141,25 @@ export class ActorRuntime {
     });
   }
 
-  /** Forgets every in-memory actor of `shard` (the lease was lost or handed over). */
+  /**
+   * Forgets every in-memory actor of `shard` (the lease was lost or handed over, or the shard is
+   * about to be recovered). The worker calls it only when no batch touching the shard is in flight.
+   */
   dropShard(shard: number): void {
-    for (const [id, actor] of this.actors) {
+    for (const id of this.actors.keys()) {
       if (shardOf(id, this.options.shardCount) === shard) this.actors.delete(id);
-      void actor;
+    }
+    this.unblockShard(shard);
+  }
+
+  /**
+   * Lets the blocked actors of `shard` apply commands again: the worker calls it when it starts
+   * re-reading the shard's pending entries (their refused commands first, in stream order), with
+   * no batch in flight.
+   */
+  unblockShard(shard: number): void {
+    for (const id of this.blocked) {
+      if (shardOf(id, this.options.shardCount) === shard) this.blocked.delete(id);
     }
   }
 
@@ -125,15 +169,17 @@ export class ActorRuntime {
 
   /**
    * Applies a batch of stream entries and acknowledges those whose outcome is durable (or that
-   * were malformed and can never apply). Entries of an actor whose write was refused stay pending.
+   * were malformed and can never apply). Entries of an actor whose write was refused, or that is
+   * blocked, stay pending. May run while earlier batches are still in flight (see the lanes above);
+   * never rejects for one actor's failure, only when replying or acknowledging fails.
    */
-  async applyBatch(entries: readonly BusEntry[]): Promise<{ applied: number; retried: number }> {
+  async applyBatch(entries: readonly BusEntry[]): Promise<BatchResult> {
     const byActor = new Map<string, Array<{ entry: BusEntry; command: CommandEnvelope }>>();
     const toAck = new Map<string, string[]>();
     const ack = (entry: BusEntry): void => {
-      const ids = toAck.get(entry.stream) ?? [];
-      ids.push(entry.id);
-      toAck.set(entry.stream, ids);
+      const ids = toAck.get(entry.stream);
+      if (ids === undefined) toAck.set(entry.stream, [entry.id]);
+      else ids.push(entry.id);
     };
     for (const entry of entries) {
       const command = decodeEnvelope(entry.payload);
@@ -143,34 +189,106 @@ export class ActorRuntime {
         continue;
       }
       const id = actorId(command.actorType, command.actorKey);
-      const list = byActor.get(id) ?? [];
-      list.push({ entry, command });
-      byActor.set(id, list);
+      const list = byActor.get(id);
+      if (list === undefined) byActor.set(id, [{ entry, command }]);
+      else list.push({ entry, command });
     }
+
+    // The ownership each shard had when the batch was read: its entries are applied under that
+    // token only (a shard lost and re-acquired meanwhile goes through recovery instead).
+    const fences = new Map<number, number | null>();
+    const fenceAtRead = (id: string): number | null => {
+      const shard = shardOf(id, this.options.shardCount);
+      let fence = fences.get(shard);
+      if (fence === undefined) {
+        fence = this.options.fenceToken(shard);
+        fences.set(shard, fence);
+      }
+      return fence;
+    };
+    const outcomes = await Promise.all(
+      [...byActor].map(([id, items]) => this.enqueue(id, fenceAtRead(id), items.map((item) => item.command))),
+    );
 
     const replies: PendingReply[] = [];
     const outboxRows: OutboxRowWrite[] = [];
+    const pending: BusEntry[] = [];
     let applied = 0;
     let retried = 0;
-    await Promise.all(
-      [...byActor].map(async ([id, items]) => {
-        const result = await this.applyToActor(id, items.map((item) => item.command));
-        if (result === null) {
-          retried += items.length;
-          return;
-        }
-        applied += items.length;
-        replies.push(...result.replies);
-        outboxRows.push(...result.outbox);
-        for (const item of items) ack(item.entry);
-      }),
-    );
+    let failed = 0;
+    let index = 0;
+    let firstFailure: { actorId: string; error: unknown } | null = null;
+    for (const [id, items] of byActor) {
+      const outcome = outcomes[index];
+      index += 1;
+      if (outcome === undefined || outcome.kind !== 'applied') {
+        if (outcome?.kind === 'failed') {
+          failed += items.length;
+          firstFailure ??= { actorId: id, error: outcome.error };
+        } else retried += items.length;
+        for (const item of items) pending.push(item.entry);
+        continue;
+      }
+      applied += items.length;
+      for (const reply of outcome.replies) replies.push(reply);
+      for (const row of outcome.outbox) outboxRows.push(row);
+      for (const item of items) ack(item.entry);
+    }
 
+    if (firstFailure !== null) {
+      // One line per batch (a broken store fails every actor): the first failure and how many.
+      this.log('error', 'applying commands failed; they stay pending and will be retried', {
+        actorId: firstFailure.actorId,
+        error: String(firstFailure.error),
+        entries: failed,
+      });
+    }
     await Promise.all(replies.map((reply) => this.sendReply(reply)));
     if (outboxRows.length > 0) this.options.onOutbox?.(outboxRows);
     await Promise.all([...toAck].map(([stream, ids]) => this.options.bus.ack(stream, this.options.group, ids)));
     this.passivateIfOverfull();
-    return { applied, retried };
+    return { applied, retried, failed, pending };
+  }
+
+  /**
+   * Queues an actor's commands behind its work in earlier batches still in flight, so commands of
+   * one actor are applied in stream order, each against the durable outcome of the one before.
+   */
+  private enqueue(id: string, fence: number | null, commands: readonly CommandEnvelope[]): Promise<ActorOutcome> {
+    const previous = this.lanes.get(id);
+    const run =
+      previous === undefined
+        ? this.applyGuarded(id, fence, commands)
+        : previous.then(() => this.applyGuarded(id, fence, commands));
+    const tail = run.then(() => undefined);
+    this.lanes.set(id, tail);
+    void tail.then(() => {
+      if (this.lanes.get(id) === tail) this.lanes.delete(id);
+    });
+    return run;
+  }
+
+  /**
+   * Never rejects. Whenever an actor's commands are not applied, the actor is blocked, so that
+   * its later commands (in batches already read) are not applied ahead of these.
+   */
+  private async applyGuarded(id: string, fence: number | null, commands: readonly CommandEnvelope[]): Promise<ActorOutcome> {
+    if (this.blocked.has(id)) return { kind: 'retry' };
+    const shard = shardOf(id, this.options.shardCount);
+    if (fence === null || this.options.fenceToken(shard) !== fence) {
+      // The shard was not owned, or lost (perhaps re-acquired) since the batch was read.
+      this.blocked.add(id);
+      return { kind: 'retry' };
+    }
+    try {
+      const outcome = await this.applyToActor(id, { shard, token: fence }, commands);
+      if (outcome.kind !== 'applied') this.blocked.add(id);
+      return outcome;
+    } catch (error) {
+      this.actors.delete(id);
+      this.blocked.add(id);
+      return { kind: 'failed', error };
+    }
   }
 
   private async activate(id: string, behavior: ActorBehavior<unknown>): Promise<ActiveActor> {
@@ -194,20 +312,18 @@ export class ActorRuntime {
 
   /**
    * Applies an actor's commands in order and commits them in one write. Returns what to publish,
-   * or null when the write was refused (the actor is dropped; the commands will be retried).
+   * or `retry` when the write was refused (the actor is dropped; the commands will be retried).
    */
   private async applyToActor(
     id: string,
+    fence: { readonly shard: number; readonly token: number },
     commands: readonly CommandEnvelope[],
-  ): Promise<{ replies: PendingReply[]; outbox: OutboxRowWrite[] } | null> {
+  ): Promise<ActorOutcome> {
     const first = commands[0];
-    if (first === undefined) return { replies: [], outbox: [] };
+    if (first === undefined) return { kind: 'applied', replies: [], outbox: [] };
     const behavior = this.behaviors.get(first.actorType);
     if (behavior === undefined) throw new Error(`no behavior for ${first.actorType}`);
     const actor = await this.activate(id, behavior);
-    const shard = shardOf(id, this.options.shardCount);
-    const fence = this.options.fenceToken(shard);
-    if (fence === null) return null; // the shard was lost while the batch was read
 
     let state = actor.state;
     let changed = false;
@@ -222,7 +338,8 @@ export class ActorRuntime {
         await this.replayStoredReply(id, command, replies, appliedCommands);
         continue;
       }
-      const stored = await this.options.store.getAppliedReply(id, command.commandId);
+      // An actor that has never been written (version 0) has no dedupe log to ask.
+      const stored = actor.version === 0 ? undefined : await this.options.store.getAppliedReply(id, command.commandId);
       if (stored !== undefined) {
         if (command.replyTo && stored !== null) replies.push({ to: command.replyTo, payload: stored });
         actor.recentCommandIds.add(command.commandId);
@@ -259,7 +376,7 @@ export class ActorRuntime {
     // crash yields the same reply from the same state.
     if (appliedCommands.length === 0 || (!changed && outbox.length === 0 && readModels.size === 0)) {
       for (const appliedCommand of appliedCommands) this.remember(actor, appliedCommand.commandId);
-      return { replies, outbox: [] };
+      return { kind: 'applied', replies, outbox: [] };
     }
 
     const newVersion = actor.version + 1;
@@ -275,7 +392,7 @@ export class ActorRuntime {
       expectedVersion: actor.version,
       newVersion,
       state: state === null ? null : behavior.encode(state),
-      fence: { shard, token: fence },
+      fence: { shard: fence.shard, token: fence.token },
       appliedCommands,
       outbox: outboxRows,
       readModels: [
@@ -286,7 +403,7 @@ export class ActorRuntime {
               {
                 collection: 'timers',
                 id,
-                doc: timerAtMs === null ? null : { actorId: id, shard, dueAtMs: timerAtMs },
+                doc: timerAtMs === null ? null : { actorId: id, shard: fence.shard, dueAtMs: timerAtMs },
               },
             ]),
       ],
@@ -294,7 +411,7 @@ export class ActorRuntime {
     if (result !== 'ok') {
       this.log('warn', 'snapshot write refused; reloading the actor', { actorId: id, result });
       this.actors.delete(id);
-      return null;
+      return { kind: 'retry' };
     }
     this.options.afterCommit?.(id);
     actor.state = state;
@@ -302,7 +419,7 @@ export class ActorRuntime {
     actor.lastUsedMs = this.options.clock.nowMs();
     for (const appliedCommand of appliedCommands) this.remember(actor, appliedCommand.commandId);
     if (timerAtMs !== undefined) this.options.onTimer?.(id, timerAtMs);
-    return { replies, outbox: outboxRows };
+    return { kind: 'applied', replies, outbox: outboxRows };
   }
 
   private async replayStoredReply(
@@ -347,7 +464,7 @@ export class ActorRuntime {
     const cutoffMs = this.options.clock.nowMs() - idleMs;
     let dropped = 0;
     for (const [id, actor] of this.actors) {
-      if (actor.lastUsedMs < cutoffMs) {
+      if (actor.lastUsedMs < cutoffMs && !this.lanes.has(id)) {
         this.actors.delete(id);
         dropped += 1;
       }
@@ -358,7 +475,8 @@ export class ActorRuntime {
   /** Passivation: least recently used actors leave memory; their snapshots stay durable. */
   private passivateIfOverfull(): void {
     if (this.actors.size <= this.actorsInMemoryMax) return;
-    const byAge = [...this.actors.values()].sort((a, b) => a.lastUsedMs - b.lastUsedMs);
+    // Actors with work in flight stay: dropping them would only cost a reload after it settles.
+    const byAge = [...this.actors.values()].filter((actor) => !this.lanes.has(actor.id)).sort((a, b) => a.lastUsedMs - b.lastUsedMs);
     for (const actor of byAge.slice(0, this.actors.size - Math.floor(this.actorsInMemoryMax * 0.9))) {
       this.actors.delete(actor.id);
     }

@@ -54,12 +54,25 @@ export interface ShardWorkerOptions {
    * lease round.
    */
   readonly stuckPendingMs?: number;
+  /**
+   * Batches applied at once: the next batch is read and applied while the previous one's durable
+   * write is in flight (the runtime keeps each actor's commands in order across them). 1 applies
+   * one batch at a time. Default 2: the store syncs one write transaction at a time, so while one
+   * batch syncs, a second one's writes gather for the next sync; a third could not be synced any
+   * sooner and would only split the reads into smaller batches (more per-batch work: reads, syncs,
+   * Redis round trips), which costs more CPU per command than it saves when the CPU is busy.
+   */
+  readonly batchesInFlightMax?: number;
   readonly clock: { nowMs(): number };
   readonly log?: (level: LogLevel, message: string, fields?: Record<string, unknown>) => void;
 }
 
 const memberLeasePrefix = 'member:';
 const timerDelayMsMax = 2 ** 31 - 1;
+const batchesInFlightMaxDefault = 2;
+const batchesInFlightLimit = 64;
+/** Pause after a batch in which applying threw, so a persistent failure does not spin. */
+const failedBatchPauseMs = 100;
 
 export class ShardWorker {
   private readonly owned = new Map<number, number>(); // shard → fencing token
@@ -74,11 +87,21 @@ export class ShardWorker {
   private readonly renewEveryMs: number;
   private readonly readBlockMs: number;
   private readonly wakers = new Set<() => void>();
+  /** Batches being applied; each settles (never rejects) once its outcome is known. */
+  private readonly inFlight = new Set<Promise<boolean>>();
+  private readonly batchesInFlightMax: number;
+  /** Shards acquired since their last recovery: their in-memory actors (if any) are from before. */
+  private readonly acquiredSinceRecovery = new Set<number>();
+  private pauseBeforeNextRead = false;
 
   constructor(private readonly options: ShardWorkerOptions) {
     this.leaseTtlMs = options.leaseTtlMs ?? 10_000;
     this.renewEveryMs = options.leaseRenewEveryMs ?? Math.floor(this.leaseTtlMs / 3);
     this.readBlockMs = options.readBlockMs ?? 1_000;
+    this.batchesInFlightMax = options.batchesInFlightMax ?? batchesInFlightMaxDefault;
+    if (!Number.isInteger(this.batchesInFlightMax) || this.batchesInFlightMax < 1 || this.batchesInFlightMax > batchesInFlightLimit) {
+      throw new RangeError(`batchesInFlightMax must be an integer in [1, ${batchesInFlightLimit}]`);
+    }
   }
 
   /** Shards owned now, with their fencing tokens (for the runtime and the admin service). */
@@ -98,12 +121,16 @@ export class ShardWorker {
     this.consumeLoop = this.runConsumeLoop();
   }
 
-  /** Graceful stop: finish the batch in hand, release every lease so others take over at once. */
+  /**
+   * Graceful stop: finish every batch in flight (replies sent, entries acknowledged), then release
+   * every lease so others take over at once.
+   */
   async stop(): Promise<void> {
     this.running = false;
     this.readAbort.abort();
     this.wakeAll();
     await this.consumeLoop;
+    await this.settled();
     await this.leaseLoop;
     for (const timer of this.timers.values()) clearTimeout(timer.handle);
     this.timers.clear();
@@ -203,6 +230,7 @@ export class ShardWorker {
       }
       await this.options.bus.ensureGroup(commandStreamKey(this.options.keyPrefix, shard), this.options.group);
       this.owned.set(shard, grant.token);
+      this.acquiredSinceRecovery.add(shard);
       this.needsRecovery.add(shard);
       this.log('debug', 'shard acquired', { shard, token: grant.token });
       this.wakeAll();
@@ -211,10 +239,11 @@ export class ShardWorker {
 
   /**
    * A consumer's `>` reads never return its own unacknowledged entries again; only recovery does.
-   * Between batches nothing should be pending on an owned shard, so an entry idle for
-   * `stuckPendingMs` was lost on the way (a read served by Redis whose reply never arrived): take
-   * it (XAUTOCLAIM, to ourselves) and send the shard through recovery. An entry of a batch still
-   * being applied can be taken too; applying it again is a no-op (commands are deduplicated).
+   * Outside the batches in flight nothing should be pending on an owned shard, so an entry idle
+   * for `stuckPendingMs` was lost on the way (a read served by Redis whose reply never arrived):
+   * take it (XAUTOCLAIM, to ourselves) and send the shard through recovery. An entry of a batch
+   * still being applied can be taken too: recovery waits for that batch to settle, and applying
+   * it again is a no-op (commands are deduplicated).
    */
   private async sweepStuckPending(): Promise<void> {
     const { bus, group, workerId, keyPrefix } = this.options;
@@ -235,7 +264,17 @@ export class ShardWorker {
   private loseShard(shard: number): void {
     this.owned.delete(shard);
     this.needsRecovery.delete(shard);
-    this.options.runtime.dropShard(shard);
+    this.acquiredSinceRecovery.delete(shard);
+    // Nothing more of the shard is applied from now on (its token is gone), but batches in flight
+    // may still be writing its actors: forget them once those have settled. If the shard comes
+    // back meanwhile, its recovery drops them instead (also after everything in flight settled).
+    const inFlight = [...this.inFlight];
+    if (inFlight.length === 0) this.options.runtime.dropShard(shard);
+    else {
+      void Promise.all(inFlight).then(() => {
+        if (!this.owned.has(shard)) this.options.runtime.dropShard(shard);
+      });
+    }
     for (const [actorId, timer] of this.timers) {
       if (actorId.length > 0 && this.shardOfActor(actorId) === shard) {
         clearTimeout(timer.handle);
@@ -252,27 +291,78 @@ export class ShardWorker {
     return shardOfCommandStream(this.options.keyPrefix, stream);
   }
 
+  /**
+   * Up to `batchesInFlightMax` batches are applied at once; a new batch is read as soon as one of
+   * them settles (or at once while there is room). Recovery (a newly acquired shard, a refused
+   * write, a stuck entry) waits until nothing is in flight, then re-reads pending entries one
+   * batch at a time: a pending entry is never re-read while a batch holding it is being applied.
+   */
   private async runConsumeLoop(): Promise<void> {
     while (this.running) {
       try {
-        const entries = await this.nextEntries();
-        if (entries.length === 0) continue;
-        try {
-          const result = await this.options.runtime.applyBatch(entries);
-          // Entries of a refused write stay in our pending list; `>` reads never return them again,
-          // so the shard goes back through recovery, which re-reads its pending entries first.
-          if (result.retried > 0) this.recoverShardsOf(entries);
-        } catch (error) {
-          this.recoverShardsOf(entries);
-          throw error;
+        if (this.pauseBeforeNextRead) {
+          this.pauseBeforeNextRead = false;
+          await this.sleep(failedBatchPauseMs);
+          continue;
         }
+        if (this.needsRecovery.size > 0) {
+          await this.settled();
+          const entries = await this.nextRecoveryEntries();
+          // A recovery batch refused again (the shard is being taken over, say): do not spin.
+          if (entries.length > 0 && (await this.launch(entries))) this.pauseBeforeNextRead = true;
+          continue;
+        }
+        if (this.inFlight.size >= this.batchesInFlightMax) {
+          await Promise.race(this.inFlight);
+          continue;
+        }
+        const entries = await this.nextNewEntries();
+        if (entries.length > 0) void this.launch(entries);
       } catch (error) {
-        this.log('error', 'batch failed; entries stay pending and will be retried', { error: String(error) });
-        await this.sleep(100);
+        this.log('error', 'reading commands failed; retrying', { error: String(error) });
+        await this.sleep(failedBatchPauseMs);
       }
     }
   }
 
+  /**
+   * Starts applying a batch. The promise settles (never rejects) when its outcome is known, with
+   * whether some of its entries were left pending.
+   */
+  private launch(entries: readonly BusEntry[]): Promise<boolean> {
+    const batch = this.applyEntries(entries).finally(() => {
+      this.inFlight.delete(batch);
+    });
+    this.inFlight.add(batch);
+    return batch;
+  }
+
+  private async applyEntries(entries: readonly BusEntry[]): Promise<boolean> {
+    try {
+      const result = await this.options.runtime.applyBatch(entries);
+      // Entries left pending are in our pending list, where `>` reads never look again: their
+      // shards go through recovery, which re-reads pending entries in stream order.
+      if (result.pending.length > 0) this.recoverShardsOf(result.pending);
+      if (result.failed > 0) this.pauseBeforeNextRead = true;
+      return result.pending.length > 0;
+    } catch (error) {
+      this.recoverShardsOf(entries);
+      this.pauseBeforeNextRead = true;
+      this.log('error', 'batch failed; entries stay pending and will be retried', { error: String(error) });
+      return true;
+    }
+  }
+
+  /** Resolves once every batch in flight (including any started meanwhile) has settled. */
+  private async settled(): Promise<void> {
+    while (this.inFlight.size > 0) await Promise.all([...this.inFlight]);
+  }
+
+  /**
+   * Recovery starts when the loop next looks: at once under load, or when a blocked read returns
+   * (`readBlockMs` at most). The read is not aborted for it: an aborted read may have been served
+   * already, and its entries would sit in our pending list until the stuck-entry sweep.
+   */
   private recoverShardsOf(entries: readonly BusEntry[]): void {
     for (const entry of entries) {
       const shard = shardOfCommandStream(this.options.keyPrefix, entry.stream);
@@ -280,11 +370,17 @@ export class ShardWorker {
     }
   }
 
-  /** Entries to apply next: a newly owned shard's leftovers first, then new entries. */
-  private async nextEntries(): Promise<BusEntry[]> {
+  /**
+   * A recovering shard's leftovers: the previous owner's pending entries and our own, oldest first.
+   * Called with nothing in flight. A shard with none left is done: its timers are re-armed.
+   */
+  private async nextRecoveryEntries(): Promise<BusEntry[]> {
     const { bus, group, workerId, keyPrefix } = this.options;
     const batchSize = this.options.runtime.batchSize;
     for (const shard of [...this.needsRecovery]) {
+      if (this.acquiredSinceRecovery.delete(shard)) this.options.runtime.dropShard(shard);
+      // Actors blocked by a refused write apply again: their pending commands come first.
+      this.options.runtime.unblockShard(shard);
       const stream = commandStreamKey(keyPrefix, shard);
       // The lease guarantees the previous owner is gone or fenced: take all its pending entries.
       const claimed = await bus.claimStale(stream, group, workerId, { minIdleMs: 0, count: batchSize });
@@ -294,14 +390,23 @@ export class ShardWorker {
       this.needsRecovery.delete(shard);
       for (const timer of await this.options.store.listTimers(shard)) this.scheduleTimer(timer.actorId, timer.dueAtMs);
     }
+    return [];
+  }
+
+  /** New entries of the owned shards (blocks up to `readBlockMs` when there are none). */
+  private async nextNewEntries(): Promise<BusEntry[]> {
+    const { bus, group, workerId, keyPrefix } = this.options;
     const streams = this.ownedShards().map((shard) => commandStreamKey(keyPrefix, shard));
     if (streams.length === 0) {
       await this.sleep(this.renewEveryMs);
       return [];
     }
-    if (this.readAbort.signal.aborted) this.readAbort = new AbortController();
+    if (this.readAbort.signal.aborted) {
+      if (!this.running) return [];
+      this.readAbort = new AbortController();
+    }
     return bus.read(group, workerId, streams, {
-      count: batchSize,
+      count: this.options.runtime.batchSize,
       blockMs: this.readBlockMs,
       signal: this.readAbort.signal,
     });

@@ -175,13 +175,17 @@ export function supportedRoutes(direction: Direction): RouteKey[] {
   return keys;
 }
 
+function routeKeyText(key: RouteKey): string {
+  return `${key.direction}\u0000${key.network}\u0000${key.cryptoCurrency}\u0000${key.paymentMethod}`;
+}
+
+/** The supported combinations as a set: they depend on the vocabulary only, never on configuration. */
+const supportedRouteKeys: ReadonlySet<string> = new Set(
+  (['payout', 'onramp'] as const).flatMap((direction) => supportedRoutes(direction).map(routeKeyText)),
+);
+
 function isSupported(key: RouteKey): boolean {
-  return supportedRoutes(key.direction).some(
-    (candidate) =>
-      candidate.network === key.network &&
-      candidate.cryptoCurrency === key.cryptoCurrency &&
-      candidate.paymentMethod === key.paymentMethod,
-  );
+  return supportedRouteKeys.has(routeKeyText(key));
 }
 
 function matchesUnsupported(pattern: UnsupportedRoute, key: RouteKey): boolean {
@@ -204,6 +208,8 @@ export interface RouteRequest {
   readonly targetCurrency: string;
 }
 
+const fiatCurrencies = Object.keys(fiatDecimals) as FiatCurrency[];
+
 const flowNames: Readonly<Record<Direction, string>> = { payout: 'Payouts', onramp: 'Onramps' };
 
 function unavailable(reason: string): RouteResult {
@@ -225,7 +231,7 @@ export function resolveRoute(config: CorridorConfig, request: RouteRequest): Rou
   if (isOneOf(plannedCurrencies, request.targetCurrency)) {
     return unavailable(`${request.targetCurrency} is not available yet`);
   }
-  if (!isOneOf(Object.keys(fiatDecimals) as FiatCurrency[], request.targetCurrency)) {
+  if (!isOneOf(fiatCurrencies, request.targetCurrency)) {
     return unavailable(`Currency ${text(request.targetCurrency)} is not supported`);
   }
   const paymentMethod = request.paymentMethod;
@@ -242,11 +248,37 @@ export function resolveRoute(config: CorridorConfig, request: RouteRequest): Rou
   const key: RouteKey = { direction, network: request.network, cryptoCurrency: request.cryptoCurrency, paymentMethod };
   const label = `${key.cryptoCurrency} on ${key.network} via ${paymentMethod}`;
   if (!isSupported(key)) return unavailable(`${label} is not a supported ${direction} route`);
-  return offeredRoute(config, key, label);
+  return offeredRoute(config, key);
 }
 
+/**
+ * Offered-route results per configuration. Resolving is on every quote's path, and its answer
+ * depends only on the configuration (immutable once loaded) and the route key, so each supported
+ * key is resolved (and its Route built and asserted) once per configuration object. Keyed weakly
+ * by that object: a new configuration gets its own table, nothing needs invalidating, and the
+ * table is bounded by the supported combinations (a few dozen).
+ */
+const offeredRouteTables = new WeakMap<CorridorConfig, Map<string, RouteResult>>();
+
 /** The configuration-dependent half of resolution; `key` is a supported route. */
-function offeredRoute(config: CorridorConfig, key: RouteKey, label: string): RouteResult {
+function offeredRoute(config: CorridorConfig, key: RouteKey): RouteResult {
+  let table = offeredRouteTables.get(config);
+  if (table === undefined) {
+    table = new Map();
+    offeredRouteTables.set(config, table);
+  }
+  const text = routeKeyText(key);
+  const cached = table.get(text);
+  if (cached !== undefined) return cached;
+  // Frozen: one result object is shared by every quote priced on this route.
+  const result = Object.freeze(resolveOfferedRoute(config, key));
+  if (result.ok) Object.freeze(result.route);
+  table.set(text, result);
+  return result;
+}
+
+function resolveOfferedRoute(config: CorridorConfig, key: RouteKey): RouteResult {
+  const label = `${key.cryptoCurrency} on ${key.network} via ${key.paymentMethod}`;
   if (!config.flows[key.direction].enabled) return unavailable(`${flowNames[key.direction]} are currently disabled`);
   const terms = config.terms[key.direction][key.paymentMethod];
   if (terms === undefined) return unavailable(`${key.paymentMethod} ${key.direction} is not offered`);
@@ -294,8 +326,7 @@ function assertRoute(route: Route): void {
 export function listRoutes(config: CorridorConfig, direction: Direction): Route[] {
   const routes: Route[] = [];
   for (const key of supportedRoutes(direction)) {
-    const label = `${key.cryptoCurrency} on ${key.network} via ${key.paymentMethod}`;
-    const result = offeredRoute(config, key, label);
+    const result = offeredRoute(config, key);
     if (result.ok) routes.push(result.route);
   }
   return routes;

@@ -22,6 +22,10 @@ export interface ShardRoleOptions {
   readonly readBlockMs?: number;
   /** See ShardWorkerOptions.stuckPendingMs. */
   readonly stuckPendingMs?: number;
+  /** See ShardWorkerOptions.batchesInFlightMax. */
+  readonly batchesInFlightMax?: number;
+  /** Entries read per shard stream at once (see RuntimeOptions.batchSizeMax). */
+  readonly batchSizeMax?: number;
   /** Test-only fault injection (see RuntimeOptions.afterCommit). */
   readonly afterCommit?: (actorId: string) => void;
   readonly log?: (level: LogLevel, message: string, fields?: Record<string, unknown>) => void;
@@ -53,6 +57,7 @@ export async function startShardRole(options: ShardRoleOptions): Promise<ShardRo
       });
     },
     onTimer: (actorId, dueAtMs) => worker?.scheduleTimer(actorId, dueAtMs),
+    ...(options.batchSizeMax !== undefined ? { batchSizeMax: options.batchSizeMax } : {}),
     ...(options.afterCommit ? { afterCommit: options.afterCommit } : {}),
     ...(options.log ? { log: options.log } : {}),
   });
@@ -69,6 +74,7 @@ export async function startShardRole(options: ShardRoleOptions): Promise<ShardRo
     ...(options.leaseTtlMs !== undefined ? { leaseTtlMs: options.leaseTtlMs } : {}),
     ...(options.readBlockMs !== undefined ? { readBlockMs: options.readBlockMs } : {}),
     ...(options.stuckPendingMs !== undefined ? { stuckPendingMs: options.stuckPendingMs } : {}),
+    ...(options.batchesInFlightMax !== undefined ? { batchesInFlightMax: options.batchesInFlightMax } : {}),
     ...(options.log ? { log: options.log } : {}),
   });
   await worker.start();

@@ -137,8 +137,8 @@ export class LmdbStore implements SnapshotStore {
     const current = dbs.actors.get(write.actorKey);
     if ((current?.version ?? 0) !== write.expectedVersion) return 'version_conflict';
 
-    this.checkAndRaiseFence(dbs, write.fence.shard, write.fence.token);
-    const appliedSeq = this.appendApplied(dbs, write, current?.appliedSeq ?? 0);
+    if (fenceToken === undefined || write.fence.token > fenceToken) dbs.fences.putSync(write.fence.shard, write.fence.token);
+    const appliedSeq = this.appendApplied(dbs, write, current === undefined ? null : current.appliedSeq);
     dbs.actors.putSync(write.actorKey, { version: write.newVersion, state: write.state, appliedSeq });
     (write.events ?? []).forEach((event, index) => dbs.events.putSync([write.actorKey, write.newVersion, index], event));
     this.appendOutbox(dbs, write);
@@ -162,12 +162,14 @@ export class LmdbStore implements SnapshotStore {
    * appliedRepliesPerActorMax seqs are trimmed in the same transaction. A commandId that is still
    * in the log keeps its first reply.
    */
-  private appendApplied(dbs: SubDatabases, write: CommitWrite, appliedSeqBefore: number): number {
-    let seq = appliedSeqBefore;
+  private appendApplied(dbs: SubDatabases, write: CommitWrite, appliedSeqBefore: number | null): number {
+    let seq = appliedSeqBefore ?? 0;
     for (const command of write.appliedCommands) {
       seq += 1;
       const key = [write.actorKey, command.commandId];
-      if (dbs.applied.get(key) !== undefined) continue;
+      // A new actor (no record: actor records are never deleted) has no dedupe rows, so the lookup
+      // is skipped on its first commit, which is most commits of short-lived actors like quotes.
+      if (appliedSeqBefore !== null && dbs.applied.get(key) !== undefined) continue;
       dbs.applied.putSync(key, { seq, reply: command.reply });
       dbs.appliedOrder.putSync([write.actorKey, seq], command.commandId);
     }
@@ -333,10 +335,14 @@ export class LmdbStore implements SnapshotStore {
 
   /** Doc and its index entries change together: stale entries of the old doc are removed first. */
   private upsertDoc(dbs: SubDatabases, collection: string, id: string, doc: JsonObject): void {
-    const previous = dbs.docs.get([collection, id]);
-    if (previous !== undefined) this.removeIndexEntries(dbs, collection, id, previous);
+    const indexes = this.indexes.of(collection);
+    // Only an indexed collection needs the previous doc (to remove its stale index entries).
+    if (indexes.length > 0) {
+      const previous = dbs.docs.get([collection, id]);
+      if (previous !== undefined) this.removeIndexEntries(dbs, collection, id, previous);
+    }
     dbs.docs.putSync([collection, id], doc);
-    for (const index of this.indexes.of(collection)) {
+    for (const index of indexes) {
       const key = indexKey(index, doc, id);
       if (key === null) throw new Error(`${collection}/${id} lacks fields of index ${index.name}`); // validated before
       dbs.docIndex.putSync(key, true);
