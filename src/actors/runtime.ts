@@ -73,6 +73,11 @@ interface ActiveActor {
   lastUsedMs: number;
   /** Command ids applied since activation (a fast path before asking the store). */
   readonly recentCommandIds: Set<string>;
+  /**
+   * The actor's row in the `timers` read model as of `version`: a due time, null (no row), or
+   * undefined when not known (activated from a snapshot). A write that leaves it unchanged skips it.
+   */
+  storedTimerAtMs: number | null | undefined;
 }
 
 interface PendingReply {
@@ -305,6 +310,8 @@ export class ActorRuntime {
       version: snapshot?.version ?? 0,
       lastUsedMs: this.options.clock.nowMs(),
       recentCommandIds: new Set(),
+      // A never-written actor has no timer row; one loaded from a snapshot may have one.
+      storedTimerAtMs: snapshot === null ? null : undefined,
     };
     this.actors.set(id, actor);
     return actor;
@@ -386,7 +393,9 @@ export class ActorRuntime {
       payload: message.payload,
       ...(message.partitionKey !== undefined ? { partitionKey: message.partitionKey } : {}),
     }));
-    const timerAtMs = changed && state !== null && behavior.timerAtMs ? behavior.timerAtMs(state) : undefined;
+    const wantedTimerAtMs = changed && state !== null && behavior.timerAtMs ? behavior.timerAtMs(state) : undefined;
+    // Most writes (a saga step, a refusal) leave the timer as it was: no read-model write for it.
+    const timerAtMs = wantedTimerAtMs === actor.storedTimerAtMs ? undefined : wantedTimerAtMs;
     const result: CommitResult = await this.options.store.commit({
       actorId: id,
       expectedVersion: actor.version,
@@ -418,7 +427,10 @@ export class ActorRuntime {
     actor.version = newVersion;
     actor.lastUsedMs = this.options.clock.nowMs();
     for (const appliedCommand of appliedCommands) this.remember(actor, appliedCommand.commandId);
-    if (timerAtMs !== undefined) this.options.onTimer?.(id, timerAtMs);
+    if (timerAtMs !== undefined) {
+      actor.storedTimerAtMs = timerAtMs;
+      this.options.onTimer?.(id, timerAtMs);
+    }
     return { kind: 'applied', replies, outbox: outboxRows };
   }
 
