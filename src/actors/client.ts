@@ -3,7 +3,7 @@
 // a retry of the same logical command safe: the actor applies it once and replays its reply.
 import { randomUUID } from 'node:crypto';
 import type { Bus } from '../bus/bus.ts';
-import type { Requester } from '../bus/request-reply.ts';
+import type { Reply, Requester, RequestOptions } from '../bus/request-reply.ts';
 import { commandStreamKey, shardOf } from '../bus/shards.ts';
 import { encodeEnvelope } from './codec.ts';
 import { actorId, type CommandEnvelope, type JsonValue } from './envelope.ts';
@@ -22,6 +22,10 @@ export interface AskOptions {
   readonly timeoutMs?: number;
 }
 
+function parseReplyPayload(reply: Reply): unknown {
+  return JSON.parse(reply.payload);
+}
+
 export class ActorClient {
   constructor(private readonly options: ActorClientOptions) {}
 
@@ -29,18 +33,24 @@ export class ActorClient {
     return commandStreamKey(this.options.keyPrefix, shardOf(actorId(actorType, actorKey), this.options.shardCount));
   }
 
-  async ask<Reply>(actorType: string, actorKey: string, kind: string, payload: JsonValue, options: AskOptions = {}): Promise<Reply> {
+  /** Never throws: every failure is a rejection. Not `async`: the edge asks once per request. */
+  ask<Reply>(actorType: string, actorKey: string, kind: string, payload: JsonValue, options: AskOptions = {}): Promise<Reply> {
+    let stream: string;
+    try {
+      stream = this.streamFor(actorType, actorKey);
+    } catch (error) {
+      return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+    }
     const commandId = options.commandId ?? randomUUID();
-    const reply = await this.options.requester.request(
-      this.streamFor(actorType, actorKey),
-      (replyTo) =>
-        encodeEnvelope({ commandId, actorType, actorKey, kind, payload, replyTo, sentAtMs: this.options.nowMs() }),
-      {
-        ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
-        maxLenApprox: this.options.streamLengthMax ?? 1_000_000,
-      },
-    );
-    return JSON.parse(reply.payload) as Reply;
+    // One object shape for every ask (a conditional spread here made each call a slow-path literal).
+    const requestOptions: RequestOptions = { timeoutMs: options.timeoutMs, maxLenApprox: this.options.streamLengthMax ?? 1_000_000 };
+    return this.options.requester
+      .request(
+        stream,
+        (replyTo) => encodeEnvelope({ commandId, actorType, actorKey, kind, payload, replyTo, sentAtMs: this.options.nowMs() }),
+        requestOptions,
+      )
+      .then(parseReplyPayload) as Promise<Reply>;
   }
 
   async tell(actorType: string, actorKey: string, kind: string, payload: JsonValue, commandId: string): Promise<void> {

@@ -441,6 +441,28 @@ function clusterNode(cluster: Cluster, nodeKey: string): Redis | undefined {
   return cluster.nodes('all').find((node) => `${node.options.host}:${node.options.port}` === nodeKey);
 }
 
+/** XADD's arguments after the command name: `stream [MAXLEN ~ n] * payload <p> h:<name> <value>…`. */
+function appendArguments(stream: string, payload: string, options: AppendOptions): Array<string | number> {
+  const args: Array<string | number> = [stream];
+  if (options.maxLenApprox !== undefined) {
+    assertPositiveInteger('maxLenApprox', options.maxLenApprox);
+    args.push('MAXLEN', '~', options.maxLenApprox);
+  }
+  args.push('*', payloadField, payload);
+  const headers = options.headers;
+  if (headers !== undefined) {
+    for (const name of Object.keys(headers)) {
+      if (name === '') throw new BusError('invalid_argument', 'header names must not be empty');
+      args.push(headerFieldPrefix + name, headers[name] ?? '');
+    }
+  }
+  return args;
+}
+
+function entryIdOf(reply: unknown): EntryId {
+  return asString('xadd', reply);
+}
+
 export class RedisBus implements Bus {
   private readonly client: RedisClient;
   /** The same client when it is a Cluster client, else null. */
@@ -475,19 +497,17 @@ export class RedisBus implements Bus {
     assertPositiveInteger('blockingConnectionsMax', this.blockingConnectionsMax);
   }
 
-  async append(stream: string, payload: string, options: AppendOptions = {}): Promise<EntryId> {
-    this.assertOpen();
-    const args: Array<string | number> = [stream];
-    if (options.maxLenApprox !== undefined) {
-      assertPositiveInteger('maxLenApprox', options.maxLenApprox);
-      args.push('MAXLEN', '~', options.maxLenApprox);
+  // Not `async`: the edge appends once per request, and every promise layer costs. Failures are
+  // still rejections, never synchronous throws.
+  append(stream: string, payload: string, options: AppendOptions = {}): Promise<EntryId> {
+    let args: Array<string | number>;
+    try {
+      this.assertOpen();
+      args = appendArguments(stream, payload, options);
+    } catch (error) {
+      return Promise.reject(error instanceof Error ? error : new Error(String(error)));
     }
-    args.push('*', payloadField, payload);
-    for (const [name, value] of Object.entries(options.headers ?? {})) {
-      if (name === '') throw new BusError('invalid_argument', 'header names must not be empty');
-      args.push(headerFieldPrefix + name, value);
-    }
-    return asString('xadd', await this.client.call('XADD', ...args));
+    return this.client.call('XADD', args).then(entryIdOf);
   }
 
   async ensureGroup(stream: string, group: string): Promise<void> {

@@ -5,7 +5,7 @@
 // thousand. The consumer side answers with `reply(bus, entry, payload)` (or `replyTo` for a reply
 // deferred past the command's handling). Replies are at-least-once like everything on the bus: a
 // duplicate or late reply (after a timeout) finds no waiting caller and is dropped and counted.
-import { randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import {
   BusError,
   headerReplyTo,
@@ -15,6 +15,7 @@ import {
   type EntryId,
   type Headers,
 } from './bus.ts';
+import { DeadlineLink, DeadlineQueue } from './deadline-queue.ts';
 import { commandStreamMaxLenApprox, replyStreamMaxLenApprox } from './shards.ts';
 
 /** Where a reply goes; structurally the same as the actor runtime's `ReplyTarget`. */
@@ -82,13 +83,15 @@ export interface RequesterOptions {
   readonly readCount?: number;
   /** How long one blocking read of the reply stream waits before the loop goes round again. */
   readonly blockMs?: number;
+  /** Request ids, unique per Requester; by default a random prefix per Requester and a counter. */
   readonly newRequestId?: () => string;
   /** Reply-loop failures (e.g. Redis unreachable); the loop backs off and keeps going. */
   readonly onError?: (error: unknown) => void;
 }
 
 export interface RequestOptions {
-  readonly timeoutMs?: number;
+  /** Default: the Requester's `timeoutMsDefault` (also when explicitly undefined). */
+  readonly timeoutMs?: number | undefined;
   readonly headers?: Headers;
   /** Trim bound for the command stream (see docs/bus.md); default `commandStreamMaxLenApprox`. */
   readonly maxLenApprox?: number;
@@ -100,10 +103,30 @@ export interface RequesterStats {
   readonly unmatchedReplies: number;
 }
 
-interface Waiting {
-  readonly resolve: (reply: Reply) => void;
-  readonly reject: (error: Error) => void;
-  readonly timer: NodeJS.Timeout;
+/** A request waiting for its reply (also its own key in the timeout queue). */
+class Waiting extends DeadlineLink {
+  constructor(
+    readonly requestId: string,
+    readonly timeoutMs: number,
+    readonly resolve: (reply: Reply) => void,
+    readonly reject: (error: Error) => void,
+  ) {
+    super();
+  }
+}
+
+/**
+ * Request ids only need to be unique among the replies this Requester can receive: a random
+ * prefix per Requester (so a restarted process never matches a late reply meant for its previous
+ * incarnation) and a counter. Cheaper than a UUID per request.
+ */
+function sequentialRequestIds(): () => string {
+  const prefix = `${randomBytes(9).toString('base64url')}-`;
+  let sequence = 0;
+  return () => {
+    sequence += 1;
+    return prefix + sequence.toString(36);
+  };
 }
 
 /** The reply stream has one group; its single consumer is the process that owns the stream. */
@@ -116,6 +139,12 @@ const blockMsDefault = 1_000;
 const backoffMsMax = 2_000;
 /** At start, leftovers of a previous incarnation are acknowledged, this many pages at most. */
 const leftoverPagesMax = 100;
+/** Replies acknowledged together at most this long after being read (see `flushAcks`). */
+const ackIntervalMs = 100;
+/** Replies acknowledged in one XACK at most. */
+const ackBatchMax = 1_024;
+/** Distinct request timeouts with their own queue before idle queues are dropped (callers use a few). */
+const timeoutQueuesMax = 16;
 
 export class Requester {
   private readonly bus: Bus;
@@ -128,8 +157,14 @@ export class Requester {
   private readonly newRequestId: () => string;
   private readonly onError: (error: unknown) => void;
   private readonly waiting = new Map<string, Waiting>();
+  /** One timeout queue per distinct timeoutMs (one timer each, not one per request). */
+  private readonly timeouts = new Map<number, DeadlineQueue<Waiting>>();
   private readonly stop = new AbortController();
   private loopDone: Promise<void> = Promise.resolve();
+  /** Replies dispatched but not yet acknowledged (see `flushAcks`). */
+  private unacked: EntryId[] = [];
+  private lastAckAtMs = 0;
+  private ackInFlight: Promise<void> | null = null;
   private unmatchedReplies = 0;
   private closed = false;
 
@@ -141,7 +176,7 @@ export class Requester {
     this.pendingMax = options.pendingMax ?? pendingMaxDefault;
     this.readCount = options.readCount ?? readCountDefault;
     this.blockMs = options.blockMs ?? blockMsDefault;
-    this.newRequestId = options.newRequestId ?? randomUUID;
+    this.newRequestId = options.newRequestId ?? sequentialRequestIds();
     this.onError = options.onError ?? (() => undefined);
     for (const [name, value] of Object.entries({ pendingMax: this.pendingMax, readCount: this.readCount, blockMs: this.blockMs })) {
       if (!Number.isSafeInteger(value) || value <= 0) throw new RangeError(`${name} must be a positive integer`);
@@ -164,37 +199,38 @@ export class Requester {
   /**
    * Appends `payload` to `stream` with reply headers and resolves with the reply. `payload` may be
    * a function of the reply address, to embed it in the command body (e.g. a CommandEnvelope).
+   * Never throws: every failure is a rejection.
    */
-  async request(
-    stream: string,
-    payload: string | ((replyTo: ReplyAddress) => string),
-    options: RequestOptions = {},
-  ): Promise<Reply> {
-    if (this.closed) throw new RequesterClosedError();
-    if (this.waiting.size >= this.pendingMax) throw new RequesterOverloadedError(this.pendingMax);
+  request(stream: string, payload: string | ((replyTo: ReplyAddress) => string), options: RequestOptions = {}): Promise<Reply> {
+    if (this.closed) return Promise.reject(new RequesterClosedError());
+    if (this.waiting.size >= this.pendingMax) return Promise.reject(new RequesterOverloadedError(this.pendingMax));
     const timeoutMs = options.timeoutMs ?? this.timeoutMsDefault;
-    if (!Number.isSafeInteger(timeoutMs) || timeoutMs <= 0) throw new RangeError('timeoutMs must be a positive integer');
-    const requestId = this.newRequestId();
-    if (this.waiting.has(requestId)) throw new Error(`duplicate request id ${requestId}`);
-    const address: ReplyAddress = { stream: this.replyStream, requestId };
-    const body = typeof payload === 'function' ? payload(address) : payload;
+    if (!Number.isSafeInteger(timeoutMs) || timeoutMs <= 0) return Promise.reject(new RangeError('timeoutMs must be a positive integer'));
+    let requestId: string;
+    let body: string;
+    try {
+      requestId = this.newRequestId();
+      if (this.waiting.has(requestId)) throw new Error(`duplicate request id ${requestId}`);
+      body = typeof payload === 'function' ? payload({ stream: this.replyStream, requestId }) : payload;
+    } catch (error) {
+      return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+    }
     // Register before appending: a fast consumer may reply before append() returns.
     const replied = new Promise<Reply>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.waiting.delete(requestId);
-        reject(new RequestTimeoutError(requestId, timeoutMs));
-      }, timeoutMs);
-      this.waiting.set(requestId, { resolve, reject, timer });
+      const waiting = new Waiting(requestId, timeoutMs, resolve, reject);
+      this.waiting.set(requestId, waiting);
+      this.timeoutQueue(timeoutMs).add(waiting);
     });
-    // The timeout may fire while the append is still in flight; the rejection is returned below.
-    replied.catch(() => undefined);
+    const headers =
+      options.headers === undefined
+        ? { [headerReplyTo]: this.replyStream, [headerRequestId]: requestId }
+        : { ...options.headers, [headerReplyTo]: this.replyStream, [headerRequestId]: requestId };
     try {
-      await this.bus.append(stream, body, {
-        headers: { ...options.headers, [headerReplyTo]: this.replyStream, [headerRequestId]: requestId },
-        maxLenApprox: options.maxLenApprox ?? commandStreamMaxLenApprox,
-      });
+      this.bus
+        .append(stream, body, { headers, maxLenApprox: options.maxLenApprox ?? commandStreamMaxLenApprox })
+        .then(undefined, (error: unknown) => this.appendFailed(requestId, error));
     } catch (error) {
-      this.settle(requestId)?.reject(error instanceof Error ? error : new Error(String(error)));
+      this.appendFailed(requestId, error);
     }
     return replied;
   }
@@ -203,6 +239,29 @@ export class Requester {
   async close(): Promise<void> {
     this.shutdown();
     await this.loopDone;
+    await this.ackInFlight;
+  }
+
+  private appendFailed(requestId: string, error: unknown): void {
+    this.settle(requestId)?.reject(error instanceof Error ? error : new Error(String(error)));
+  }
+
+  private timeoutQueue(timeoutMs: number): DeadlineQueue<Waiting> {
+    const existing = this.timeouts.get(timeoutMs);
+    if (existing !== undefined) return existing;
+    if (this.timeouts.size >= timeoutQueuesMax) {
+      // An idle queue holds nothing; its timer, if still armed, fires once and finds nothing.
+      for (const [duration, queue] of this.timeouts) if (queue.size === 0) this.timeouts.delete(duration);
+    }
+    const queue = new DeadlineQueue<Waiting>(timeoutMs, (waiting) => this.timedOut(waiting));
+    this.timeouts.set(timeoutMs, queue);
+    return queue;
+  }
+
+  private timedOut(waiting: Waiting): void {
+    if (this.waiting.get(waiting.requestId) !== waiting) return;
+    this.waiting.delete(waiting.requestId);
+    waiting.reject(new RequestTimeoutError(waiting.requestId, waiting.timeoutMs));
   }
 
   private shutdown(): void {
@@ -210,12 +269,14 @@ export class Requester {
     this.closed = true;
     this.stop.abort();
     for (const requestId of [...this.waiting.keys()]) this.settle(requestId)?.reject(new RequesterClosedError());
+    for (const queue of this.timeouts.values()) queue.clear();
+    this.timeouts.clear();
   }
 
   private settle(requestId: string): Waiting | undefined {
     const waiting = this.waiting.get(requestId);
     if (waiting === undefined) return undefined;
-    clearTimeout(waiting.timer);
+    this.timeouts.get(waiting.timeoutMs)?.delete(waiting);
     this.waiting.delete(requestId);
     return waiting;
   }
@@ -239,6 +300,30 @@ export class Requester {
     }
   }
 
+  /**
+   * Acknowledges the replies read so far, in the background, one XACK at a time. Replies are
+   * acknowledged in bulk (every `ackIntervalMs` or `ackBatchMax` replies, and whenever a read comes
+   * back empty), not after every read: acknowledging only keeps the group's pending list short — a
+   * reply is never read twice by the running loop, and a restarted process drops leftovers
+   * (`dropLeftovers`) — so it need not delay the next read nor cost a command per read.
+   */
+  private flushAcks(): void {
+    if (this.ackInFlight !== null || this.unacked.length === 0) return;
+    const ids = this.unacked;
+    this.unacked = [];
+    this.lastAckAtMs = Date.now();
+    this.ackInFlight = this.bus.ack(this.replyStream, replyGroup, ids).then(
+      () => {
+        this.ackInFlight = null;
+      },
+      (error: unknown) => {
+        this.ackInFlight = null;
+        // A missing group shows up on the next read too, which recreates it; closing ends the loop.
+        if (!this.closed) this.onError(error);
+      },
+    );
+  }
+
   /** The one reader of the reply stream. Never throws; backs off on failures until closed. */
   private async loop(): Promise<void> {
     let failures = 0;
@@ -250,9 +335,11 @@ export class Requester {
           signal: this.stop.signal,
         });
         failures = 0;
-        if (entries.length === 0) continue;
-        for (const entry of entries) this.dispatch(entry);
-        await this.bus.ack(this.replyStream, replyGroup, entries.map((entry) => entry.id));
+        for (const entry of entries) {
+          this.dispatch(entry);
+          this.unacked.push(entry.id);
+        }
+        if (entries.length === 0 || this.unacked.length >= ackBatchMax || Date.now() - this.lastAckAtMs >= ackIntervalMs) this.flushAcks();
       } catch (error) {
         if (this.closed) return;
         if (error instanceof BusError && error.code === 'closed') {

@@ -11,6 +11,7 @@
 //
 // Credentials: `X-API-Key: <key>` or `Authorization: Bearer <key>` (same key, same scoping); the
 // ops key only in `X-OPS-API-KEY`, in its own set, never accepted as a partner key or vice versa.
+import * as crypto from 'node:crypto';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { errorResponse } from './errors.ts';
 import type { Guard, RequestHead } from './http.ts';
@@ -26,8 +27,14 @@ const sha256HexPattern = /^[0-9a-f]{64}$/;
 const apiKeyPattern = /^[\x21-\x7e]+$/;
 const bearerPattern = /^bearer[ \t]+(\S+)[ \t]*$/i;
 
+/**
+ * One-shot `crypto.hash` (Node ≥ 20.12) skips the Hash object `createHash` builds: about a quarter
+ * of the cost, and the edge hashes a key on every partner request. Older Node 20 releases lack it.
+ */
+const oneShotHash = (crypto as { hash?: typeof crypto.hash }).hash;
+
 export function sha256Hex(value: string): string {
-  return createHash('sha256').update(value, 'utf8').digest('hex');
+  return oneShotHash === undefined ? createHash('sha256').update(value, 'utf8').digest('hex') : oneShotHash('sha256', value, 'hex');
 }
 
 interface StoredKey {
@@ -60,8 +67,12 @@ function normaliseHashes(ownerId: string, hashes: readonly string[]): string[] {
   });
 }
 
-function confirm(stored: StoredKey | undefined, presentedDigest: Buffer): string | null {
+/** Where a presented digest is decoded for the comparison (synchronous use only: no allocation per request). */
+const presentedDigest = Buffer.alloc(32);
+
+function confirm(stored: StoredKey | undefined, presentedHex: string): string | null {
   if (stored === undefined) return null;
+  presentedDigest.write(presentedHex, 0, 'hex');
   return timingSafeEqual(stored.digest, presentedDigest) ? stored.ownerId : null;
 }
 
@@ -76,8 +87,8 @@ export function createKeyRing(): KeyRing {
 
   function lookup(index: Map<string, StoredKey>, apiKey: string): string | null {
     if (!isWellFormedKey(apiKey)) return null;
-    const digest = createHash('sha256').update(apiKey, 'utf8').digest();
-    return confirm(index.get(digest.toString('hex')), digest);
+    const digestHex = sha256Hex(apiKey);
+    return confirm(index.get(digestHex), digestHex);
   }
 
   function removePartner(partnerId: string): void {

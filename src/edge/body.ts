@@ -70,43 +70,60 @@ export function readBody(
   budget: BodyBudget,
   onOutcome: (outcome: BodyReadOutcome) => void,
 ): BodyReader {
-  let chunks: Buffer[] = [];
-  let received = 0;
-  let reserved = 0;
-  let settled = false;
+  const reader = new StreamedBody(bodyBytesMax, budget, onOutcome);
+  res.onData((chunk, isLast) => reader.onChunk(chunk, isLast));
+  return reader;
+}
 
-  const release = (): void => {
-    settled = true;
-    chunks = [];
-    budget.release(reserved);
-    reserved = 0;
-  };
-  const settle = (outcome: BodyReadOutcome): void => {
-    settled = true;
-    if (outcome.kind !== 'complete') release();
-    onOutcome(outcome);
-  };
+/** One request's body as it arrives (a class, not closures: one of these per POST). */
+class StreamedBody implements BodyReader {
+  private chunks: Buffer[] = [];
+  private received = 0;
+  private reserved = 0;
+  private settled = false;
 
-  res.onData((chunk, isLast) => {
-    if (settled) return;
+  constructor(
+    private readonly bodyBytesMax: number,
+    private readonly budget: BodyBudget,
+    private readonly onOutcome: (outcome: BodyReadOutcome) => void,
+  ) {}
+
+  receivedBytes(): number {
+    return this.received;
+  }
+
+  release(): void {
+    this.settled = true;
+    this.chunks = [];
+    this.budget.release(this.reserved);
+    this.reserved = 0;
+  }
+
+  onChunk(chunk: ArrayBuffer, isLast: boolean): void {
+    if (this.settled) return;
     const length = chunk.byteLength;
-    received += length;
-    if (received > bodyBytesMax) return settle({ kind: 'too_large' });
+    this.received += length;
+    if (this.received > this.bodyBytesMax) return this.settle({ kind: 'too_large' });
     if (length > 0) {
-      if (!budget.tryReserve(length)) return settle({ kind: 'over_budget' });
-      reserved += length;
+      if (!this.budget.tryReserve(length)) return this.settle({ kind: 'over_budget' });
+      this.reserved += length;
       const copy = Buffer.allocUnsafe(length);
-      Buffer.from(chunk).copy(copy);
-      chunks.push(copy);
+      copy.set(new Uint8Array(chunk));
+      this.chunks.push(copy);
     }
     if (isLast) {
-      const body = chunks.length === 1 && chunks[0] !== undefined ? chunks[0] : Buffer.concat(chunks, received);
-      chunks = [];
-      settle({ kind: 'complete', body });
+      const chunks = this.chunks;
+      const body = chunks.length === 1 && chunks[0] !== undefined ? chunks[0] : Buffer.concat(chunks, this.received);
+      this.chunks = [];
+      this.settle({ kind: 'complete', body });
     }
-  });
+  }
 
-  return { receivedBytes: () => received, release };
+  private settle(outcome: BodyReadOutcome): void {
+    this.settled = true;
+    if (outcome.kind !== 'complete') this.release();
+    this.onOutcome(outcome);
+  }
 }
 
 export type BodyParse<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly response: HttpResponse };
@@ -120,7 +137,8 @@ const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
  * omit it on POST, and the body must parse as JSON anyway.
  */
 export function isJsonContentType(contentType: string | undefined): boolean {
-  if (contentType === undefined || contentType.trim() === '') return true;
+  if (contentType === undefined || contentType === 'application/json' || contentType === 'application/json; charset=utf-8') return true;
+  if (contentType.trim() === '') return true;
   const [essence = '', ...parameters] = contentType.split(';').map((part) => part.trim().toLowerCase());
   if (!jsonMediaType.test(essence)) return false;
   return parameters.every((parameter) => {

@@ -1,30 +1,27 @@
 // The HTTP toolkit the edge's routes are built on: a small router over uWebSockets.js with the
 // uWS rules handled once, here, instead of in every route:
 // - uWS's request object dies when the route callback returns, so everything a handler may need
-//   (method, path, query, headers, remote address) is copied synchronously first;
+//   (method, path, query, headers) is copied synchronously first; the peer address lives on the
+//   response and is read only if asked for (a syscall per request otherwise);
 // - a response may be aborted at any time: every write checks the aborted flag, goes through
 //   `res.cork`, and happens at most once;
 // - bodies are read under a byte cap (413 as soon as it is crossed, connection closed) and a
 //   process-wide budget; a thrown handler error is a generic 500, the real error goes to the log;
-// - every response carries `X-Request-Id`; every request gives one access-log line.
+// - every response carries `X-Request-Id`; every request gives one access-log line;
+// - per request, no timer (deadline queues, one timer per kind of timeout), no closure that a
+//   class method can replace, and nothing built for a log level that drops it.
 // Routing: exact segments and `:param` segments; the most specific matching pattern owns the path
 // (static segments beat params, left to right). Unknown path → 404 `not_found`; known path with
 // another method → 405 `method_not_allowed` with `Allow`. HEAD is served by the GET route without a
 // body; OPTIONS answers 204 with `Allow` unless a route claims it. No CORS: this is a
 // server-to-server API.
 import { STATUS_CODES } from 'node:http';
-import { randomUUID } from 'node:crypto';
 import uWS from 'uWebSockets.js';
 import type { HttpRequest as UwsRequest, HttpResponse as UwsResponse, us_listen_socket } from 'uWebSockets.js';
 import type { Logger } from 'pino';
-import {
-  createBodyBudget,
-  jsonBodyBytesMax,
-  parseContentLength,
-  readBody,
-  type BodyBudget,
-  type BodyReader,
-} from './body.ts';
+import { createBodyBudget, jsonBodyBytesMax, parseContentLength, readBody, type BodyReader } from './body.ts';
+import { DeadlineLink, DeadlineQueue } from '../bus/deadline-queue.ts';
+import { randomUuid } from './uuid.ts';
 import { errorResponse } from './errors.ts';
 import { writeAccessLog, type AccessLogEntry } from './access-log.ts';
 
@@ -118,7 +115,7 @@ export interface HttpAppOptions {
   readonly onError?: (error: unknown, info: RequestErrorInfo) => void;
   /** Called once per request with its access-log entry, after the line is written (metrics). */
   readonly onRequestFinished?: (entry: AccessLogEntry) => void;
-  /** Request ids for requests that bring none; `crypto.randomUUID` by default. */
+  /** Request ids for requests that bring none; a random UUID (`randomUuid`) by default. */
   readonly generateRequestId?: () => string;
 }
 
@@ -161,9 +158,11 @@ export const httpDefaults = {
 // Response helpers
 
 const jsonContentType = 'application/json; charset=utf-8';
+/** The headers of every JSON response that adds none of its own (shared: responses are only read). */
+const jsonHeaders: Readonly<Record<string, string>> = Object.freeze({ 'content-type': jsonContentType });
 
 export function jsonResponse(status: number, value: unknown, headers?: Readonly<Record<string, string>>): HttpResponse {
-  return { status, headers: { 'content-type': jsonContentType, ...headers }, body: JSON.stringify(value) };
+  return { status, headers: headers === undefined ? jsonHeaders : { 'content-type': jsonContentType, ...headers }, body: JSON.stringify(value) };
 }
 
 export function emptyResponse(status: number, headers?: Readonly<Record<string, string>>): HttpResponse {
@@ -181,6 +180,7 @@ interface PathGroup {
   /** The first registered pattern of this shape (what the access log names). */
   readonly pattern: string;
   readonly segments: readonly Segment[];
+  readonly hasParams: boolean;
   /** '1' per static segment, '0' per param: a higher string is a more specific pattern. */
   readonly specificity: string;
   readonly routes: Map<string, Route>;
@@ -188,8 +188,13 @@ interface PathGroup {
   allow: string;
 }
 
+/** Path groups by segment count: a path is only compared with the patterns of its own length. */
+type RouteTable = ReadonlyMap<number, readonly PathGroup[]>;
+
 const paramNamePattern = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const methods: readonly HttpMethod[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
+/** uWS reports methods in lower case; upper-casing a string goes through ICU, a lookup does not. */
+const upperCaseMethods: ReadonlyMap<string, string> = new Map(methods.map((method) => [method.toLowerCase(), method]));
 
 function parsePattern(pattern: string): Segment[] {
   if (!pattern.startsWith('/')) throw new Error(`route pattern must start with '/': ${pattern}`);
@@ -207,7 +212,7 @@ function parsePattern(pattern: string): Segment[] {
   });
 }
 
-function compileRoutes(routes: readonly Route[]): PathGroup[] {
+function compileRoutes(routes: readonly Route[]): RouteTable {
   const groups = new Map<string, PathGroup>();
   for (const route of routes) {
     if (!methods.includes(route.method)) throw new Error(`unsupported method ${String(route.method)}`);
@@ -219,35 +224,51 @@ function compileRoutes(routes: readonly Route[]): PathGroup[] {
     let group = groups.get(shape);
     if (group === undefined) {
       const specificity = segments.map((s) => (s.kind === 'static' ? '1' : '0')).join('');
-      group = { shape, pattern: route.pattern, segments, specificity, routes: new Map(), allow: '' };
+      const hasParams = segments.some((s) => s.kind === 'param');
+      group = { shape, pattern: route.pattern, segments, hasParams, specificity, routes: new Map(), allow: '' };
       groups.set(shape, group);
     }
     if (group.routes.has(route.method)) throw new Error(`duplicate route ${route.method} ${route.pattern}`);
     group.routes.set(route.method, route);
   }
+  const table = new Map<number, PathGroup[]>();
   for (const group of groups.values()) {
     const allowed = new Set(group.routes.keys());
     if (allowed.has('GET')) allowed.add('HEAD');
     allowed.add('OPTIONS');
     group.allow = methods.filter((method) => allowed.has(method)).join(', ');
+    const sameLength = table.get(group.segments.length);
+    if (sameLength === undefined) table.set(group.segments.length, [group]);
+    else sameLength.push(group);
   }
-  return [...groups.values()];
+  return table;
 }
 
-function matchGroup(groups: readonly PathGroup[], pathSegments: readonly string[]): PathGroup | null {
+function matchesPath(group: PathGroup, pathSegments: readonly string[]): boolean {
+  const segments = group.segments;
+  for (let index = 0; index < segments.length; index += 1) {
+    const segment = segments[index];
+    const part = pathSegments[index] ?? '';
+    if (segment === undefined || (segment.kind === 'static' ? segment.value !== part : part.length === 0)) return false;
+  }
+  return true;
+}
+
+function matchGroup(table: RouteTable, pathSegments: readonly string[]): PathGroup | null {
+  const candidates = table.get(pathSegments.length);
+  if (candidates === undefined) return null;
   let best: PathGroup | null = null;
-  for (const group of groups) {
-    if (group.segments.length !== pathSegments.length) continue;
-    const matches = group.segments.every((segment, index) => {
-      const part = pathSegments[index] ?? '';
-      return segment.kind === 'static' ? segment.value === part : part.length > 0;
-    });
-    if (matches && (best === null || group.specificity > best.specificity)) best = group;
+  for (const group of candidates) {
+    if (matchesPath(group, pathSegments) && (best === null || group.specificity > best.specificity)) best = group;
   }
   return best;
 }
 
-function decodeParams(group: PathGroup, pathSegments: readonly string[]): Record<string, string> | null {
+/** Params and query of requests that have none (shared, frozen: handlers only read them). */
+const noEntries: Readonly<Record<string, string>> = Object.freeze(Object.create(null) as Record<string, string>);
+
+function decodeParams(group: PathGroup, pathSegments: readonly string[]): Readonly<Record<string, string>> | null {
+  if (!group.hasParams) return noEntries;
   const params: Record<string, string> = Object.create(null) as Record<string, string>;
   for (const [index, segment] of group.segments.entries()) {
     if (segment.kind !== 'param') continue;
@@ -260,12 +281,14 @@ function decodeParams(group: PathGroup, pathSegments: readonly string[]): Record
   return params;
 }
 
-type QueryParse = { readonly ok: true; readonly query: Record<string, string> } | { readonly ok: false; readonly reason: string };
+type QueryParse = { readonly ok: true; readonly query: Readonly<Record<string, string>> } | { readonly ok: false; readonly reason: string };
+
+const emptyQuery: QueryParse = { ok: true, query: noEntries };
 
 function parseQuery(raw: string, bytesMax: number, countMax: number): QueryParse {
-  const query: Record<string, string> = Object.create(null) as Record<string, string>;
-  if (raw.length === 0) return { ok: true, query };
+  if (raw.length === 0) return emptyQuery;
   if (raw.length > bytesMax) return { ok: false, reason: 'Query string too long' };
+  const query: Record<string, string> = Object.create(null) as Record<string, string>;
   let count = 0;
   for (const [name, value] of new URLSearchParams(raw)) {
     count += 1;
@@ -277,25 +300,104 @@ function parseQuery(raw: string, bytesMax: number, countMax: number): QueryParse
 }
 
 // ---------------------------------------------------------------------------------------------
-// One request/response exchange: the only place that writes to a uWS response.
+// Writing responses: status lines and header names are checked once and remembered.
 
-const requestIdPattern = /^[A-Za-z0-9._:-]{1,128}$/;
 const headerNamePattern = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 const headerValueForbidden = /[\r\n\0]/;
 /** Framing headers uWS writes itself; a handler's copy would corrupt the response. */
 const framingHeaders = new Set(['content-length', 'transfer-encoding', 'connection', 'x-request-id']);
 
+/** `200 OK`, … for each valid status used so far (at most the 400 statuses of 200–599). */
+const statusLines = new Map<number, string>();
+
+function statusLine(status: number): string {
+  const known = statusLines.get(status);
+  if (known !== undefined) return known;
+  const statusText = STATUS_CODES[status];
+  if (!Number.isInteger(status) || status < 200 || status > 599 || statusText === undefined) {
+    throw new Error(`invalid response status ${status}`);
+  }
+  const line = `${status} ${statusText}`;
+  statusLines.set(status, line);
+  return line;
+}
+
+/** Header names found valid, with their lower-case form. Names come from our code (a few dozen). */
+const checkedHeaderNames = new Map<string, string>();
+const checkedHeaderNamesMax = 1024;
+
+function lowerCaseHeaderName(name: string): string {
+  const known = checkedHeaderNames.get(name);
+  if (known !== undefined) return known;
+  if (!headerNamePattern.test(name)) throw new Error(`invalid response header ${name}`);
+  const lower = name.toLowerCase();
+  if (checkedHeaderNames.size < checkedHeaderNamesMax) checkedHeaderNames.set(name, lower);
+  return lower;
+}
+
+/** Throws on an invalid status or header before anything is written (the caller answers 500). */
+function checkResponse(response: HttpResponse, names: readonly string[]): void {
+  statusLine(response.status);
+  const headers = response.headers;
+  if (headers === undefined) return;
+  for (const name of names) {
+    lowerCaseHeaderName(name);
+    if (headerValueForbidden.test(headers[name] ?? '')) throw new Error(`invalid response header ${name}`);
+  }
+}
+
+function writeResponse(res: UwsResponse, requestId: string, method: string, response: HttpResponse, names: readonly string[], closeConnection: boolean): void {
+  res.writeStatus(statusLine(response.status));
+  res.writeHeader('x-request-id', requestId);
+  let hasCacheControl = false;
+  const headers = response.headers;
+  if (headers !== undefined) {
+    for (const name of names) {
+      const lower = lowerCaseHeaderName(name);
+      if (framingHeaders.has(lower)) continue;
+      if (lower === 'cache-control') hasCacheControl = true;
+      res.writeHeader(lower, headers[name] ?? '');
+    }
+  }
+  if (!hasCacheControl) res.writeHeader('cache-control', 'no-store');
+  res.writeHeader('x-content-type-options', 'nosniff');
+  const body = response.body ?? '';
+  // uWS 20.30 quirk: endWithoutBody() must be called with no arguments; with a length or an
+  // explicit undefined it leaves the response open (the client hangs, then onAborted fires).
+  // So responses without a body cannot ask for the connection to close; uWS keeps parsing and
+  // discarding any unread request body instead, which only HEAD/OPTIONS requests can cause here.
+  if (response.status === 204 || response.status === 304) {
+    res.endWithoutBody();
+  } else if (method === 'HEAD') {
+    const length = typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength;
+    res.writeHeader('content-length', String(length));
+    res.endWithoutBody();
+  } else {
+    res.end(body, closeConnection);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// One request/response exchange: the only place that writes to a uWS response.
+
+const requestIdPattern = /^[A-Za-z0-9._:-]{1,128}$/;
+const emptyBody = Buffer.alloc(0);
+const noHeaderNames: readonly string[] = Object.freeze([]);
+
 interface ExchangeHooks {
   /** Draining: every response closes its connection. */
   readonly draining: () => boolean;
   readonly logger: Logger;
-  readonly budget: BodyBudget;
   readonly onFinished: () => void;
   readonly reportError: (error: unknown, info: RequestErrorInfo) => void;
   readonly onRequestFinished?: ((entry: AccessLogEntry) => void) | undefined;
+  /** Requests whose body is being read (`bodyReadTimeoutMs`). */
+  readonly bodyDeadlines: DeadlineQueue<Exchange>;
+  /** Requests whose handler is running (`handlerTimeoutMs`). */
+  readonly handlerDeadlines: DeadlineQueue<Exchange>;
 }
 
-class Exchange {
+class Exchange extends DeadlineLink {
   aborted = false;
   private responded = false;
   private finished = false;
@@ -303,7 +405,9 @@ class Exchange {
   routePattern: string | null = null;
   partnerId: string | null = null;
   bodyReader: BodyReader | null = null;
-  private timer: NodeJS.Timeout | null = null;
+  /** The deadline queue this exchange waits in (body read or handler), if any. */
+  private deadlines: DeadlineQueue<Exchange> | null = null;
+  private remoteAddressText: string | null = null;
   private readonly startedAt = performance.now();
 
   constructor(
@@ -311,11 +415,22 @@ class Exchange {
     readonly method: string,
     readonly requestId: string,
     private readonly hooks: ExchangeHooks,
-  ) {}
+  ) {
+    super();
+  }
 
   /** True once answered or abandoned by the client: nothing more may be written. */
   get done(): boolean {
     return this.responded || this.aborted;
+  }
+
+  /** The TCP peer, read on first use (a syscall most requests never need); '' once the response is gone. */
+  remoteAddress(): string {
+    if (this.remoteAddressText === null) {
+      if (this.done) return '';
+      this.remoteAddressText = Buffer.from(this.res.getRemoteAddressAsText()).toString('latin1');
+    }
+    return this.remoteAddressText;
   }
 
   onAborted(): void {
@@ -323,14 +438,65 @@ class Exchange {
     if (!this.handlerRunning) this.finish(null);
   }
 
-  startTimer(ms: number, onTimeout: () => void): void {
-    this.clearTimer();
-    this.timer = setTimeout(onTimeout, ms);
+  /** Counts down `bodyReadTimeoutMs` (see `bodyTimedOut`). */
+  startBodyTimer(): void {
+    this.waitIn(this.hooks.bodyDeadlines);
   }
 
   clearTimer(): void {
-    if (this.timer !== null) clearTimeout(this.timer);
-    this.timer = null;
+    this.deadlines?.delete(this);
+    this.deadlines = null;
+  }
+
+  bodyTimedOut(): void {
+    this.deadlines = null;
+    this.respond(errorResponse('request_timeout', 'Request body not received in time'), true);
+  }
+
+  /** Runs the route's handler under `handlerTimeoutMs`, then answers with what it returned. */
+  runHandler(route: Route, ctx: RequestContext): void {
+    this.handlerRunning = true;
+    this.waitIn(this.hooks.handlerDeadlines);
+    let answer: Promise<HttpResponse>;
+    try {
+      answer = route.handler(ctx);
+    } catch (error) {
+      return this.handlerFailed(error);
+    }
+    answer.then(
+      (response) => this.handlerAnswered(response),
+      (error: unknown) => this.handlerFailed(error),
+    );
+  }
+
+  /** The handler's time is up: 503 now; its late answer, whatever it is, is dropped. */
+  handlerTimedOut(timeoutMs: number): void {
+    this.deadlines = null;
+    if (!this.handlerRunning) return;
+    this.handlerRunning = false;
+    this.hooks.logger.warn({ requestId: this.requestId, route: this.routePattern, timeoutMs }, 'handler timed out');
+    this.respond(errorResponse('service_unavailable', 'The request took too long; retry later'));
+  }
+
+  private handlerAnswered(response: HttpResponse): void {
+    if (!this.handlerRunning) return;
+    this.handlerRunning = false;
+    this.clearTimer();
+    this.respond(response);
+  }
+
+  private handlerFailed(error: unknown): void {
+    if (!this.handlerRunning) return;
+    this.handlerRunning = false;
+    this.clearTimer();
+    this.hooks.reportError(error, this.info());
+    this.respond(errorResponse('server_error'));
+  }
+
+  private waitIn(deadlines: DeadlineQueue<Exchange>): void {
+    this.clearTimer();
+    this.deadlines = deadlines;
+    deadlines.add(this);
   }
 
   /**
@@ -341,14 +507,19 @@ class Exchange {
     if (this.responded || this.aborted) return this.finish(null);
     this.responded = true;
     let status = response.status;
+    const close = closeConnection || this.hooks.draining();
     try {
-      this.res.cork(() => this.write(response, closeConnection || this.hooks.draining()));
+      const names = response.headers === undefined ? noHeaderNames : Object.keys(response.headers);
+      checkResponse(response, names);
+      this.res.cork(() => writeResponse(this.res, this.requestId, this.method, response, names, close));
     } catch (error) {
       // Only a malformed response from our own code gets here (bad status or header), before any
       // byte was written: replace it with a generic 500.
       this.hooks.reportError(error, this.info());
       status = 500;
-      this.res.cork(() => this.write(errorResponse('server_error'), true));
+      const fallback = errorResponse('server_error');
+      const names = Object.keys(fallback.headers ?? {});
+      this.res.cork(() => writeResponse(this.res, this.requestId, this.method, fallback, names, true));
     }
     this.finish(status);
   }
@@ -357,49 +528,16 @@ class Exchange {
     return { requestId: this.requestId, method: this.method, routePattern: this.routePattern };
   }
 
-  private write(response: HttpResponse, closeConnection: boolean): void {
-    const statusText = STATUS_CODES[response.status];
-    if (!Number.isInteger(response.status) || response.status < 200 || response.status > 599 || statusText === undefined) {
-      throw new Error(`invalid response status ${response.status}`);
-    }
-    const headers = Object.entries(response.headers ?? {});
-    for (const [name, value] of headers) {
-      if (!headerNamePattern.test(name) || headerValueForbidden.test(value)) throw new Error(`invalid response header ${name}`);
-    }
-    const res = this.res;
-    res.writeStatus(`${response.status} ${statusText}`);
-    res.writeHeader('x-request-id', this.requestId);
-    let hasCacheControl = false;
-    for (const [name, value] of headers) {
-      const lower = name.toLowerCase();
-      if (framingHeaders.has(lower)) continue;
-      if (lower === 'cache-control') hasCacheControl = true;
-      res.writeHeader(lower, value);
-    }
-    if (!hasCacheControl) res.writeHeader('cache-control', 'no-store');
-    res.writeHeader('x-content-type-options', 'nosniff');
-    const body = response.body ?? '';
-    // uWS 20.30 quirk: endWithoutBody() must be called with no arguments; with a length or an
-    // explicit undefined it leaves the response open (the client hangs, then onAborted fires).
-    // So responses without a body cannot ask for the connection to close; uWS keeps parsing and
-    // discarding any unread request body instead, which only HEAD/OPTIONS requests can cause here.
-    if (response.status === 204 || response.status === 304) {
-      res.endWithoutBody();
-    } else if (this.method === 'HEAD') {
-      const length = typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength;
-      res.writeHeader('content-length', String(length));
-      res.endWithoutBody();
-    } else {
-      res.end(body, closeConnection);
-    }
-  }
-
   private finish(status: number | null): void {
     if (this.finished) return;
     this.finished = true;
     this.clearTimer();
     this.bodyReader?.release();
     this.hooks.onFinished();
+    const { logger, onRequestFinished } = this.hooks;
+    // The entry is built only for someone: at LOG_LEVEL=warn and without a hook nothing is.
+    const logged = logger.isLevelEnabled('info');
+    if (!logged && onRequestFinished === undefined) return;
     const entry: AccessLogEntry = {
       method: this.method,
       route: this.routePattern,
@@ -410,10 +548,33 @@ class Exchange {
       requestBytes: this.bodyReader?.receivedBytes() ?? 0,
       aborted: this.aborted,
     };
-    writeAccessLog(this.hooks.logger, entry);
-    this.hooks.onRequestFinished?.(entry);
+    if (logged) writeAccessLog(logger, entry);
+    onRequestFinished?.(entry);
   }
 }
+
+/** What a guard and then the handler see: copied from uWS up front, except the peer address. */
+class IncomingRequest implements RequestContext {
+  body: Buffer = emptyBody;
+  partnerId: string | null = null;
+
+  constructor(
+    private readonly exchange: Exchange,
+    readonly method: string,
+    readonly path: string,
+    readonly routePattern: string,
+    readonly params: Readonly<Record<string, string>>,
+    readonly query: Readonly<Record<string, string>>,
+    readonly headers: Readonly<Record<string, string>>,
+    readonly requestId: string,
+    readonly receivedAtMs: number,
+  ) {}
+
+  get remoteAddress(): string {
+    return this.exchange.remoteAddress();
+  }
+}
+
 
 // ---------------------------------------------------------------------------------------------
 // The app
@@ -447,19 +608,6 @@ function resolveLimits(options: HttpAppOptions): Limits & { readonly bodyBytesIn
   return limits;
 }
 
-class HandlerTimeout extends Error {}
-
-/** The parts of a uWS request copied out synchronously, before uWS frees it. */
-interface RawRequest {
-  readonly method: string;
-  readonly headers: Record<string, string>;
-  readonly headerBytes: number;
-  readonly rawPath: string;
-  readonly rawQuery: string;
-  readonly requestId: string;
-  readonly receivedAtMs: number;
-}
-
 function copyHeaders(req: UwsRequest): { headers: Record<string, string>; headerBytes: number } {
   const headers: Record<string, string> = Object.create(null) as Record<string, string>;
   let headerBytes = 0;
@@ -473,10 +621,10 @@ function copyHeaders(req: UwsRequest): { headers: Record<string, string>; header
 
 export function createHttpApp(options: HttpAppOptions): HttpApp {
   const limits = resolveLimits(options);
-  const groups = compileRoutes(options.routes);
+  const routeTable = compileRoutes(options.routes);
   const { logger } = options;
   const budget = createBodyBudget(limits.bodyBytesInFlightMax);
-  const generateRequestId = options.generateRequestId ?? randomUUID;
+  const generateRequestId = options.generateRequestId ?? randomUuid;
   let inFlight = 0;
   let draining = false;
 
@@ -488,41 +636,21 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
       logger.error({ err: hookError }, 'onError hook threw');
     }
   };
-  const hooks: ExchangeHooks = { draining: () => draining, logger, budget, reportError, onFinished: () => (inFlight -= 1), onRequestFinished: options.onRequestFinished };
-
-  async function runHandler(exchange: Exchange, route: Route, ctx: RequestContext): Promise<void> {
-    exchange.handlerRunning = true;
-    let timer: NodeJS.Timeout | undefined;
-    let response: HttpResponse;
-    try {
-      const timeout = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new HandlerTimeout('handler timed out')), limits.handlerTimeoutMs);
-      });
-      response = await Promise.race([route.handler(ctx), timeout]);
-    } catch (error) {
-      if (error instanceof HandlerTimeout) {
-        logger.warn({ requestId: exchange.requestId, route: exchange.routePattern, timeoutMs: limits.handlerTimeoutMs }, 'handler timed out');
-        response = errorResponse('service_unavailable', 'The request took too long; retry later');
-      } else {
-        reportError(error, exchange.info());
-        response = errorResponse('server_error');
-      }
-    } finally {
-      clearTimeout(timer);
-      exchange.handlerRunning = false;
-    }
-    exchange.respond(response);
-  }
-
-  function start(exchange: Exchange, route: Route, head: RequestHead, body: Buffer): void {
-    const ctx: RequestContext = { ...head, body, partnerId: exchange.partnerId };
-    void runHandler(exchange, route, ctx);
-  }
+  const hooks: ExchangeHooks = {
+    draining: () => draining,
+    logger,
+    reportError,
+    onFinished: () => (inFlight -= 1),
+    onRequestFinished: options.onRequestFinished,
+    bodyDeadlines: new DeadlineQueue<Exchange>(limits.bodyReadTimeoutMs, (exchange) => exchange.bodyTimedOut()),
+    handlerDeadlines: new DeadlineQueue<Exchange>(limits.handlerTimeoutMs, (exchange) => exchange.handlerTimedOut(limits.handlerTimeoutMs)),
+  };
 
   function handle(res: UwsResponse, req: UwsRequest): void {
     // Synchronous part: copy all of the request we need, decide everything that needs no body.
     const receivedAtMs = Date.now();
-    const method = req.getMethod().toUpperCase();
+    const lowerCaseMethod = req.getMethod();
+    const method = upperCaseMethods.get(lowerCaseMethod) ?? lowerCaseMethod.toUpperCase();
     const { headers, headerBytes } = copyHeaders(req);
     const rawPath = req.getUrl();
     const rawQuery = req.getQuery() ?? '';
@@ -532,7 +660,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     res.onAborted(() => exchange.onAborted());
     inFlight += 1;
     try {
-      dispatch(res, exchange, { method, headers, headerBytes, rawPath, rawQuery, requestId, receivedAtMs });
+      dispatch(res, exchange, headers, headerBytes, rawPath, rawQuery, receivedAtMs);
     } catch (error) {
       // A bug in the synchronous part (ours or a guard's): answer 500 and keep serving.
       reportError(error, exchange.info());
@@ -540,48 +668,54 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     }
   }
 
-  function dispatch(res: UwsResponse, exchange: Exchange, raw: RawRequest): void {
-    const { method, headers, headerBytes, rawPath, rawQuery, requestId, receivedAtMs } = raw;
+  // Any answer given before the body is read closes the connection when the request has a body:
+  // we will not read the rest.
+  function dispatch(
+    res: UwsResponse,
+    exchange: Exchange,
+    headers: Record<string, string>,
+    headerBytes: number,
+    rawPath: string,
+    rawQuery: string,
+    receivedAtMs: number,
+  ): void {
+    const method = exchange.method;
     const contentLength = parseContentLength(headers['content-length']);
     const hasBody = headers['transfer-encoding'] !== undefined || (typeof contentLength === 'number' && contentLength > 0);
-    // Any answer given before the body is read closes the connection: we will not read the rest.
-    const reject = (response: HttpResponse): void => exchange.respond(response, hasBody);
 
-    if (inFlight > limits.inFlightRequestsMax) return reject(errorResponse('service_unavailable', 'Too many requests in flight'));
-    if (headerBytes > limits.headerBytesMax) return reject(errorResponse('headers_too_large'));
-    if (rawPath.length > limits.pathBytesMax) return reject(errorResponse('invalid_request', 'Path too long'));
+    if (inFlight > limits.inFlightRequestsMax) return exchange.respond(errorResponse('service_unavailable', 'Too many requests in flight'), hasBody);
+    if (headerBytes > limits.headerBytesMax) return exchange.respond(errorResponse('headers_too_large'), hasBody);
+    if (rawPath.length > limits.pathBytesMax) return exchange.respond(errorResponse('invalid_request', 'Path too long'), hasBody);
     const path = rawPath.length > 1 && rawPath.endsWith('/') ? rawPath.slice(0, -1) : rawPath;
     const pathSegments = path === '/' ? [] : path.slice(1).split('/');
-    const group = rawPath.startsWith('/') ? matchGroup(groups, pathSegments) : null;
-    if (group === null) return reject(errorResponse('not_found', 'No such endpoint'));
+    const group = rawPath.startsWith('/') ? matchGroup(routeTable, pathSegments) : null;
+    if (group === null) return exchange.respond(errorResponse('not_found', 'No such endpoint'), hasBody);
     exchange.routePattern = group.pattern;
     const route = group.routes.get(method) ?? (method === 'HEAD' ? group.routes.get('GET') : undefined);
     if (route === undefined) {
-      if (method === 'OPTIONS') return reject(emptyResponse(204, { allow: group.allow }));
-      return reject(errorResponse('method_not_allowed', `Method ${method.slice(0, 16)} not allowed`, { allow: group.allow }));
+      if (method === 'OPTIONS') return exchange.respond(emptyResponse(204, { allow: group.allow }), hasBody);
+      return exchange.respond(errorResponse('method_not_allowed', `Method ${method.slice(0, 16)} not allowed`, { allow: group.allow }), hasBody);
     }
     exchange.routePattern = route.pattern;
     const params = decodeParams(group, pathSegments);
-    if (params === null) return reject(errorResponse('invalid_request', 'Malformed path'));
+    if (params === null) return exchange.respond(errorResponse('invalid_request', 'Malformed path'), hasBody);
     const query = parseQuery(rawQuery, limits.queryStringBytesMax, limits.queryParamsCountMax);
-    if (!query.ok) return reject(errorResponse('invalid_request', query.reason));
-    if (contentLength === 'invalid') return reject(errorResponse('invalid_request', 'Invalid Content-Length'));
+    if (!query.ok) return exchange.respond(errorResponse('invalid_request', query.reason), hasBody);
+    if (contentLength === 'invalid') return exchange.respond(errorResponse('invalid_request', 'Invalid Content-Length'), hasBody);
 
-    const remoteAddress = Buffer.from(res.getRemoteAddressAsText()).toString('latin1');
-    const head: RequestHead = { method, path, routePattern: route.pattern, params, query: query.query, headers, requestId, remoteAddress, receivedAtMs };
+    const request = new IncomingRequest(exchange, method, path, route.pattern, params, query.query, headers, exchange.requestId, receivedAtMs);
     if (route.guard !== undefined) {
-      const verdict = route.guard(head);
+      const verdict = route.guard(request);
       exchange.partnerId = verdict.partnerId ?? null;
-      if (!verdict.allow) return reject(verdict.response);
+      if (!verdict.allow) return exchange.respond(verdict.response, hasBody);
     }
+    request.partnerId = exchange.partnerId;
 
     const bodyBytesMax = route.bodyBytesMax ?? limits.bodyBytesMax;
-    if (typeof contentLength === 'number' && contentLength > bodyBytesMax) return reject(tooLarge(bodyBytesMax));
-    if (!hasBody) return start(exchange, route, head, Buffer.alloc(0));
+    if (typeof contentLength === 'number' && contentLength > bodyBytesMax) return exchange.respond(tooLarge(bodyBytesMax), hasBody);
+    if (!hasBody) return exchange.runHandler(route, request);
 
-    exchange.startTimer(limits.bodyReadTimeoutMs, () => {
-      exchange.respond(errorResponse('request_timeout', 'Request body not received in time'), true);
-    });
+    exchange.startBodyTimer();
     exchange.bodyReader = readBody(res, bodyBytesMax, budget, (outcome) => {
       exchange.clearTimer();
       if (exchange.done) return;
@@ -589,7 +723,8 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
       if (outcome.kind === 'over_budget') {
         return exchange.respond(errorResponse('service_unavailable', 'Server busy; retry later'), true);
       }
-      start(exchange, route, head, outcome.body);
+      request.body = outcome.body;
+      exchange.runHandler(route, request);
     });
   }
 

@@ -30,14 +30,19 @@ export interface EdgeActors {
 
 export function edgeActors(client: ActorClient): EdgeActors {
   let pending = 0;
+  // Shared by every ask (no closures or async frames per request).
+  const answered = <Reply>(reply: Reply): Reply => {
+    pending -= 1;
+    return reply;
+  };
+  const failed = (error: unknown): never => {
+    pending -= 1;
+    throw error;
+  };
   return {
-    async ask<Reply>(actorType: string, actorKey: string, kind: string, payload: JsonValue, commandId: string): Promise<Reply> {
+    ask<Reply>(actorType: string, actorKey: string, kind: string, payload: JsonValue, commandId: string): Promise<Reply> {
       pending += 1;
-      try {
-        return await client.ask<Reply>(actorType, actorKey, kind, payload, { commandId, timeoutMs: actorReplyTimeoutMs });
-      } finally {
-        pending -= 1;
-      }
+      return client.ask<Reply>(actorType, actorKey, kind, payload, { commandId, timeoutMs: actorReplyTimeoutMs }).then(answered, failed);
     },
     pending: () => pending,
   };
@@ -83,15 +88,21 @@ export function capabilityUnavailable(what: string): HttpResponse {
  * closed) are 503: the request may be retried (with its Idempotency-Key, safely). Anything else
  * is a bug and propagates to the toolkit's 500.
  */
-export async function askOr503<T>(run: () => Promise<T>): Promise<{ ok: true; value: T } | { ok: false; response: HttpResponse }> {
+export function askOr503<T>(run: () => Promise<T>): Promise<{ ok: true; value: T } | { ok: false; response: HttpResponse }> {
+  let asked: Promise<T>;
   try {
-    return { ok: true, value: await run() };
+    asked = run();
   } catch (error) {
-    if (error instanceof RequestError) {
-      return { ok: false, response: errorResponse('service_unavailable', 'The service did not answer in time; retry later') };
-    }
-    throw error;
+    asked = Promise.reject(error instanceof Error ? error : new Error(String(error)));
   }
+  return asked.then((value) => ({ ok: true as const, value }), unavailableOnRequestError);
+}
+
+function unavailableOnRequestError(error: unknown): { ok: false; response: HttpResponse } {
+  if (error instanceof RequestError) {
+    return { ok: false, response: errorResponse('service_unavailable', 'The service did not answer in time; retry later') };
+  }
+  throw error;
 }
 
 /**
@@ -99,7 +110,7 @@ export async function askOr503<T>(run: () => Promise<T>): Promise<{ ok: true; va
  * what identifies "the same request" (the parsed body in canonical form, never raw bytes, so
  * whitespace and key order do not matter).
  */
-export async function idempotentPost(
+export function idempotentPost(
   env: EdgeEnv,
   request: RequestContext,
   scope: string,
@@ -107,17 +118,31 @@ export async function idempotentPost(
   newIds: () => Ids,
   execute: (ids: Ids) => Promise<HttpResponse>,
 ): Promise<HttpResponse> {
-  const key = readIdempotencyKey(request.headers);
-  if (!key.ok) return key.response;
+  try {
+    const key = readIdempotencyKey(request.headers);
+    if (!key.ok) return Promise.resolve(key.response);
+    // Without a key there is nothing to record or replay: what `run` does too, minus its frames.
+    if (key.key === undefined) return execute(newIds());
+    return runIdempotently(env, request, scope, key.key, canonicalBody, newIds, execute);
+  } catch (error) {
+    return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+  }
+}
+
+function runIdempotently(
+  env: EdgeEnv,
+  request: RequestContext,
+  scope: string,
+  key: string,
+  canonicalBody: unknown,
+  newIds: () => Ids,
+  execute: (ids: Ids) => Promise<HttpResponse>,
+): Promise<HttpResponse> {
   return env.idempotency.run(
     {
       scope,
-      key: key.key,
-      // Hashing the canonical body is only needed to compare a retry under the same key.
-      fingerprint:
-        key.key === undefined
-          ? ''
-          : fingerprint(request.routePattern, typeof canonicalBody === 'string' ? canonicalBody : canonicalJson(canonicalBody)),
+      key,
+      fingerprint: fingerprint(request.routePattern, typeof canonicalBody === 'string' ? canonicalBody : canonicalJson(canonicalBody)),
       nowMs: env.ctx.clock.nowMs(),
       newIds,
     },

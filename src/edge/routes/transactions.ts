@@ -6,7 +6,6 @@
 // same read checks again (authoritative), liquidity, and the counter reservations (KYC gate, daily
 // caps, KYB). One deviation from the catalogue's order: `kyb_cap` is a counter reservation, so it
 // answers after `rail_unavailable`/`account_unverifiable` (docs/api.md).
-import { randomUUID } from 'node:crypto';
 import type { JsonValue } from '../../actors/envelope.ts';
 import { kycCollection, kycKey } from '../../actors/kyc-actor.ts';
 import { quoteFromDocument, quotesCollection } from '../../actors/quote-actor.ts';
@@ -25,6 +24,7 @@ import { listOffsetMax, type JsonObject } from '../../store/store.ts';
 import { errorResponse } from '../errors.ts';
 import { jsonResponse, type HttpResponse, type RequestContext, type Route } from '../http.ts';
 import { listQuerySchema, parseWith, transactionBodySchema, type TransactionBody } from '../schemas.ts';
+import { randomUuid } from '../uuid.ts';
 import { checkWallet } from './chain-formats.ts';
 import {
   acceptanceRejection,
@@ -204,7 +204,7 @@ async function acceptTransaction(env: EdgeEnv, request: RequestContext): Promise
     request,
     partnerId,
     input,
-    () => ({ transactionId: randomUUID(), commandId: randomUUID() }),
+    () => ({ transactionId: randomUuid(), commandId: randomUuid() }),
     (ids) => accept(env, partnerId, input, ids),
   );
 }
