@@ -29,6 +29,19 @@ const encoder = new TextEncoder();
 /** FNV-1a, 32 bit, over the UTF-8 bytes of `text`; an unsigned integer. */
 export function fnv1a32(text: string): number {
   let hash = fnvOffsetBasis;
+  // Actor ids are ASCII almost always (uuids, counter keys): hash the char codes, which are their
+  // UTF-8 bytes, without encoding (this runs for every command). Anything else goes through UTF-8.
+  for (let index = 0; index < text.length; index += 1) {
+    const code = text.charCodeAt(index);
+    if (code > 0x7f) return fnv1a32Utf8(text);
+    hash ^= code;
+    hash = Math.imul(hash, fnvPrime);
+  }
+  return hash >>> 0;
+}
+
+function fnv1a32Utf8(text: string): number {
+  let hash = fnvOffsetBasis;
   for (const byte of encoder.encode(text)) {
     hash ^= byte;
     hash = Math.imul(hash, fnvPrime);

@@ -36,6 +36,11 @@ const envSchema = z.object({
    * Graceful shutdown (SIGTERM): how long a role may take to finish its work in flight (the edge's
    * requests, a shard worker's batch, a payout or webhook attempt) before it stops anyway.
    */
+  /**
+   * Batches a shard worker applies at once (reading the next while the previous one's write is
+   * syncing; docs/actors.md "Batches in flight"). 1 = strictly one at a time.
+   */
+  SHARD_BATCHES_IN_FLIGHT: z.coerce.number().int().min(1).max(16).default(2),
   SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(600_000).default(20_000),
   /** The payout role's internal gRPC link (Payout, Liquidity); PAYOUT_GRPC_URL is where other roles reach it. */
   PAYOUT_GRPC_PORT: z.coerce.number().int().min(0).max(65_535).default(50052),

@@ -103,6 +103,7 @@ export async function startService(env: EnvConfig, overrides: ContextOverrides =
         keyPrefix: ctx.keyPrefix,
         shardCount: ctx.shardCount,
         clock: ctx.clock,
+        batchesInFlightMax: env.SHARD_BATCHES_IN_FLIGHT,
         log: (level, message, fields) => ctx.log[level](fields ?? {}, message),
       });
       roles.push({ name: 'shard', phase: 'shard', stop: () => shard.stop() });

@@ -31,26 +31,40 @@ function escapeLabel(value: string): string {
   return value.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
 }
 
+/** One route's counters, created on its first request: labels are escaped once, not per request. */
+interface RouteStats {
+  readonly labels: string;
+  readonly histogram: Histogram;
+  /** `<method> <status>` → requests with those labels. */
+  readonly counts: Map<string, { readonly labels: string; count: number }>;
+}
+
 export function createEdgeMetrics(): EdgeMetrics {
-  const requests = new Map<string, number>();
-  const latency = new Map<string, Histogram>();
+  const routes = new Map<string, RouteStats>();
   return {
     observe(entry) {
       const route = entry.route ?? 'unmatched';
+      let stats = routes.get(route);
+      if (stats === undefined) {
+        stats = {
+          labels: `route="${escapeLabel(route)}"`,
+          histogram: { buckets: latencyBucketsSeconds.map(() => 0), count: 0, sumSeconds: 0 },
+          counts: new Map(),
+        };
+        routes.set(route, stats);
+      }
       const method = knownMethods.has(entry.method) ? entry.method : 'OTHER';
       const status = entry.status === null ? 'aborted' : String(entry.status);
-      const key = `route="${escapeLabel(route)}",method="${method}",status="${status}"`;
-      requests.set(key, (requests.get(key) ?? 0) + 1);
-      const routeKey = `route="${escapeLabel(route)}"`;
-      let histogram = latency.get(routeKey);
-      if (histogram === undefined) {
-        histogram = { buckets: latencyBucketsSeconds.map(() => 0), count: 0, sumSeconds: 0 };
-        latency.set(routeKey, histogram);
-      }
+      const cellKey = `${method} ${status}`;
+      const cell = stats.counts.get(cellKey);
+      if (cell === undefined) stats.counts.set(cellKey, { labels: `${stats.labels},method="${method}",status="${status}"`, count: 1 });
+      else cell.count += 1;
+      const { histogram } = stats;
       const seconds = Math.max(0, entry.durationMs) / 1000;
-      latencyBucketsSeconds.forEach((bound, index) => {
-        if (seconds <= bound) histogram.buckets[index] = (histogram.buckets[index] ?? 0) + 1;
-      });
+      // Buckets are cumulative (Prometheus `le`): every bound at or above the value counts it.
+      for (let index = latencyBucketsSeconds.length - 1; index >= 0 && seconds <= (latencyBucketsSeconds[index] ?? 0); index -= 1) {
+        histogram.buckets[index] = (histogram.buckets[index] ?? 0) + 1;
+      }
       histogram.count += 1;
       histogram.sumSeconds += seconds;
     },
@@ -59,12 +73,14 @@ export function createEdgeMetrics(): EdgeMetrics {
         '# HELP edge_http_requests_total HTTP requests answered by the edge, by route pattern, method and status.',
         '# TYPE edge_http_requests_total counter',
       ];
-      for (const [labels, count] of [...requests].sort()) lines.push(`edge_http_requests_total{${labels}} ${count}`);
+      const requests = [...routes.values()].flatMap((stats) => [...stats.counts.values()].map((cell) => [cell.labels, cell.count] as const));
+      for (const [labels, count] of requests.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) lines.push(`edge_http_requests_total{${labels}} ${count}`);
       lines.push(
         '# HELP edge_http_request_duration_seconds Time from the request head to the response, by route pattern.',
         '# TYPE edge_http_request_duration_seconds histogram',
       );
-      for (const [labels, histogram] of [...latency].sort(([a], [b]) => a.localeCompare(b))) {
+      const latency = [...routes.values()].map((stats) => [stats.labels, stats.histogram] as const);
+      for (const [labels, histogram] of latency.sort(([a], [b]) => a.localeCompare(b))) {
         latencyBucketsSeconds.forEach((bound, index) => {
           lines.push(`edge_http_request_duration_seconds_bucket{${labels},le="${bound}"} ${histogram.buckets[index] ?? 0}`);
         });
