@@ -4,7 +4,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { quoteFromDocument } from '../../src/actors/quote-actor.ts';
-import type { AcceptPayload, AcceptReply } from '../../src/actors/transaction-actor.ts';
+import type { AcceptReply } from '../../src/actors/transaction-actor.ts';
 import { toJsonValue } from '../../src/actors/state-codec.ts';
 import { decimalFromString } from '../../src/domain/money.ts';
 import type { Quote } from '../../src/domain/quote.ts';
@@ -12,6 +12,7 @@ import { kycMonthCounterKey, methodDayCounterKey, methodDayKey, userDayCounterKe
 import { defaultLimitsConfig } from '../../src/config/limits.ts';
 import { startActorHarness, type ActorHarness, type BusKind } from '../support/actor-harness.ts';
 import { eventually } from '../support/eventually.ts';
+import { acceptPayload } from '../support/accept-payload.ts';
 
 async function quoteBreb(harness: ActorHarness, partnerId: string, amountCop: number): Promise<Quote> {
   const quoteId = randomUUID();
@@ -26,21 +27,7 @@ async function quoteBreb(harness: ActorHarness, partnerId: string, amountCop: nu
 }
 
 function accept(harness: ActorHarness, quote: Quote, userId: string): Promise<AcceptReply> {
-  const payload: AcceptPayload = {
-    partnerId: quote.partnerId,
-    userId,
-    quote,
-    accountNumber: '@recipient',
-    qrCode: null,
-    taxId: null,
-    externalId: null,
-    kycEnabled: false,
-    kycApproved: false,
-    kybApproved: true,
-    liquidity: null,
-    railAvailable: true,
-    paymentContext: { depositAddress: 'G-TEST' },
-  };
+  const payload = acceptPayload(quote, { userId });
   return harness.client.ask<AcceptReply>('transaction', randomUUID(), 'accept', toJsonValue(payload), { timeoutMs: 20_000 });
 }
 

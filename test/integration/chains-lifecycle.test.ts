@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import type { ActorClient } from '../../src/actors/client.ts';
 import { quoteFromDocument } from '../../src/actors/quote-actor.ts';
 import { toJsonValue } from '../../src/actors/state-codec.ts';
-import type { AcceptPayload, AcceptReply } from '../../src/actors/transaction-actor.ts';
+import type { AcceptReply } from '../../src/actors/transaction-actor.ts';
 import { createChainServices, type ChainServices, type WatcherRole } from '../../src/chains/chain-services.ts';
 import { RefundWorker } from '../../src/chains/refunds.ts';
 import { chainRefundTopic } from '../../src/actors/deposit-actor.ts';
@@ -31,6 +31,7 @@ import { startService, type RunningService } from '../../src/service/service.ts'
 import type { JsonObject } from '../../src/store/store.ts';
 import { eventually } from '../support/eventually.ts';
 import { startRedis, type PrivateRedis } from '../support/redis-server.ts';
+import { acceptPayload } from '../support/accept-payload.ts';
 
 interface Stack {
   readonly service: RunningService;
@@ -109,21 +110,7 @@ async function acceptOn(stack: Stack, network: Network, userId = `user-${randomU
   const quote = await quoteOn(stack, network);
   const transactionId = randomUUID();
   const paymentContext = stack.chains.paymentContexts.forPayout(quote, transactionId) as JsonObject;
-  const payload: AcceptPayload = {
-    partnerId: 'demo',
-    userId,
-    quote,
-    accountNumber: routes[network].account(),
-    qrCode: null,
-    taxId: null,
-    externalId: null,
-    kycEnabled: false,
-    kycApproved: false,
-    kybApproved: true,
-    liquidity: null,
-    railAvailable: true,
-    paymentContext,
-  };
+  const payload = acceptPayload(quote, { partnerId: 'demo', userId, accountNumber: routes[network].account(), paymentContext });
   const reply = await stack.client.ask<AcceptReply>('transaction', transactionId, 'accept', toJsonValue(payload), { timeoutMs: 20_000 });
   assert.ok(reply.ok && !reply.kycRequired, JSON.stringify(reply));
   return { id: transactionId, quote, paymentContext };

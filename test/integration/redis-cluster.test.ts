@@ -19,7 +19,7 @@ import { ActorClient } from '../../src/actors/client.ts';
 import { quoteFromDocument } from '../../src/actors/quote-actor.ts';
 import { toJsonValue } from '../../src/actors/state-codec.ts';
 import { runtimeReadModelIndexes } from '../../src/actors/store-adapter.ts';
-import type { AcceptPayload, AcceptReply } from '../../src/actors/transaction-actor.ts';
+import type { AcceptReply } from '../../src/actors/transaction-actor.ts';
 import { loadDefaultCorridors } from '../../src/config/corridors.ts';
 import { defaultLimitsConfig } from '../../src/config/limits.ts';
 import { methodDayKey, userDayCounterKey } from '../../src/domain/limits.ts';
@@ -31,6 +31,7 @@ import { defaultReadModelIndexes } from '../../src/store/store.ts';
 import { eventually } from '../support/eventually.ts';
 import { startRedisCluster, type PrivateRedisCluster } from '../support/redis-cluster.ts';
 import { randomKeyPrefix } from '../support/redis-server.ts';
+import { acceptPayload } from '../support/accept-payload.ts';
 
 /** Resolves with the value, or rejects if it takes longer than `ms`. */
 async function within<T>(ms: number, promise: Promise<T>): Promise<T> {
@@ -467,21 +468,7 @@ describe('Redis Cluster', { timeout: 180_000 }, () => {
     }
 
     function accept(quote: Quote, userId: string, transactionId = randomUUID()): Promise<AcceptReply> {
-      const payload: AcceptPayload = {
-        partnerId: quote.partnerId,
-        userId,
-        quote,
-        accountNumber: '@recipient',
-        qrCode: null,
-        taxId: null,
-        externalId: null,
-        kycEnabled: false,
-        kycApproved: false,
-        kybApproved: true,
-        liquidity: null,
-        railAvailable: true,
-        paymentContext: { depositAddress: 'G-TEST' },
-      };
+      const payload = acceptPayload(quote, { userId });
       return client.ask<AcceptReply>('transaction', transactionId, 'accept', toJsonValue(payload), { timeoutMs: 20_000 });
     }
 

@@ -10,13 +10,14 @@ import { randomUUID } from 'node:crypto';
 import type { ActorClient } from '../../src/actors/client.ts';
 import { quoteFromDocument } from '../../src/actors/quote-actor.ts';
 import { toJsonValue } from '../../src/actors/state-codec.ts';
-import type { AcceptPayload, AcceptReply, DomainReply } from '../../src/actors/transaction-actor.ts';
+import type { AcceptReply, DomainReply } from '../../src/actors/transaction-actor.ts';
 import { readEnv } from '../../src/config/env.ts';
 import type { Quote } from '../../src/domain/quote.ts';
 import type { Decimal } from '../../src/domain/money.ts';
 import { createRailServices } from '../../src/rails/rail-services.ts';
 import { createContext } from '../../src/service/context.ts';
 import type { SnapshotStore } from '../../src/store/store.ts';
+import { acceptPayload } from './accept-payload.ts';
 
 export const partnerId = 'demo';
 
@@ -46,21 +47,7 @@ export async function createQuote(
 /** Accepts the quote; the recipient (payout) or the wallet (onramp) is `accountNumber`. */
 export async function accept(client: ActorClient, quote: Quote, accountNumber: string): Promise<string> {
   const transactionId = randomUUID();
-  const payload: AcceptPayload = {
-    partnerId,
-    userId: `user-${randomUUID()}`,
-    quote,
-    accountNumber,
-    qrCode: null,
-    taxId: null,
-    externalId: null,
-    kycEnabled: false,
-    kycApproved: false,
-    kybApproved: true,
-    liquidity: null,
-    railAvailable: true,
-    paymentContext: { depositAddress: 'GDEPOSIT' },
-  };
+  const payload = acceptPayload(quote, { partnerId, userId: `user-${randomUUID()}`, accountNumber, paymentContext: { depositAddress: 'GDEPOSIT' } });
   const reply = await client.ask<AcceptReply>('transaction', transactionId, 'accept', toJsonValue(payload), { timeoutMs: 20_000 });
   if (!reply.ok || reply.kycRequired) throw new Error(`acceptance refused: ${JSON.stringify(reply)}`);
   return transactionId;

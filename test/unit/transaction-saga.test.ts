@@ -18,6 +18,7 @@ import {
 import { acceptanceCounterKeys } from '../../src/domain/limits.ts';
 import { decimal } from '../../src/domain/money.ts';
 import type { Quote } from '../../src/domain/quote.ts';
+import { acceptPayload } from '../support/accept-payload.ts';
 
 const t0 = 1_700_000_000_000;
 const txId = '0b6f6a8e-0a3c-4d5e-9f10-1a2b3c4d5e6f';
@@ -50,24 +51,6 @@ const pixQuote: Quote = {
   rate: decimal(54n, 1),
 };
 
-function acceptPayload(quote: Quote, overrides: Partial<AcceptPayload> = {}): AcceptPayload {
-  return {
-    partnerId: 'acme',
-    userId: 'user-1',
-    quote,
-    accountNumber: '@recipient',
-    qrCode: null,
-    taxId: null,
-    externalId: null,
-    kycEnabled: false,
-    kycApproved: false,
-    kybApproved: true,
-    liquidity: null,
-    railAvailable: true,
-    paymentContext: { depositAddress: 'G-TEST' },
-    ...overrides,
-  };
-}
 
 const behavior = transactionBehavior({ limits: () => defaultLimitsConfig });
 const keys = acceptanceCounterKeys(defaultLimitsConfig, { partnerId: 'acme', userId: 'user-1', method: 'BREB', nowMs: t0 });
