@@ -10,10 +10,8 @@
 // send) is logged as an error every time and retried at the slow `parkedRetryDelayMs`, so it is
 // neither lost nor hammering: operations see it in `status()` and the logs.
 //
-// Claims: rows are claimed for `claimLeaseMs`; while this worker holds a row it re-claims it when the
-// lease lapses (same owner). A crash drops the claim; after the lease another worker (or this one,
-// restarted) takes the row again. Due times are read from the injected clock; the loop itself ticks
-// on a real timer every `tickMs`.
+// Claims, the tick loop and hand-back on stop: src/store/outbox-jobs.ts (shared with the onramp
+// delivery worker).
 import type { Logger } from 'pino';
 import { isOneOf, networks, type Network } from '../domain/assets.ts';
 import type { Deposit } from '../domain/transaction.ts';
@@ -24,7 +22,7 @@ import type { JsonValue } from '../actors/envelope.ts';
 import type { OutboxRow, SnapshotStore } from '../store/store.ts';
 import type { ChainAdapter } from './chains.ts';
 import type { ActorAsker } from './deposits.ts';
-import { settlesWithin } from '../service/shutdown.ts';
+import { OutboxJobs, backoffMs, type OutboxJobEntry } from '../store/outbox-jobs.ts';
 
 export interface RefundWorkerOptions {
   readonly store: SnapshotStore;
@@ -53,14 +51,6 @@ export interface ChainRefund {
   readonly idempotencyKey: string;
   /** Who is told when the refund settles. */
   readonly settleTo: { readonly actorType: string; readonly actorKey: string };
-}
-
-interface Entry {
-  readonly refund: ChainRefund;
-  attempts: number;
-  nextAttemptAtMs: number;
-  lastError: string | null;
-  running: boolean;
 }
 
 export interface RefundWorkerStatus {
@@ -100,39 +90,39 @@ export function chainRefundOf(row: Pick<OutboxRow, 'id' | 'payload'>): ChainRefu
 }
 
 export class RefundWorker {
-  private readonly entries = new Map<string, Entry>();
-  private running = false;
-  /** Set by stop(): rows claimed from then on go straight back. */
-  private stopRequested = false;
-  private loop: Promise<void> | null = null;
-  private wake: (() => void) | null = null;
-  private readonly topic: string;
-  private readonly claimLeaseMs: number;
-  private readonly claimBatchMax: number;
-  private readonly inFlightMax: number;
-  private readonly tickMs: number;
+  private readonly jobs: OutboxJobs<ChainRefund>;
   private readonly retryDelayMsMin: number;
   private readonly retryDelayMsMax: number;
   private readonly parkedRetryDelayMs: number;
   private readonly askTimeoutMs: number;
 
   constructor(private readonly options: RefundWorkerOptions) {
-    this.topic = options.topic ?? chainRefundTopic;
-    this.claimLeaseMs = options.claimLeaseMs ?? 60_000;
-    this.claimBatchMax = options.claimBatchMax ?? 32;
-    this.inFlightMax = options.inFlightMax ?? 256;
-    this.tickMs = options.tickMs ?? 250;
     this.retryDelayMsMin = options.retryDelayMsMin ?? 1_000;
     this.retryDelayMsMax = options.retryDelayMsMax ?? 30_000;
     this.parkedRetryDelayMs = options.parkedRetryDelayMs ?? 600_000;
     this.askTimeoutMs = options.askTimeoutMs ?? 10_000;
+    this.jobs = new OutboxJobs<ChainRefund>({
+      store: options.store,
+      clock: options.clock,
+      log: options.log,
+      owner: options.owner,
+      topic: options.topic ?? chainRefundTopic,
+      what: 'refund',
+      ...(options.claimLeaseMs !== undefined ? { claimLeaseMs: options.claimLeaseMs } : {}),
+      ...(options.claimBatchMax !== undefined ? { claimBatchMax: options.claimBatchMax } : {}),
+      ...(options.inFlightMax !== undefined ? { inFlightMax: options.inFlightMax } : {}),
+      ...(options.tickMs !== undefined ? { tickMs: options.tickMs } : {}),
+      // A PIX refund is the rails' business: handed back at once.
+      parse: (row) => {
+        const refund = chainRefundOf(row);
+        return refund === 'not_chain' ? 'release' : refund;
+      },
+      attempt: (entry) => this.attempt(entry),
+    });
   }
 
   start(): void {
-    if (this.running) return;
-    this.running = true;
-    this.stopRequested = false;
-    this.loop = this.run();
+    this.jobs.start();
   }
 
   /**
@@ -141,78 +131,28 @@ export class RefundWorker {
    * next holder with the same idempotency key (the chain adapters send once per key).
    */
   async stop(waitMs: number = Number.POSITIVE_INFINITY): Promise<void> {
-    this.running = false;
-    this.stopRequested = true;
-    this.wake?.();
-    if (this.loop !== null && !(await settlesWithin(this.loop, waitMs))) {
-      this.options.log.warn({ waitMs }, 'refund worker stopping with sends in flight; their rows are handed back');
-    }
-    this.loop = null;
-    const ids = [...this.entries.keys()];
-    this.entries.clear();
-    if (ids.length > 0) await this.options.store.outboxRelease(ids, this.options.owner).catch(() => undefined);
+    await this.jobs.stop(waitMs);
   }
 
   status(): RefundWorkerStatus {
-    const retrying = [...this.entries.values()]
+    const retrying = this.jobs
+      .held()
       .filter((entry) => entry.attempts > 0)
       .sort((a, b) => b.attempts - a.attempts)
-      .map((entry) => ({ rowId: entry.refund.rowId, network: entry.refund.network, attempts: entry.attempts, lastError: entry.lastError }));
-    return { inFlight: this.entries.size, retrying };
+      .map((entry) => ({ rowId: entry.rowId, network: entry.job.network, attempts: entry.attempts, lastError: entry.lastError }));
+    return { inFlight: this.jobs.held().length, retrying };
   }
 
   /** One round: claim new rows, then attempt every due refund. Exposed for tests and ops. */
   async tick(): Promise<void> {
-    await this.claim();
-    const nowMs = this.options.clock.nowMs();
-    const due = [...this.entries.values()].filter((entry) => !entry.running && entry.nextAttemptAtMs <= nowMs);
-    await Promise.all(due.map((entry) => this.attempt(entry)));
+    await this.jobs.tick();
   }
 
-  private async run(): Promise<void> {
-    while (this.running) {
-      try {
-        await this.tick();
-      } catch (error) {
-        this.options.log.error({ error: error instanceof Error ? error.message : String(error) }, 'refund round failed; retrying');
-      }
-      await this.sleep(this.tickMs);
-    }
-  }
-
-  private async claim(): Promise<void> {
-    const room = Math.min(this.claimBatchMax, this.inFlightMax - this.entries.size);
-    if (room <= 0) return;
-    const rows = await this.options.store.outboxClaim(this.topic, this.options.owner, room, this.claimLeaseMs, this.options.clock.nowMs());
-    if (this.stopRequested) {
-      // stop() ran while we were claiming and may already have handed back what it held.
-      if (rows.length > 0) await this.options.store.outboxRelease(rows.map((row) => row.id), this.options.owner);
-      return;
-    }
-    const notOurs: string[] = [];
-    for (const row of rows) {
-      if (this.entries.has(row.id)) continue; // our own row whose lease lapsed: now renewed
-      const refund = chainRefundOf(row);
-      if (refund === 'not_chain') {
-        notOurs.push(row.id);
-        continue;
-      }
-      if (refund === 'malformed') {
-        this.options.log.error({ rowId: row.id }, 'malformed refund row; left in the outbox for operations');
-        continue; // keeps its claim until the lease lapses; never marked done silently
-      }
-      this.entries.set(row.id, { refund, attempts: 0, nextAttemptAtMs: 0, lastError: null, running: false });
-    }
-    if (notOurs.length > 0) await this.options.store.outboxRelease(notOurs, this.options.owner);
-  }
-
-  private backoffMs(attempts: number): number {
-    return Math.min(this.retryDelayMsMax, this.retryDelayMsMin * 2 ** Math.min(attempts - 1, 20));
-  }
-
-  private async attempt(entry: Entry): Promise<void> {
-    entry.running = true;
-    const { refund } = entry;
+  private async attempt(entry: OutboxJobEntry<ChainRefund>): Promise<void> {
+    const refund = entry.job;
+    const retryAfter = (delayMs: number): void => {
+      entry.nextAttemptAtMs = this.options.clock.nowMs() + delayMs;
+    };
     try {
       const adapter = this.options.adapters.get(refund.network);
       if (adapter === undefined) throw new Error(`no adapter for ${refund.network}`);
@@ -225,31 +165,28 @@ export class RefundWorker {
       });
       if (sent.status === 'confirmed') {
         await this.settle(refund, sent.onChainId);
-        await this.options.store.outboxMarkDone([refund.rowId]);
-        this.entries.delete(refund.rowId);
+        await this.jobs.finish(entry);
         this.options.log.info({ rowId: refund.rowId, network: refund.network, refundOnChainId: sent.onChainId }, 'refund settled');
         return;
       }
       entry.attempts += 1;
       if (sent.status === 'pending') {
         entry.lastError = null;
-        entry.nextAttemptAtMs = this.options.clock.nowMs() + this.backoffMs(entry.attempts);
+        retryAfter(backoffMs(entry.attempts, this.retryDelayMsMin, this.retryDelayMsMax));
       } else if (sent.retryable) {
         entry.lastError = sent.reason;
-        entry.nextAttemptAtMs = this.options.clock.nowMs() + this.backoffMs(entry.attempts);
+        retryAfter(backoffMs(entry.attempts, this.retryDelayMsMin, this.retryDelayMsMax));
         this.options.log.warn({ rowId: refund.rowId, network: refund.network, attempts: entry.attempts, reason: sent.reason }, 'refund send failed; will retry');
       } else {
         entry.lastError = sent.reason;
-        entry.nextAttemptAtMs = this.options.clock.nowMs() + this.parkedRetryDelayMs;
+        retryAfter(this.parkedRetryDelayMs);
         this.options.log.error({ rowId: refund.rowId, network: refund.network, attempts: entry.attempts, reason: sent.reason }, 'refund refused by the chain; needs operations (retried slowly)');
       }
     } catch (error) {
       entry.attempts += 1;
       entry.lastError = error instanceof Error ? error.message : String(error);
-      entry.nextAttemptAtMs = this.options.clock.nowMs() + this.backoffMs(entry.attempts);
+      retryAfter(backoffMs(entry.attempts, this.retryDelayMsMin, this.retryDelayMsMax));
       this.options.log.warn({ rowId: refund.rowId, network: refund.network, attempts: entry.attempts, error: entry.lastError }, 'refund attempt failed; will retry');
-    } finally {
-      entry.running = false;
     }
   }
 
@@ -265,16 +202,5 @@ export class RefundWorker {
     }
     const reply = await this.options.actors.ask<DepositReply>(refund.settleTo.actorType, refund.settleTo.actorKey, 'refundSettled', { refundOnChainId }, options);
     if (reply.result !== 'settled') this.options.log.error({ rowId: refund.rowId, reply: reply.result, refundOnChainId }, 'the deposit refused the refund settlement; check it by hand');
-  }
-
-  private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      function done(): void {
-        clearTimeout(timer);
-        resolve();
-      }
-      this.wake = done;
-    });
   }
 }

@@ -31,7 +31,7 @@ import type { Decimal } from '../domain/money.ts';
 import type { CryptoDeliveredCommand, CryptoDeliveryFailedCommand } from '../domain/transaction.ts';
 import type { OutboxRow, SnapshotStore } from '../store/store.ts';
 import type { OnrampInventory } from './inventory.ts';
-import { settlesWithin } from '../service/shutdown.ts';
+import { OutboxJobs, backoffMs, type OutboxJobEntry } from '../store/outbox-jobs.ts';
 
 /** Final outcomes recorded per transaction before they are reported (so a failure is never re-sent). */
 export const onrampDeliveriesCollection = 'onramp_deliveries';
@@ -88,12 +88,9 @@ export interface DeliveryWorkerOptions {
   readonly stuckAfterMs?: number;
 }
 
-interface Entry {
+/** A delivery held by this worker; `stuckLogged` so the stuck error is logged once. */
+interface DeliveryJob {
   readonly delivery: Delivery;
-  attempts: number;
-  nextAttemptAtMs: number;
-  lastError: string | null;
-  running: boolean;
   stuckLogged: boolean;
 }
 
@@ -111,41 +108,39 @@ export interface DeliveryWorkerStats {
 type Outcome = { readonly kind: 'delivered'; readonly onChainId: string } | { readonly kind: 'failed'; readonly reason: string };
 
 export class DeliveryWorker {
-  private readonly entries = new Map<string, Entry>();
-  private readonly malformed = new Set<string>();
-  private running = false;
-  /** Set by stop(): rows claimed from then on go straight back. */
-  private stopRequested = false;
-  private loop: Promise<void> | null = null;
-  private wake: (() => void) | null = null;
+  private readonly jobs: OutboxJobs<DeliveryJob>;
   private counters = { delivered: 0, failed: 0, attempts: 0 };
-  private readonly topic: string;
-  private readonly claimLeaseMs: number;
-  private readonly claimBatchMax: number;
-  private readonly inFlightMax: number;
-  private readonly tickMs: number;
   private readonly retryDelayMsMin: number;
   private readonly retryDelayMsMax: number;
   private readonly askTimeoutMs: number;
   private readonly stuckAfterMs: number;
 
   constructor(private readonly options: DeliveryWorkerOptions) {
-    this.topic = options.topic ?? outboxTopicDeliveries;
-    this.claimLeaseMs = options.claimLeaseMs ?? 60_000;
-    this.claimBatchMax = options.claimBatchMax ?? 32;
-    this.inFlightMax = options.inFlightMax ?? 256;
-    this.tickMs = options.tickMs ?? 250;
     this.retryDelayMsMin = options.retryDelayMsMin ?? 500;
     this.retryDelayMsMax = options.retryDelayMsMax ?? 30_000;
     this.askTimeoutMs = options.askTimeoutMs ?? 10_000;
     this.stuckAfterMs = options.stuckAfterMs ?? 15 * 60_000;
+    this.jobs = new OutboxJobs<DeliveryJob>({
+      store: options.store,
+      clock: options.clock,
+      log: options.log,
+      owner: options.owner,
+      topic: options.topic ?? outboxTopicDeliveries,
+      what: 'delivery',
+      ...(options.claimLeaseMs !== undefined ? { claimLeaseMs: options.claimLeaseMs } : {}),
+      ...(options.claimBatchMax !== undefined ? { claimBatchMax: options.claimBatchMax } : {}),
+      ...(options.inFlightMax !== undefined ? { inFlightMax: options.inFlightMax } : {}),
+      ...(options.tickMs !== undefined ? { tickMs: options.tickMs } : {}),
+      parse: (row) => {
+        const delivery = deliveryOf(row);
+        return delivery === null ? 'malformed' : { delivery, stuckLogged: false };
+      },
+      attempt: (entry) => this.attempt(entry),
+    });
   }
 
   start(): void {
-    if (this.running) return;
-    this.running = true;
-    this.stopRequested = false;
-    this.loop = this.run();
+    this.jobs.start();
   }
 
   /**
@@ -154,86 +149,35 @@ export class DeliveryWorker {
    * running then is repeated by the next holder with the same idempotency key (one transfer).
    */
   async stop(waitMs: number = Number.POSITIVE_INFINITY): Promise<void> {
-    this.running = false;
-    this.stopRequested = true;
-    this.wake?.();
-    if (this.loop !== null && !(await settlesWithin(this.loop, waitMs))) {
-      this.options.log.warn({ waitMs }, 'delivery worker stopping with sends in flight; their rows are handed back');
-    }
-    this.loop = null;
-    const ids = [...this.entries.keys()];
-    this.entries.clear();
-    if (ids.length > 0) await this.options.store.outboxRelease(ids, this.options.owner).catch(() => undefined);
+    await this.jobs.stop(waitMs);
   }
 
   stats(): DeliveryWorkerStats {
     const nowMs = this.options.clock.nowMs();
-    const entries = [...this.entries.values()];
+    const entries = this.jobs.held();
     return {
       inFlight: entries.length,
       ...this.counters,
-      malformedRows: this.malformed.size,
-      stuck: entries.filter((entry) => nowMs - entry.delivery.requestedAtMs > this.stuckAfterMs).length,
+      malformedRows: this.jobs.malformedRows(),
+      stuck: entries.filter((entry) => nowMs - entry.job.delivery.requestedAtMs > this.stuckAfterMs).length,
       retrying: entries
         .filter((entry) => entry.attempts > 0)
-        .map((entry) => ({ transactionId: entry.delivery.transactionId, network: entry.delivery.network, attempts: entry.attempts, lastError: entry.lastError })),
+        .map((entry) => ({ transactionId: entry.job.delivery.transactionId, network: entry.job.delivery.network, attempts: entry.attempts, lastError: entry.lastError })),
     };
   }
 
   /** One round: claim new rows, then attempt every due delivery. Exposed for tests and ops. */
   async tick(): Promise<void> {
-    await this.claim();
-    const nowMs = this.options.clock.nowMs();
-    const due = [...this.entries.values()].filter((entry) => !entry.running && entry.nextAttemptAtMs <= nowMs);
-    await Promise.all(due.map((entry) => this.attempt(entry)));
+    await this.jobs.tick();
   }
 
-  private async run(): Promise<void> {
-    while (this.running) {
-      try {
-        await this.tick();
-      } catch (error) {
-        this.options.log.error({ error: error instanceof Error ? error.message : String(error) }, 'delivery round failed; retrying');
-      }
-      if (this.running) await this.sleep(this.tickMs);
-    }
-  }
-
-  private async claim(): Promise<void> {
-    const room = Math.min(this.claimBatchMax, this.inFlightMax - this.entries.size);
-    if (room <= 0) return;
-    const rows = await this.options.store.outboxClaim(this.topic, this.options.owner, room, this.claimLeaseMs, this.options.clock.nowMs());
-    if (this.stopRequested) {
-      // stop() ran while we were claiming and may already have handed back what it held.
-      if (rows.length > 0) await this.options.store.outboxRelease(rows.map((row) => row.id), this.options.owner).catch(() => undefined);
-      return;
-    }
-    for (const row of rows) {
-      if (this.entries.has(row.id)) continue; // ours; its lease lapsed and is now renewed
-      const delivery = deliveryOf(row);
-      if (delivery === null) {
-        // A bug: never dropped silently; it keeps coming back to the log until operations act.
-        if (!this.malformed.has(row.id)) this.options.log.error({ rowId: row.id }, 'malformed delivery row; left in the outbox for operations');
-        this.malformed.add(row.id);
-        continue;
-      }
-      this.entries.set(row.id, { delivery, attempts: 0, nextAttemptAtMs: 0, lastError: null, running: false, stuckLogged: false });
-    }
-  }
-
-  private backoffMs(attempts: number): number {
-    return Math.min(this.retryDelayMsMax, this.retryDelayMsMin * 2 ** Math.min(Math.max(attempts - 1, 0), 20));
-  }
-
-  private async attempt(entry: Entry): Promise<void> {
-    entry.running = true;
-    const { delivery } = entry;
-    const log = this.options.log;
+  private async attempt(entry: OutboxJobEntry<DeliveryJob>): Promise<void> {
+    const { delivery } = entry.job;
     try {
       this.counters.attempts += 1;
       const outcome = await this.execute(delivery);
       if (outcome === 'done') {
-        await this.finish(delivery);
+        await this.jobs.finish(entry);
         return;
       }
       if (outcome === null) {
@@ -243,32 +187,26 @@ export class DeliveryWorker {
       await this.report(delivery, outcome);
       if (outcome.kind === 'delivered') this.counters.delivered += 1;
       else this.counters.failed += 1;
-      await this.finish(delivery);
+      await this.jobs.finish(entry);
     } catch (error) {
       this.retryLater(entry, error instanceof Error ? error.message : String(error));
-      log.warn({ transactionId: delivery.transactionId, network: delivery.network, attempts: entry.attempts, error: entry.lastError }, 'delivery attempt failed; will retry');
-    } finally {
-      entry.running = false;
+      this.options.log.warn({ transactionId: delivery.transactionId, network: delivery.network, attempts: entry.attempts, error: entry.lastError }, 'delivery attempt failed; will retry');
     }
   }
 
-  private retryLater(entry: Entry, error: string): void {
+  private retryLater(entry: OutboxJobEntry<DeliveryJob>, error: string): void {
+    const { delivery } = entry.job;
     entry.attempts += 1;
     entry.lastError = error;
-    entry.nextAttemptAtMs = this.options.clock.nowMs() + this.backoffMs(entry.attempts);
-    const waitedMs = this.options.clock.nowMs() - entry.delivery.requestedAtMs;
-    if (waitedMs > this.stuckAfterMs && !entry.stuckLogged) {
-      entry.stuckLogged = true;
+    entry.nextAttemptAtMs = this.options.clock.nowMs() + backoffMs(entry.attempts, this.retryDelayMsMin, this.retryDelayMsMax);
+    const waitedMs = this.options.clock.nowMs() - delivery.requestedAtMs;
+    if (waitedMs > this.stuckAfterMs && !entry.job.stuckLogged) {
+      entry.job.stuckLogged = true;
       this.options.log.error(
-        { transactionId: entry.delivery.transactionId, network: entry.delivery.network, attempts: entry.attempts, waitedMs, lastError: entry.lastError },
+        { transactionId: delivery.transactionId, network: delivery.network, attempts: entry.attempts, waitedMs, lastError: entry.lastError },
         'onramp delivery stuck; check the chain and the hot wallet',
       );
     }
-  }
-
-  private async finish(delivery: Delivery): Promise<void> {
-    await this.options.store.outboxMarkDone([delivery.rowId]);
-    this.entries.delete(delivery.rowId);
   }
 
   /** The outcome to report, 'done' when there is nothing left to do, null when not final yet. */
@@ -332,16 +270,5 @@ export class DeliveryWorker {
       // Final on the actor's side (e.g. outcome_conflict): retrying cannot change it. Operations.
       this.options.log.error({ transactionId: delivery.transactionId, code: reply.code, outcome: outcome.kind }, 'the transaction refused the delivery report; check it by hand');
     }
-  }
-
-  private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      function done(): void {
-        clearTimeout(timer);
-        resolve();
-      }
-      this.wake = done;
-    });
   }
 }

@@ -1,0 +1,178 @@
+// The loop shared by the workers that execute outbox rows one job per row (chain refunds, onramp
+// deliveries): claim rows of one topic for a lease, keep each as a job in memory with its retry
+// state, attempt every job that is due on each tick, and hand everything back on stop.
+//
+// What a job does, and when it is finished or retried, belongs to the worker: `attempt` receives
+// the job's entry, sets `attempts`/`nextAttemptAtMs`/`lastError` for a retry, and calls `finish`
+// once the row's work is done (the row is marked done and forgotten).
+//
+// Claims: while a worker holds a row it re-claims it when the lease lapses (same owner); a crash
+// drops the claim and after the lease another worker (or this one, restarted) takes the row again.
+// A malformed row is never dropped silently nor marked done: it is logged the first time this
+// worker sees it, counted (`malformedRows`), and keeps its claim until the lease lapses, for
+// operations to act on. Due times come from the injected clock; the loop itself ticks on a real
+// timer every `tickMs`.
+import type { Logger } from 'pino';
+import { settlesWithin } from '../service/shutdown.ts';
+import type { OutboxRow, SnapshotStore } from './store.ts';
+
+export interface OutboxJobEntry<Job> {
+  readonly rowId: string;
+  readonly job: Job;
+  attempts: number;
+  nextAttemptAtMs: number;
+  lastError: string | null;
+  running: boolean;
+}
+
+export interface OutboxJobsOptions<Job> {
+  readonly store: SnapshotStore;
+  readonly clock: { nowMs(): number };
+  readonly log: Logger;
+  /** Unique per worker process: the outbox claim owner. */
+  readonly owner: string;
+  readonly topic: string;
+  /** What the jobs are, for log lines (`refund`, `delivery`). */
+  readonly what: string;
+  readonly claimLeaseMs?: number;
+  readonly claimBatchMax?: number;
+  readonly inFlightMax?: number;
+  readonly tickMs?: number;
+  /** Reads a claimed row: its job, `release` (another worker's kind: handed back), or `malformed`. */
+  parse(row: OutboxRow): Job | 'release' | 'malformed';
+  /** One attempt at a due job; see the header. Throwing counts as a failed round, logged. */
+  attempt(entry: OutboxJobEntry<Job>): Promise<void>;
+}
+
+export class OutboxJobs<Job> {
+  private readonly entries = new Map<string, OutboxJobEntry<Job>>();
+  private readonly malformed = new Set<string>();
+  private running = false;
+  /** Set by stop(): rows claimed from then on go straight back. */
+  private stopRequested = false;
+  private loop: Promise<void> | null = null;
+  private wake: (() => void) | null = null;
+  private readonly claimLeaseMs: number;
+  private readonly claimBatchMax: number;
+  private readonly inFlightMax: number;
+  private readonly tickMs: number;
+
+  constructor(private readonly options: OutboxJobsOptions<Job>) {
+    this.claimLeaseMs = options.claimLeaseMs ?? 60_000;
+    this.claimBatchMax = options.claimBatchMax ?? 32;
+    this.inFlightMax = options.inFlightMax ?? 256;
+    this.tickMs = options.tickMs ?? 250;
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.stopRequested = false;
+    this.loop = this.run();
+  }
+
+  /**
+   * Stops claiming, waits at most `waitMs` for the attempts in flight, then hands every row back at
+   * once instead of waiting for the claims to lapse. An attempt still running then is repeated by
+   * the next holder, which is why every job is idempotent by its key.
+   */
+  async stop(waitMs: number = Number.POSITIVE_INFINITY): Promise<void> {
+    this.running = false;
+    this.stopRequested = true;
+    this.wake?.();
+    if (this.loop !== null && !(await settlesWithin(this.loop, waitMs))) {
+      this.options.log.warn({ waitMs }, `${this.options.what} worker stopping with attempts in flight; their rows are handed back`);
+    }
+    this.loop = null;
+    const ids = [...this.entries.keys()];
+    this.entries.clear();
+    if (ids.length > 0) await this.options.store.outboxRelease(ids, this.options.owner).catch(() => undefined);
+  }
+
+  /** The jobs held now (for status and stats). */
+  held(): Array<OutboxJobEntry<Job>> {
+    return [...this.entries.values()];
+  }
+
+  malformedRows(): number {
+    return this.malformed.size;
+  }
+
+  /** The job's work is done: its row is marked done and the job forgotten. */
+  async finish(entry: OutboxJobEntry<Job>): Promise<void> {
+    await this.options.store.outboxMarkDone([entry.rowId]);
+    this.entries.delete(entry.rowId);
+  }
+
+  /** One round: claim new rows, then attempt every due job. Exposed for tests and ops. */
+  async tick(): Promise<void> {
+    await this.claim();
+    const nowMs = this.options.clock.nowMs();
+    const due = [...this.entries.values()].filter((entry) => !entry.running && entry.nextAttemptAtMs <= nowMs);
+    await Promise.all(due.map((entry) => this.attemptOnce(entry)));
+  }
+
+  private async attemptOnce(entry: OutboxJobEntry<Job>): Promise<void> {
+    entry.running = true;
+    try {
+      await this.options.attempt(entry);
+    } finally {
+      entry.running = false;
+    }
+  }
+
+  private async run(): Promise<void> {
+    while (this.running) {
+      try {
+        await this.tick();
+      } catch (error) {
+        this.options.log.error({ error: error instanceof Error ? error.message : String(error) }, `${this.options.what} round failed; retrying`);
+      }
+      if (this.running) await this.sleep(this.tickMs);
+    }
+  }
+
+  private async claim(): Promise<void> {
+    const room = Math.min(this.claimBatchMax, this.inFlightMax - this.entries.size);
+    if (room <= 0) return;
+    const { store, owner } = this.options;
+    const rows = await store.outboxClaim(this.options.topic, owner, room, this.claimLeaseMs, this.options.clock.nowMs());
+    if (this.stopRequested) {
+      // stop() ran while we were claiming and may already have handed back what it held.
+      if (rows.length > 0) await store.outboxRelease(rows.map((row) => row.id), owner).catch(() => undefined);
+      return;
+    }
+    const notOurs: string[] = [];
+    for (const row of rows) {
+      if (this.entries.has(row.id)) continue; // ours; its lease lapsed and is now renewed
+      const job = this.options.parse(row);
+      if (job === 'release') {
+        notOurs.push(row.id);
+        continue;
+      }
+      if (job === 'malformed') {
+        if (!this.malformed.has(row.id)) this.options.log.error({ rowId: row.id }, `malformed ${this.options.what} row; left in the outbox for operations`);
+        this.malformed.add(row.id);
+        continue;
+      }
+      this.entries.set(row.id, { rowId: row.id, job, attempts: 0, nextAttemptAtMs: 0, lastError: null, running: false });
+    }
+    if (notOurs.length > 0) await store.outboxRelease(notOurs, owner);
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done(): void {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.wake = done;
+    });
+  }
+}
+
+/** Bounded exponential backoff: `minMs` after the first failure, doubling, at most `maxMs`. */
+export function backoffMs(attempts: number, minMs: number, maxMs: number): number {
+  return Math.min(maxMs, minMs * 2 ** Math.min(Math.max(attempts - 1, 0), 20));
+}
