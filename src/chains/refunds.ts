@@ -108,10 +108,7 @@ export class RefundWorker {
       owner: options.owner,
       topic: options.topic ?? chainRefundTopic,
       what: 'refund',
-      ...(options.claimLeaseMs !== undefined ? { claimLeaseMs: options.claimLeaseMs } : {}),
-      ...(options.claimBatchMax !== undefined ? { claimBatchMax: options.claimBatchMax } : {}),
-      ...(options.inFlightMax !== undefined ? { inFlightMax: options.inFlightMax } : {}),
-      ...(options.tickMs !== undefined ? { tickMs: options.tickMs } : {}),
+      tuning: options,
       // A PIX refund is the rails' business: handed back at once.
       parse: (row) => {
         const refund = chainRefundOf(row);

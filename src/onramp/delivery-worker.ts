@@ -127,10 +127,7 @@ export class DeliveryWorker {
       owner: options.owner,
       topic: options.topic ?? outboxTopicDeliveries,
       what: 'delivery',
-      ...(options.claimLeaseMs !== undefined ? { claimLeaseMs: options.claimLeaseMs } : {}),
-      ...(options.claimBatchMax !== undefined ? { claimBatchMax: options.claimBatchMax } : {}),
-      ...(options.inFlightMax !== undefined ? { inFlightMax: options.inFlightMax } : {}),
-      ...(options.tickMs !== undefined ? { tickMs: options.tickMs } : {}),
+      tuning: options,
       parse: (row) => {
         const delivery = deliveryOf(row);
         return delivery === null ? 'malformed' : { delivery, stuckLogged: false };

@@ -25,6 +25,13 @@ export interface OutboxJobEntry<Job> {
   running: boolean;
 }
 
+export interface OutboxJobTuning {
+  readonly claimLeaseMs?: number;
+  readonly claimBatchMax?: number;
+  readonly inFlightMax?: number;
+  readonly tickMs?: number;
+}
+
 export interface OutboxJobsOptions<Job> {
   readonly store: SnapshotStore;
   readonly clock: { nowMs(): number };
@@ -34,10 +41,8 @@ export interface OutboxJobsOptions<Job> {
   readonly topic: string;
   /** What the jobs are, for log lines (`refund`, `delivery`). */
   readonly what: string;
-  readonly claimLeaseMs?: number;
-  readonly claimBatchMax?: number;
-  readonly inFlightMax?: number;
-  readonly tickMs?: number;
+  /** Claim lease, batch, jobs held at most, tick; the workers' own options carry them as is. */
+  readonly tuning?: OutboxJobTuning;
   /** Reads a claimed row: its job, `release` (another worker's kind: handed back), or `malformed`. */
   parse(row: OutboxRow): Job | 'release' | 'malformed';
   /** One attempt at a due job; see the header. Throwing counts as a failed round, logged. */
@@ -58,10 +63,11 @@ export class OutboxJobs<Job> {
   private readonly tickMs: number;
 
   constructor(private readonly options: OutboxJobsOptions<Job>) {
-    this.claimLeaseMs = options.claimLeaseMs ?? 60_000;
-    this.claimBatchMax = options.claimBatchMax ?? 32;
-    this.inFlightMax = options.inFlightMax ?? 256;
-    this.tickMs = options.tickMs ?? 250;
+    const tuning = options.tuning ?? {};
+    this.claimLeaseMs = tuning.claimLeaseMs ?? 60_000;
+    this.claimBatchMax = tuning.claimBatchMax ?? 32;
+    this.inFlightMax = tuning.inFlightMax ?? 256;
+    this.tickMs = tuning.tickMs ?? 250;
   }
 
   start(): void {
