@@ -25,10 +25,17 @@ export interface ActorCommit {
 }
 
 export type CommitResult = 'ok' | 'version_conflict' | 'fenced';
+/** One write of a batch: its result, or the error that kept it from being written. */
+export type BatchCommitResult = CommitResult | { readonly error: unknown };
 
 export interface ActorStore {
   load(actorId: string): Promise<{ version: number; state: JsonValue } | null>;
   /** The stored reply of an applied command (null if it had none), or undefined if never applied. */
   getAppliedReply(actorId: string, commandId: string): Promise<JsonValue | undefined>;
   commit(write: ActorCommit): Promise<CommitResult>;
+  /**
+   * The writes of one batch (different actors, or one actor's writes in order), durable together;
+   * each is checked and applied as `commit` would, and fails or is refused on its own.
+   */
+  commitBatch(writes: readonly ActorCommit[]): Promise<BatchCommitResult[]>;
 }

@@ -79,8 +79,15 @@ export interface ActorBehavior<State> {
   encode(state: State): JsonValue;
   decode(json: JsonValue): State;
   handle(state: State | null, command: CommandEnvelope, ctx: ActorContext): Outcome<State>;
-  /** When this actor next needs a `timer` command (e.g. quote expiry), or null. */
+  /** When this actor next needs a `timer` command (e.g. a transaction's payment expiry), or null. */
   timerAtMs?(state: State): number | null;
+  /**
+   * True when handling a command again, against the state its first handling produced, changes
+   * nothing and gives the same reply (a quote: created once, then answered from its state). The
+   * runtime then keeps no dedupe-log entry (no copy of the reply) for this actor's commands and
+   * lets `handle` answer repeats. Leave it unset for any actor where that does not hold.
+   */
+  readonly dedupeByState?: boolean;
 }
 
 /** The kind of the command the runtime sends when an actor's timer is due. */

@@ -1,16 +1,16 @@
 // The quote registry: one actor per quote id. `create` prices the request with the pure pricing
-// core, and the quote becomes durable (snapshot + the `quotes` read model) before the partner sees
-// it, so an acceptance can always find the quote it names.
+// core, and the quote becomes durable (the actor's snapshot) before the partner sees it, so an
+// acceptance can always find the quote it names (`loadQuote`).
 import type { CorridorConfig, FeeConfig } from '../domain/corridors.ts';
 import type { FiatCurrency } from '../domain/assets.ts';
 import type { Decimal } from '../domain/money.ts';
 import { priceQuoteRequest, quoteToJson, type QuoteRequest } from '../domain/pricing.ts';
 import type { Quote } from '../domain/quote.ts';
-import type { ActorBehavior, JsonValue } from './envelope.ts';
+import type { SnapshotStore } from '../store/store.ts';
+import { actorId, type ActorBehavior, type JsonValue } from './envelope.ts';
 import { fromJsonValue, toJsonValue } from './state-codec.ts';
 
 export const quoteActorType = 'quote';
-export const quotesCollection = 'quotes';
 
 export interface QuoteActorDeps {
   corridors(): CorridorConfig;
@@ -28,34 +28,26 @@ export type QuoteReply =
   | { readonly ok: false; readonly error: { code: string; reason: string; retryable: boolean } };
 
 /**
- * A quote's JSON form, computed once per quote object: a new quote is written twice, as the
- * actor's snapshot and inside its read-model document. (Quotes are immutable values.)
+ * The quote as its actor last wrote it; null when no quote has this id. Quotes written by earlier
+ * versions also have a snapshot (besides a `quotes` read-model document), so they load here too.
  */
-const quoteJson = new WeakMap<Quote, JsonValue>();
-
-function quoteToJsonValue(quote: Quote): JsonValue {
-  let json = quoteJson.get(quote);
-  if (json === undefined) {
-    json = toJsonValue(quote);
-    quoteJson.set(quote, json);
-  }
-  return json;
+export async function loadQuote(store: Pick<SnapshotStore, 'load'>, quoteId: string): Promise<Quote | null> {
+  const snapshot = await store.load(actorId(quoteActorType, quoteId));
+  return snapshot === null || snapshot.state === null ? null : decodeQuote(snapshot.state);
 }
 
-/** The read-model document of a quote (what acceptance loads). */
-export function quoteDocument(quote: Quote): { [key: string]: JsonValue } {
-  return { partnerId: quote.partnerId, expiresAtMs: quote.expiresAtMs, quote: quoteToJsonValue(quote) };
-}
-
-export function quoteFromDocument(doc: { [key: string]: JsonValue }): Quote {
-  return fromJsonValue<Quote>(doc.quote ?? null);
+function decodeQuote(json: JsonValue): Quote {
+  return fromJsonValue<Quote>(json);
 }
 
 export function quoteBehavior(deps: QuoteActorDeps): ActorBehavior<Quote> {
   return {
     type: quoteActorType,
-    encode: (state) => quoteToJsonValue(state),
-    decode: (json) => fromJsonValue<Quote>(json),
+    // A repeated `create` is answered from the quote itself (below), so the dedupe log needs no
+    // copy of the reply: a new quote is written once, as this snapshot.
+    dedupeByState: true,
+    encode: (state) => toJsonValue(state),
+    decode: decodeQuote,
     handle(state, command, ctx) {
       if (command.kind !== 'create') {
         return { reply: { ok: false, error: { code: 'invalid_request', reason: `unknown command ${command.kind}`, retryable: false } } };
@@ -76,7 +68,6 @@ export function quoteBehavior(deps: QuoteActorDeps): ActorBehavior<Quote> {
       return {
         state: priced.quote,
         reply: { ok: true, quote: quoteToJson(priced.quote) as unknown as JsonValue },
-        readModels: [{ collection: quotesCollection, id: priced.quote.id, doc: quoteDocument(priced.quote) }],
       };
     },
   };

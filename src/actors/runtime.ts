@@ -8,6 +8,7 @@
 //      else `handle` it against the in-memory state;
 //   4. write, per actor, ONE versioned snapshot with its applied command ids + replies, outbox rows
 //      (effects and commands for other actors) and read models, fenced by the shard lease token;
+//      the writes of all the batch's actors go to the store together (one sync per batch);
 //   5. only then send replies, hand the outbox to its dispatchers, and ack the stream entries.
 // A refused write (stale version or fencing token) drops the actor from memory and leaves the
 // entries unacknowledged: they are re-read and re-applied against the reloaded state.
@@ -33,7 +34,7 @@ import {
   type ReplyTarget,
 } from './envelope.ts';
 import { decodeEnvelope, encodeEnvelope } from './codec.ts';
-import type { ActorStore, CommitResult, OutboxRowWrite } from './actor-store.ts';
+import type { ActorCommit, ActorStore, BatchCommitResult, OutboxRowWrite } from './actor-store.ts';
 
 export interface RuntimeClock {
   nowMs(): number;
@@ -92,6 +93,19 @@ type ActorOutcome =
   | { readonly kind: 'retry' }
   /** Not applied because applying threw (a bug or broken infrastructure): the entries stay pending. */
   | { readonly kind: 'failed'; readonly error: unknown };
+
+/** An actor's part of a batch once applied in memory: a write to make durable, or done already. */
+interface PreparedWrite {
+  readonly kind: 'write';
+  readonly actor: ActiveActor;
+  readonly commit: ActorCommit;
+  /** The state the actor takes once the write is durable. */
+  readonly state: unknown;
+  readonly timerAtMs: number | null | undefined;
+  readonly replies: PendingReply[];
+  readonly outboxRows: OutboxRowWrite[];
+}
+type PreparedStep = PreparedWrite | { readonly kind: 'done'; readonly outcome: ActorOutcome };
 
 export interface BatchResult {
   /** Entries whose outcome is durable (and were replied to and acknowledged). */
@@ -211,8 +225,8 @@ export class ActorRuntime {
       }
       return fence;
     };
-    const outcomes = await Promise.all(
-      [...byActor].map(([id, items]) => this.enqueue(id, fenceAtRead(id), items.map((item) => item.command))),
+    const outcomes = await this.applyActors(
+      [...byActor].map(([id, items]) => ({ id, fence: fenceAtRead(id), commands: items.map((item) => item.command) })),
     );
 
     const replies: PendingReply[] = [];
@@ -256,43 +270,74 @@ export class ActorRuntime {
   }
 
   /**
-   * Queues an actor's commands behind its work in earlier batches still in flight, so commands of
-   * one actor are applied in stream order, each against the durable outcome of the one before.
+   * Applies each actor's commands (in its lane: after its work in earlier batches has settled),
+   * then makes every resulting write durable in ONE store write for the whole batch, then settles
+   * the lanes. Outcomes are in the order of `work`.
    */
-  private enqueue(id: string, fence: number | null, commands: readonly CommandEnvelope[]): Promise<ActorOutcome> {
+  private async applyActors(work: ReadonlyArray<{ id: string; fence: number | null; commands: readonly CommandEnvelope[] }>): Promise<ActorOutcome[]> {
+    const lanes = work.map(({ id }) => this.openLane(id));
+    try {
+      const steps = await Promise.all(
+        work.map(({ id, fence, commands }, index) => {
+          const previous = lanes[index]?.previous;
+          return previous === undefined
+            ? this.prepareGuarded(id, fence, commands)
+            : previous.then(() => this.prepareGuarded(id, fence, commands));
+        }),
+      );
+      const writes = steps.filter((step): step is PreparedWrite => step.kind === 'write');
+      let results: ReadonlyArray<BatchCommitResult>;
+      try {
+        results = writes.length === 0 ? [] : await this.options.store.commitBatch(writes.map((step) => step.commit));
+      } catch (error) {
+        results = writes.map(() => ({ error }));
+      }
+      const resultOf = new Map<PreparedWrite, BatchCommitResult>();
+      writes.forEach((step, index) => resultOf.set(step, results[index] ?? { error: new Error('no commit result') }));
+      return steps.map((step) => {
+        if (step.kind !== 'write') return step.outcome;
+        return this.finishWrite(step, resultOf.get(step) ?? { error: new Error('no commit result') });
+      });
+    } finally {
+      for (const lane of lanes) lane.settle();
+    }
+  }
+
+  /**
+   * An actor's lane for this batch: `previous` settles when its work in earlier batches has; the
+   * returned `settle` releases the actor's work in later batches.
+   */
+  private openLane(id: string): { previous: Promise<void> | undefined; settle: () => void } {
     const previous = this.lanes.get(id);
-    const run =
-      previous === undefined
-        ? this.applyGuarded(id, fence, commands)
-        : previous.then(() => this.applyGuarded(id, fence, commands));
-    const tail = run.then(() => undefined);
+    let settle = (): void => undefined;
+    const tail = new Promise<void>((resolve) => {
+      settle = resolve;
+    });
     this.lanes.set(id, tail);
     void tail.then(() => {
       if (this.lanes.get(id) === tail) this.lanes.delete(id);
     });
-    return run;
+    return { previous, settle };
   }
 
   /**
    * Never rejects. Whenever an actor's commands are not applied, the actor is blocked, so that
    * its later commands (in batches already read) are not applied ahead of these.
    */
-  private async applyGuarded(id: string, fence: number | null, commands: readonly CommandEnvelope[]): Promise<ActorOutcome> {
-    if (this.blocked.has(id)) return { kind: 'retry' };
+  private async prepareGuarded(id: string, fence: number | null, commands: readonly CommandEnvelope[]): Promise<PreparedStep> {
+    if (this.blocked.has(id)) return { kind: 'done', outcome: { kind: 'retry' } };
     const shard = shardOf(id, this.options.shardCount);
     if (fence === null || this.options.fenceToken(shard) !== fence) {
       // The shard was not owned, or lost (perhaps re-acquired) since the batch was read.
       this.blocked.add(id);
-      return { kind: 'retry' };
+      return { kind: 'done', outcome: { kind: 'retry' } };
     }
     try {
-      const outcome = await this.applyToActor(id, { shard, token: fence }, commands);
-      if (outcome.kind !== 'applied') this.blocked.add(id);
-      return outcome;
+      return await this.prepare(id, { shard, token: fence }, commands);
     } catch (error) {
       this.actors.delete(id);
       this.blocked.add(id);
-      return { kind: 'failed', error };
+      return { kind: 'done', outcome: { kind: 'failed', error } };
     }
   }
 
@@ -318,19 +363,22 @@ export class ActorRuntime {
   }
 
   /**
-   * Applies an actor's commands in order and commits them in one write. Returns what to publish,
-   * or `retry` when the write was refused (the actor is dropped; the commands will be retried).
+   * Applies an actor's commands in order against its in-memory state and builds the ONE write
+   * that makes them durable (or the outcome, when nothing needs writing). Nothing of the actor
+   * changes in memory until that write is known to be durable (`finishWrite`).
    */
-  private async applyToActor(
+  private async prepare(
     id: string,
     fence: { readonly shard: number; readonly token: number },
     commands: readonly CommandEnvelope[],
-  ): Promise<ActorOutcome> {
+  ): Promise<PreparedStep> {
     const first = commands[0];
-    if (first === undefined) return { kind: 'applied', replies: [], outbox: [] };
+    if (first === undefined) return { kind: 'done', outcome: { kind: 'applied', replies: [], outbox: [] } };
     const behavior = this.behaviors.get(first.actorType);
     if (behavior === undefined) throw new Error(`no behavior for ${first.actorType}`);
     const actor = await this.activate(id, behavior);
+    // Such an actor answers a repeated command from its state: the dedupe log keeps nothing of it.
+    const dedupeByState = behavior.dedupeByState === true;
 
     let state = actor.state;
     let changed = false;
@@ -341,18 +389,20 @@ export class ActorRuntime {
     const seenInBatch = new Set<string>();
 
     for (const command of commands) {
-      if (seenInBatch.has(command.commandId) || actor.recentCommandIds.has(command.commandId)) {
-        await this.replayStoredReply(id, command, replies, appliedCommands);
-        continue;
+      if (!dedupeByState) {
+        if (seenInBatch.has(command.commandId) || actor.recentCommandIds.has(command.commandId)) {
+          await this.replayStoredReply(id, command, replies, appliedCommands);
+          continue;
+        }
+        // An actor that has never been written (version 0) has no dedupe log to ask.
+        const stored = actor.version === 0 ? undefined : await this.options.store.getAppliedReply(id, command.commandId);
+        if (stored !== undefined) {
+          if (command.replyTo && stored !== null) replies.push({ to: command.replyTo, payload: stored });
+          actor.recentCommandIds.add(command.commandId);
+          continue;
+        }
+        seenInBatch.add(command.commandId);
       }
-      // An actor that has never been written (version 0) has no dedupe log to ask.
-      const stored = actor.version === 0 ? undefined : await this.options.store.getAppliedReply(id, command.commandId);
-      if (stored !== undefined) {
-        if (command.replyTo && stored !== null) replies.push({ to: command.replyTo, payload: stored });
-        actor.recentCommandIds.add(command.commandId);
-        continue;
-      }
-      seenInBatch.add(command.commandId);
       const nowMs = this.options.clock.nowMs();
       const outcome = behavior.handle(state, command, { nowMs, commandId: command.commandId });
       if (outcome.state !== undefined) {
@@ -360,7 +410,7 @@ export class ActorRuntime {
         changed = true;
       }
       const reply = outcome.reply ?? null;
-      appliedCommands.push({ commandId: command.commandId, reply });
+      if (!dedupeByState) appliedCommands.push({ commandId: command.commandId, reply });
       if (command.replyTo && outcome.reply !== undefined) replies.push({ to: command.replyTo, payload: outcome.reply });
       for (const deferred of outcome.replies ?? []) replies.push(deferred);
       for (const [index, send] of (outcome.send ?? []).entries()) {
@@ -381,9 +431,9 @@ export class ActorRuntime {
 
     // Read-only commands (no state change, no effects) need no write: re-applying them after a
     // crash yields the same reply from the same state.
-    if (appliedCommands.length === 0 || (!changed && outbox.length === 0 && readModels.size === 0)) {
+    if (!changed && outbox.length === 0 && readModels.size === 0) {
       for (const appliedCommand of appliedCommands) this.remember(actor, appliedCommand.commandId);
-      return { kind: 'applied', replies, outbox: [] };
+      return { kind: 'done', outcome: { kind: 'applied', replies, outbox: [] } };
     }
 
     const newVersion = actor.version + 1;
@@ -396,7 +446,7 @@ export class ActorRuntime {
     const wantedTimerAtMs = changed && state !== null && behavior.timerAtMs ? behavior.timerAtMs(state) : undefined;
     // Most writes (a saga step, a refusal) leave the timer as it was: no read-model write for it.
     const timerAtMs = wantedTimerAtMs === actor.storedTimerAtMs ? undefined : wantedTimerAtMs;
-    const result: CommitResult = await this.options.store.commit({
+    const commit: ActorCommit = {
       actorId: id,
       expectedVersion: actor.version,
       newVersion,
@@ -416,22 +466,34 @@ export class ActorRuntime {
               },
             ]),
       ],
-    });
+    };
+    return { kind: 'write', actor, commit, state, timerAtMs, replies, outboxRows };
+  }
+
+  /** The actor moves to its new state only once its write is durable; otherwise it is reloaded. */
+  private finishWrite(step: PreparedWrite, result: BatchCommitResult): ActorOutcome {
+    const { actor, commit } = step;
+    if (typeof result !== 'string') {
+      this.actors.delete(actor.id);
+      this.blocked.add(actor.id);
+      return { kind: 'failed', error: result.error };
+    }
     if (result !== 'ok') {
-      this.log('warn', 'snapshot write refused; reloading the actor', { actorId: id, result });
-      this.actors.delete(id);
+      this.log('warn', 'snapshot write refused; reloading the actor', { actorId: actor.id, result });
+      this.actors.delete(actor.id);
+      this.blocked.add(actor.id);
       return { kind: 'retry' };
     }
-    this.options.afterCommit?.(id);
-    actor.state = state;
-    actor.version = newVersion;
+    this.options.afterCommit?.(actor.id);
+    actor.state = step.state;
+    actor.version = commit.newVersion;
     actor.lastUsedMs = this.options.clock.nowMs();
-    for (const appliedCommand of appliedCommands) this.remember(actor, appliedCommand.commandId);
-    if (timerAtMs !== undefined) {
-      actor.storedTimerAtMs = timerAtMs;
-      this.options.onTimer?.(id, timerAtMs);
+    for (const appliedCommand of commit.appliedCommands) this.remember(actor, appliedCommand.commandId);
+    if (step.timerAtMs !== undefined) {
+      actor.storedTimerAtMs = step.timerAtMs;
+      this.options.onTimer?.(actor.id, step.timerAtMs);
     }
-    return { kind: 'applied', replies, outbox: outboxRows };
+    return { kind: 'applied', replies: step.replies, outbox: step.outboxRows };
   }
 
   private async replayStoredReply(

@@ -1,7 +1,7 @@
 // The actor runtime's and shard worker's view of the SnapshotStore (a thin mapping; the store's
 // contract suite is what holds the semantics).
-import type { JsonObject, ReadModelIndex, SnapshotStore } from '../store/store.ts';
-import type { ActorCommit, ActorStore, CommitResult, OutboxRowWrite } from './actor-store.ts';
+import type { CommitWrite, JsonObject, ReadModelIndex, SnapshotStore } from '../store/store.ts';
+import type { ActorCommit, ActorStore, BatchCommitResult, CommitResult, OutboxRowWrite } from './actor-store.ts';
 import type { JsonValue } from './envelope.ts';
 import { outboxTopicCommands } from './runtime.ts';
 import type { WorkerStore } from './shard-worker.ts';
@@ -26,18 +26,8 @@ export function runtimeStore(store: SnapshotStore): RuntimeStore {
       const applied = await store.getAppliedReply(actorId, commandId);
       return applied === null ? undefined : applied.reply;
     },
-    commit(write: ActorCommit): Promise<CommitResult> {
-      return store.commit({
-        actorKey: write.actorId,
-        expectedVersion: write.expectedVersion,
-        newVersion: write.newVersion,
-        state: write.state as JsonObject,
-        fence: { ...write.fence },
-        appliedCommands: write.appliedCommands.map((item) => ({ ...item })),
-        outbox: write.outbox.map((row) => ({ ...row })),
-        readModels: write.readModels.map((model) => ({ collection: model.collection, id: model.id, doc: model.doc })),
-      });
-    },
+    commit: (write: ActorCommit): Promise<CommitResult> => store.commit(toStoreWrite(write)),
+    commitBatch: (writes: readonly ActorCommit[]): Promise<BatchCommitResult[]> => store.commitBatch(writes.map(toStoreWrite)),
     raiseFence: (shard, token) => store.raiseFence(shard, token),
     async listTimers(shard) {
       const timers: Array<{ actorId: string; dueAtMs: number }> = [];
@@ -54,5 +44,22 @@ export function runtimeStore(store: SnapshotStore): RuntimeStore {
     },
     markOutboxDone: (ids) => store.outboxMarkDone(ids),
     reportWorkerStats: (stats) => store.put(workerStatsCollection, stats.workerId, { ...stats, ownedShards: [...stats.ownedShards] }),
+  };
+}
+
+/**
+ * The store's shape of an actor write. Everything the runtime built for this write is used once,
+ * so it is handed over as is (no copies): the store only reads it.
+ */
+function toStoreWrite(write: ActorCommit): CommitWrite {
+  return {
+    actorKey: write.actorId,
+    expectedVersion: write.expectedVersion,
+    newVersion: write.newVersion,
+    state: write.state as JsonObject,
+    fence: write.fence,
+    appliedCommands: write.appliedCommands,
+    outbox: write.outbox,
+    readModels: write.readModels,
   };
 }

@@ -12,7 +12,7 @@ import {
   outboxBatchMax, planList,
 } from './store.ts';
 import type {
-  ActorSnapshot, AppliedReply, CommitResult, CommitWrite, FenceResult, JsonObject, JsonValue, ListPage,
+  ActorSnapshot, AppliedReply, BatchCommitResult, CommitResult, CommitWrite, FenceResult, JsonObject, JsonValue, ListPage,
   ListQuery, OutboxRow, PutIfAbsentResult, SnapshotStore, StoredEvent, StoreOptions,
 } from './store.ts';
 
@@ -174,6 +174,22 @@ export class MongoStore implements SnapshotStore {
         if (!isDuplicateKey(error) || attempt >= commitAttemptsMax) throw error;
       }
     }
+  }
+
+  /**
+   * One transaction per write, in order (a MongoDB transaction spanning unrelated actors would
+   * only widen write conflicts); the majority write concern makes each durable on its own.
+   */
+  async commitBatch(writes: readonly CommitWrite[]): Promise<BatchCommitResult[]> {
+    const results: BatchCommitResult[] = [];
+    for (const write of writes) {
+      try {
+        results.push(await this.commit(write));
+      } catch (error) {
+        results.push({ error });
+      }
+    }
+    return results;
   }
 
   async raiseFence(shard: number, token: number): Promise<FenceResult> {

@@ -66,6 +66,11 @@ export interface CommitWrite {
  * Refused writes leave no trace (not even a raised fence).
  */
 export type CommitResult = 'ok' | 'version_conflict' | 'fenced';
+/** A write of a batch that threw (a bug or broken infrastructure): nothing of it was written. */
+export interface CommitFailure {
+  readonly error: unknown;
+}
+export type BatchCommitResult = CommitResult | CommitFailure;
 export type FenceResult = 'ok' | 'fenced';
 
 export interface AppliedReply {
@@ -136,6 +141,15 @@ export interface SnapshotStore {
 
   load(actorKey: string): Promise<ActorSnapshot | null>;
   commit(write: CommitWrite): Promise<CommitResult>;
+  /**
+   * Several commits, each checked and applied exactly as `commit` would in this order (a later
+   * write sees an earlier one's effects; a refused write leaves no trace and does not affect the
+   * others), made durable together: one sync for the whole batch where the adapter allows it.
+   * Results are in the order of `writes`; a write `commit` would reject (it breaks the usage
+   * rules, or writing it threw) is a `CommitFailure` with that error, writes nothing, and does not
+   * keep the others from landing.
+   */
+  commitBatch(writes: readonly CommitWrite[]): Promise<BatchCommitResult[]>;
   /** Raises the shard's token without writing an actor (a new owner fences out the old one). */
   raiseFence(shard: number, token: number): Promise<FenceResult>;
   /** The stored reply of an applied command, while it is inside the retention window. */
@@ -212,7 +226,7 @@ export function assertCollection(collection: string): void {
   if (!collectionNamePattern.test(collection)) fail(`collection name ${JSON.stringify(collection)} is not [A-Za-z][A-Za-z0-9_]{0,62}`);
 }
 
-function assertCount(what: string, value: number, min: number, max: number): void {
+export function assertCount(what: string, value: number, min: number, max: number): void {
   if (!Number.isSafeInteger(value) || value < min || value > max) fail(`${what} must be an integer in [${min}, ${max}]`);
 }
 
@@ -265,6 +279,25 @@ export function assertFence(shard: number, token: number): void {
 }
 
 /** Every check a commit must pass before any byte is written. */
+/** Validates each write: the valid ones, and a failure per invalid one (by index). */
+export function partitionValidWrites(
+  writes: readonly CommitWrite[],
+  indexes: IndexCatalog,
+): { valid: Array<{ index: number; write: CommitWrite }>; results: BatchCommitResult[] } {
+  const valid: Array<{ index: number; write: CommitWrite }> = [];
+  const results: BatchCommitResult[] = [];
+  writes.forEach((write, index) => {
+    try {
+      assertCommitWrite(write, indexes);
+      valid.push({ index, write });
+      results.push('ok'); // replaced by the write's outcome
+    } catch (error) {
+      results.push({ error });
+    }
+  });
+  return { valid, results };
+}
+
 export function assertCommitWrite(write: CommitWrite, indexes: IndexCatalog): void {
   assertIdentifier('actorKey', write.actorKey);
   assertNonNegativeInteger('expectedVersion', write.expectedVersion);

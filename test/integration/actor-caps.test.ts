@@ -3,7 +3,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { quoteFromDocument } from '../../src/actors/quote-actor.ts';
+import { loadQuote } from '../../src/actors/quote-actor.ts';
 import type { AcceptReply } from '../../src/actors/transaction-actor.ts';
 import { toJsonValue } from '../../src/actors/state-codec.ts';
 import { decimalFromString } from '../../src/domain/money.ts';
@@ -21,9 +21,9 @@ async function quoteBreb(harness: ActorHarness, partnerId: string, amountCop: nu
     request: { kind: 'payout', amount: amountCop, cryptoCurrency: 'USDC', network: 'STELLAR', paymentMethod: 'BREB', targetCurrency: 'COP' },
   });
   assert.equal(reply.ok, true, JSON.stringify(reply));
-  const doc = await harness.store.get('quotes', quoteId);
-  assert.ok(doc, 'the quote is durable before its reply');
-  return quoteFromDocument(doc);
+  const quote = await loadQuote(harness.store, quoteId);
+  assert.ok(quote, 'the quote is durable before its reply');
+  return quote;
 }
 
 function accept(harness: ActorHarness, quote: Quote, userId: string): Promise<AcceptReply> {

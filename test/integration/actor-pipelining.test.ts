@@ -342,11 +342,12 @@ describe('a shard worker with several batches in flight, over Redis', () => {
 function slowCommits(store: SnapshotStore, delayMs: number, probe: (write: CommitWrite) => Promise<void>): SnapshotStore {
   return new Proxy(store, {
     get(target, property, receiver) {
-      if (property === 'commit') {
-        return async (write: CommitWrite) => {
-          const result = await target.commit(write);
-          await Promise.all([probe(write), new Promise((resolve) => setTimeout(resolve, delayMs))]);
-          return result;
+      // The runtime writes each batch with one commitBatch.
+      if (property === 'commitBatch') {
+        return async (writes: readonly CommitWrite[]) => {
+          const results = await target.commitBatch(writes);
+          await Promise.all([...writes.map(probe), new Promise((resolve) => setTimeout(resolve, delayMs))]);
+          return results;
         };
       }
       const value: unknown = Reflect.get(target, property, receiver);

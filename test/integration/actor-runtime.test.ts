@@ -39,6 +39,20 @@ function alarmBehavior(): ActorBehavior<AlarmState> {
   };
 }
 
+/** Created once, then answered from its state (like a quote): `dedupeByState`. */
+function onceBehavior(): ActorBehavior<{ readonly createdBy: string }> {
+  return {
+    type: 'once',
+    dedupeByState: true,
+    encode: (state) => ({ ...state }),
+    decode: (json) => json as unknown as { createdBy: string },
+    handle(state, command) {
+      if (state !== null) return { reply: { createdBy: state.createdBy } };
+      return { state: { createdBy: command.commandId }, reply: { createdBy: command.commandId } };
+    },
+  };
+}
+
 let dir: string;
 let store: LmdbStore;
 let bus: MemoryBus;
@@ -56,7 +70,7 @@ before(async () => {
     bus,
     leases: new MemoryLeases(),
     store,
-    behaviors: [tallyBehavior(), alarmBehavior()] as unknown as Array<ActorBehavior<unknown>>,
+    behaviors: [tallyBehavior(), alarmBehavior(), onceBehavior()] as unknown as Array<ActorBehavior<unknown>>,
     workerId: 'w1',
     keyPrefix,
     shardCount: 4,
@@ -82,6 +96,17 @@ test('the same command delivered three times is applied once and answered three 
   assert.deepEqual(replies, [{ count: 1 }, { count: 1 }, { count: 1 }]);
   const snapshot = await store.load('tally/dup');
   assert.deepEqual((snapshot?.state as unknown as TallyState).commandIds, [commandId]);
+});
+
+test('an actor deduplicated by its state: a repeated command gets the first reply, from the one snapshot, with no dedupe-log copy', async () => {
+  const commandId = randomUUID();
+  const first = await client.ask('once', 'q1', 'create', null, { commandId });
+  role.runtime.passivateIdle(-1); // the repeat is answered from the snapshot, not from memory
+  const again = await client.ask('once', 'q1', 'create', null, { commandId });
+  const other = await client.ask('once', 'q1', 'create', null);
+  assert.deepEqual([first, again, other], [{ createdBy: commandId }, { createdBy: commandId }, { createdBy: commandId }]);
+  assert.equal((await store.load('once/q1'))?.version, 1, 'written once');
+  assert.equal(await store.getAppliedReply('once/q1', commandId), null, 'no copy of the reply in the dedupe log');
 });
 
 test('an idle actor leaves memory and comes back from its snapshot with its state intact', async () => {

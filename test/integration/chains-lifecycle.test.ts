@@ -10,7 +10,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ActorClient } from '../../src/actors/client.ts';
-import { quoteFromDocument } from '../../src/actors/quote-actor.ts';
+import { loadQuote } from '../../src/actors/quote-actor.ts';
 import { toJsonValue } from '../../src/actors/state-codec.ts';
 import type { AcceptReply } from '../../src/actors/transaction-actor.ts';
 import { createChainServices, type ChainServices, type WatcherRole } from '../../src/chains/chain-services.ts';
@@ -100,9 +100,9 @@ async function quoteOn(stack: Stack, network: Network): Promise<Quote> {
     request: { kind: 'payout', amount: route.amount, cryptoCurrency: route.asset, network, paymentMethod: route.method, targetCurrency: route.method === 'PIX' ? 'BRL' : 'COP' },
   });
   assert.equal(reply.ok, true, JSON.stringify(reply));
-  const doc = await stack.service.ctx.store.get('quotes', quoteId);
-  assert.ok(doc);
-  return quoteFromDocument(doc);
+  const quote = await loadQuote(stack.service.ctx.store, quoteId);
+  assert.ok(quote);
+  return quote;
 }
 
 /** Accepts as the edge does (payment_context from the chain services). */

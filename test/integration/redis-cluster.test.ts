@@ -16,7 +16,7 @@ import { RedisLeases } from '../../src/bus/redis-leases.ts';
 import { Requester, reply } from '../../src/bus/request-reply.ts';
 import { commandStreamKey, commandStreamKeys, replyStreamKey, shardLeaseName } from '../../src/bus/shards.ts';
 import { ActorClient } from '../../src/actors/client.ts';
-import { quoteFromDocument } from '../../src/actors/quote-actor.ts';
+import { loadQuote } from '../../src/actors/quote-actor.ts';
 import { toJsonValue } from '../../src/actors/state-codec.ts';
 import { runtimeReadModelIndexes } from '../../src/actors/store-adapter.ts';
 import type { AcceptReply } from '../../src/actors/transaction-actor.ts';
@@ -462,9 +462,9 @@ describe('Redis Cluster', { timeout: 180_000 }, () => {
         request: { kind: 'payout', amount: amountCop, cryptoCurrency: 'USDC', network: 'STELLAR', paymentMethod: 'BREB', targetCurrency: 'COP' },
       });
       assert.equal(answer.ok, true, JSON.stringify(answer));
-      const doc = await store.get('quotes', quoteId);
-      assert.ok(doc, 'the quote is durable before its reply');
-      return quoteFromDocument(doc);
+      const quote = await loadQuote(store, quoteId);
+      assert.ok(quote, 'the quote is durable before its reply');
+      return quote;
     }
 
     function accept(quote: Quote, userId: string, transactionId = randomUUID()): Promise<AcceptReply> {

@@ -201,6 +201,33 @@ function contract(adapter: Adapter): void {
       assert.deepEqual(await store.getAppliedReply('b', 'c1'), { reply: { commandId: 'c1', version: 1 } });
     }));
 
+    test('a batch commit: each write checked as alone, in order, the refused and the invalid ones leave no trace', () => withStore(adapter, {}, async (store) => {
+      assert.equal(await store.commit(write('seen', 0)), 'ok');
+      const invalid: CommitWrite = { ...write('broken', 0), state: { amount: 10n } as unknown as JsonObject };
+      // Big enough to be more than a handful of writes (adapters may run small batches differently).
+      const results = await store.commitBatch([
+        write('a', 0, { commandIds: ['c1'], topics: ['t'] }),
+        write('a', 1, { commandIds: ['c2'] }), // sees the write before it
+        write('seen', 0), // stale: the actor is at version 1
+        invalid,
+        write('b', 0, { readModels: [{ collection: 'transactions', id: 'tx-b', doc: transactionDoc('p', 'u', 1) }] }),
+        write('a', 1), // stale after the second write
+      ]);
+      assert.deepEqual(results.slice(0, 3), ['ok', 'ok', 'version_conflict']);
+      const failure = results[3];
+      assert.ok(typeof failure === 'object' && failure.error instanceof StoreUsageError, 'the invalid write fails alone');
+      assert.deepEqual(results.slice(4), ['ok', 'version_conflict']);
+      assert.equal((await store.load('a'))?.version, 2);
+      assert.equal(await store.load('broken'), null);
+      assert.equal((await store.load('seen'))?.version, 1);
+      assert.deepEqual(await store.getAppliedReply('a', 'c2'), { reply: { commandId: 'c2', version: 2 } });
+      assert.equal((await allPending(store, 't')).length, 1);
+      assert.deepEqual(await store.get('transactions', 'tx-b'), transactionDoc('p', 'u', 1));
+      // A small batch, and an empty one.
+      assert.deepEqual(await store.commitBatch([write('c', 0), write('c', 0)]), ['ok', 'version_conflict']);
+      assert.deepEqual(await store.commitBatch([]), []);
+    }));
+
     test('invalid input is a usage error and writes nothing', () => withStore(adapter, {}, async (store) => {
       const badWrites: CommitWrite[] = [
         { ...write('a', 0, { topics: ['t'] }), outbox: [{ id: 'not-the-convention', topic: 't', payload: 1 }] },

@@ -8,7 +8,7 @@
 //     Knobs: PAYOUT_CHILD_LATENCY_MS (sandbox latency), PAYOUT_CHILD_LEASE_MS (claim lease).
 import { randomUUID } from 'node:crypto';
 import type { ActorClient } from '../../src/actors/client.ts';
-import { quoteFromDocument } from '../../src/actors/quote-actor.ts';
+import { loadQuote } from '../../src/actors/quote-actor.ts';
 import { toJsonValue } from '../../src/actors/state-codec.ts';
 import type { AcceptReply, DomainReply } from '../../src/actors/transaction-actor.ts';
 import { readEnv } from '../../src/config/env.ts';
@@ -39,9 +39,9 @@ export async function createQuote(
     },
   });
   if (!reply.ok) throw new Error(`quote refused: ${JSON.stringify(reply)}`);
-  const doc = await store.get('quotes', quoteId);
-  if (doc === null) throw new Error('the quote is not durable');
-  return quoteFromDocument(doc);
+  const quote = await loadQuote(store, quoteId);
+  if (quote === null) throw new Error('the quote is not durable');
+  return quote;
 }
 
 /** Accepts the quote; the recipient (payout) or the wallet (onramp) is `accountNumber`. */

@@ -8,7 +8,7 @@
 // answers after `rail_unavailable`/`account_unverifiable` (docs/api.md).
 import type { JsonValue } from '../../actors/envelope.ts';
 import { kycCollection, kycKey } from '../../actors/kyc-actor.ts';
-import { quoteFromDocument, quotesCollection } from '../../actors/quote-actor.ts';
+import { loadQuote } from '../../actors/quote-actor.ts';
 import { toJsonValue } from '../../actors/state-codec.ts';
 import { railAmount, transactionActorType, transactionsCollection, type AcceptPayload, type AcceptReply } from '../../actors/transaction-actor.ts';
 import { fiatDecimals } from '../../domain/assets.ts';
@@ -150,9 +150,9 @@ async function accept(env: EdgeEnv, partnerId: string, body: TransactionBody, id
   // First in the catalogue's order, and independent of the quote: a disabled user never gets further.
   if (env.ctx.partners.isUserDisabled(partnerId, body.user_id)) return acceptanceRejection({ code: 'user_disabled' });
   const quoteId = parseUuid(body.quote_id);
-  const quoteDoc = quoteId === null ? null : await env.ctx.store.get(quotesCollection, quoteId);
-  if (quoteDoc === null || quoteDoc['partnerId'] !== partnerId) return errorResponse('quote_not_found');
-  const quote = quoteFromDocument(quoteDoc);
+  const quote = quoteId === null ? null : await loadQuote(env.ctx.store, quoteId);
+  // Another partner's quote is indistinguishable from a missing one.
+  if (quote === null || quote.partnerId !== partnerId) return errorResponse('quote_not_found');
   const partner = env.ctx.partners.get(partnerId);
   if (partner === undefined) return errorResponse('authentication_failed', 'Unknown partner');
   const nowMs = env.ctx.clock.nowMs();
