@@ -262,9 +262,13 @@ export class ActorRuntime {
         entries: failed,
       });
     }
-    await Promise.all(replies.map((reply) => this.sendReply(reply)));
+    // Replies and acks go out together (one pipelined write to Redis, one round trip to wait
+    // for): both only follow the durable write, and neither depends on the other. If a reply is
+    // lost anyway, its asker times out, as it would if the worker had died after the write.
+    const replied = Promise.all(replies.map((reply) => this.sendReply(reply)));
     if (outboxRows.length > 0) this.options.onOutbox?.(outboxRows);
-    await Promise.all([...toAck].map(([stream, ids]) => this.options.bus.ack(stream, this.options.group, ids)));
+    const acked = Promise.all([...toAck].map(([stream, ids]) => this.options.bus.ack(stream, this.options.group, ids)));
+    await Promise.all([replied, acked]);
     this.passivateIfOverfull();
     return { applied, retried, failed, pending };
   }

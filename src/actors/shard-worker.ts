@@ -9,6 +9,7 @@ import type { Bus, BusEntry } from '../bus/bus.ts';
 import type { Leases } from '../bus/leases.ts';
 import { commandStreamKey, shardLeaseName, shardOfCommandStream } from '../bus/shards.ts';
 import type { OutboxRowWrite } from './actor-store.ts';
+import { outboxBatchMax } from '../store/store.ts';
 import { decodeEnvelope } from './codec.ts';
 import type { CommandEnvelope, LogLevel } from './envelope.ts';
 import { outboxTopicCommands, type ActorRuntime } from './runtime.ts';
@@ -93,6 +94,9 @@ export class ShardWorker {
   /** Shards acquired since their last recovery: their in-memory actors (if any) are from before. */
   private readonly acquiredSinceRecovery = new Set<number>();
   private pauseBeforeNextRead = false;
+  /** Command rows relayed and not yet marked done (see markRelayedDone). */
+  private readonly relayedRowIds: string[] = [];
+  private markingDone: Promise<void> | null = null;
 
   constructor(private readonly options: ShardWorkerOptions) {
     this.leaseTtlMs = options.leaseTtlMs ?? 10_000;
@@ -132,6 +136,8 @@ export class ShardWorker {
     await this.consumeLoop;
     await this.settled();
     await this.leaseLoop;
+    // Not required (the sweep would relay unmarked rows again), but it saves the next owner that.
+    await this.markingDone?.catch(() => undefined);
     for (const timer of this.timers.values()) clearTimeout(timer.handle);
     this.timers.clear();
     await Promise.all(
@@ -167,7 +173,27 @@ export class ShardWorker {
     const commandRows = rows.filter((row) => row.topic === outboxTopicCommands);
     if (commandRows.length === 0) return;
     await Promise.all(commandRows.map((row) => this.options.runtime.send(row.payload as unknown as CommandEnvelope)));
-    await this.options.store.markOutboxDone(commandRows.map((row) => row.id));
+    for (const row of commandRows) this.relayedRowIds.push(row.id);
+    await this.markRelayedDone();
+  }
+
+  /**
+   * Marks relayed command rows done, many relays per store write: while one write is in flight,
+   * the rows relayed meanwhile wait for the next (each write costs a sync; under load every batch
+   * relays some). A row not yet marked when the worker dies is relayed again by the outbox sweep,
+   * which is harmless: receivers dedupe by commandId.
+   */
+  private markRelayedDone(): Promise<void> {
+    this.markingDone ??= (async () => {
+      try {
+        while (this.relayedRowIds.length > 0) {
+          await this.options.store.markOutboxDone(this.relayedRowIds.splice(0, outboxBatchMax));
+        }
+      } finally {
+        this.markingDone = null;
+      }
+    })();
+    return this.markingDone;
   }
 
   private memberLeaseName(): string {
