@@ -3,8 +3,8 @@
 // a retry of the same logical command safe: the actor applies it once and replays its reply.
 import { randomUUID } from 'node:crypto';
 import type { Bus } from '../bus/bus.ts';
-import type { Reply, Requester, RequestOptions } from '../bus/request-reply.ts';
-import { commandStreamKey, shardOf } from '../bus/shards.ts';
+import type { Reply as BusReply, Requester, RequestOptions } from '../bus/request-reply.ts';
+import { commandStreamKey, commandStreamKeys, shardOf } from '../bus/shards.ts';
 import { encodeEnvelope } from './codec.ts';
 import { actorId, type CommandEnvelope, type JsonValue } from './envelope.ts';
 
@@ -22,19 +22,34 @@ export interface AskOptions {
   readonly timeoutMs?: number;
 }
 
-function parseReplyPayload(reply: Reply): unknown {
+function parseReplyPayload(reply: BusReply): unknown {
   return JSON.parse(reply.payload);
 }
 
 export class ActorClient {
+  /** Every shard's command stream, named on first use (not once per ask). */
+  private commandStreams: readonly string[] | null = null;
+
   constructor(private readonly options: ActorClientOptions) {}
 
   streamFor(actorType: string, actorKey: string): string {
-    return commandStreamKey(this.options.keyPrefix, shardOf(actorId(actorType, actorKey), this.options.shardCount));
+    const { keyPrefix, shardCount } = this.options;
+    const shard = shardOf(actorId(actorType, actorKey), shardCount);
+    this.commandStreams ??= commandStreamKeys(keyPrefix, shardCount);
+    return this.commandStreams[shard] ?? commandStreamKey(keyPrefix, shard);
   }
 
   /** Never throws: every failure is a rejection. Not `async`: the edge asks once per request. */
   ask<Reply>(actorType: string, actorKey: string, kind: string, payload: JsonValue, options: AskOptions = {}): Promise<Reply> {
+    return this.askRaw(actorType, actorKey, kind, payload, options).then(parseReplyPayload) as Promise<Reply>;
+  }
+
+  /**
+   * `ask` without decoding the reply: the reply entry as the bus delivered it, its payload the
+   * actor's reply as JSON text. For a caller that can use the text as it is (the edge answers a
+   * quote with part of it). Never throws: every failure is a rejection.
+   */
+  askRaw(actorType: string, actorKey: string, kind: string, payload: JsonValue, options: AskOptions = {}): Promise<BusReply> {
     let stream: string;
     try {
       stream = this.streamFor(actorType, actorKey);
@@ -44,13 +59,11 @@ export class ActorClient {
     const commandId = options.commandId ?? randomUUID();
     // One object shape for every ask (a conditional spread here made each call a slow-path literal).
     const requestOptions: RequestOptions = { timeoutMs: options.timeoutMs, maxLenApprox: this.options.streamLengthMax ?? 1_000_000 };
-    return this.options.requester
-      .request(
-        stream,
-        (replyTo) => encodeEnvelope({ commandId, actorType, actorKey, kind, payload, replyTo, sentAtMs: this.options.nowMs() }),
-        requestOptions,
-      )
-      .then(parseReplyPayload) as Promise<Reply>;
+    return this.options.requester.request(
+      stream,
+      (replyTo) => encodeEnvelope({ commandId, actorType, actorKey, kind, payload, replyTo, sentAtMs: this.options.nowMs() }),
+      requestOptions,
+    );
   }
 
   async tell(actorType: string, actorKey: string, kind: string, payload: JsonValue, commandId: string): Promise<void> {

@@ -165,6 +165,11 @@ export function jsonResponse(status: number, value: unknown, headers?: Readonly<
   return { status, headers: headers === undefined ? jsonHeaders : { 'content-type': jsonContentType, ...headers }, body: JSON.stringify(value) };
 }
 
+/** A JSON response whose body is already JSON text (sent as is). */
+export function jsonTextResponse(status: number, jsonText: string): HttpResponse {
+  return { status, headers: jsonHeaders, body: jsonText };
+}
+
 export function emptyResponse(status: number, headers?: Readonly<Record<string, string>>): HttpResponse {
   return headers === undefined ? { status } : { status, headers };
 }
@@ -335,11 +340,20 @@ function lowerCaseHeaderName(name: string): string {
   return lower;
 }
 
+/** `jsonHeaders`' names: valid by construction, so responses using them skip the header checks. */
+const jsonHeaderNames: readonly string[] = Object.freeze(Object.keys(jsonHeaders));
+
+function headerNamesOf(response: HttpResponse): readonly string[] {
+  const headers = response.headers;
+  if (headers === undefined) return noHeaderNames;
+  return headers === jsonHeaders ? jsonHeaderNames : Object.keys(headers);
+}
+
 /** Throws on an invalid status or header before anything is written (the caller answers 500). */
 function checkResponse(response: HttpResponse, names: readonly string[]): void {
   statusLine(response.status);
   const headers = response.headers;
-  if (headers === undefined) return;
+  if (headers === undefined || headers === jsonHeaders) return;
   for (const name of names) {
     lowerCaseHeaderName(name);
     if (headerValueForbidden.test(headers[name] ?? '')) throw new Error(`invalid response header ${name}`);
@@ -347,7 +361,8 @@ function checkResponse(response: HttpResponse, names: readonly string[]): void {
 }
 
 function writeResponse(res: UwsResponse, requestId: string, method: string, response: HttpResponse, names: readonly string[], closeConnection: boolean): void {
-  res.writeStatus(statusLine(response.status));
+  // uWS writes `200 OK` itself when no status was written: one native call less for most answers.
+  if (response.status !== 200) res.writeStatus(statusLine(response.status));
   res.writeHeader('x-request-id', requestId);
   let hasCacheControl = false;
   const headers = response.headers;
@@ -384,6 +399,53 @@ const requestIdPattern = /^[A-Za-z0-9._:-]{1,128}$/;
 const emptyBody = Buffer.alloc(0);
 const noHeaderNames: readonly string[] = Object.freeze([]);
 
+/** The keeper item of a `Deadlines` (it carries nothing: only its place in the queue matters). */
+class TimerKeeper extends DeadlineLink {}
+
+/**
+ * A deadline queue for exchanges that keeps its Node timer armed between requests while the app
+ * listens. A DeadlineQueue disarms its timer whenever it empties, and a request body usually
+ * arrives in the tick its headers did (and at low concurrency each handler finishes before the
+ * next starts): without the keeper, each such request would arm a timer and clear it again. The
+ * keeper is one more item, added in front of an exchange when it is not already waiting; it
+ * expires like any item and then waits again only when the next exchange comes, so an idle app
+ * stops its timer one duration after its last request. Exchanges' own deadlines are unchanged.
+ */
+class Deadlines {
+  private readonly queue: DeadlineQueue<Exchange | TimerKeeper>;
+  private readonly keeper = new TimerKeeper();
+  private keeperWaiting = false;
+  private keeping = false;
+
+  constructor(durationMs: number, onExpired: (exchange: Exchange) => void) {
+    this.queue = new DeadlineQueue<Exchange | TimerKeeper>(durationMs, (item) => {
+      if (item instanceof Exchange) onExpired(item);
+      else this.keeperWaiting = false;
+    });
+  }
+
+  add(exchange: Exchange): void {
+    if (this.keeping && !this.keeperWaiting) {
+      this.keeperWaiting = true;
+      this.queue.add(this.keeper);
+    }
+    this.queue.add(exchange);
+  }
+
+  delete(exchange: Exchange): void {
+    this.queue.delete(exchange);
+  }
+
+  /** On while listening; off drops the keeper, so a closed app's timer ends with its last request. */
+  keepArmed(on: boolean): void {
+    this.keeping = on;
+    if (!on && this.keeperWaiting) {
+      this.keeperWaiting = false;
+      this.queue.delete(this.keeper);
+    }
+  }
+}
+
 interface ExchangeHooks {
   /** Draining: every response closes its connection. */
   readonly draining: () => boolean;
@@ -392,9 +454,9 @@ interface ExchangeHooks {
   readonly reportError: (error: unknown, info: RequestErrorInfo) => void;
   readonly onRequestFinished?: ((entry: AccessLogEntry) => void) | undefined;
   /** Requests whose body is being read (`bodyReadTimeoutMs`). */
-  readonly bodyDeadlines: DeadlineQueue<Exchange>;
+  readonly bodyDeadlines: Deadlines;
   /** Requests whose handler is running (`handlerTimeoutMs`). */
-  readonly handlerDeadlines: DeadlineQueue<Exchange>;
+  readonly handlerDeadlines: Deadlines;
 }
 
 class Exchange extends DeadlineLink {
@@ -406,7 +468,7 @@ class Exchange extends DeadlineLink {
   partnerId: string | null = null;
   bodyReader: BodyReader | null = null;
   /** The deadline queue this exchange waits in (body read or handler), if any. */
-  private deadlines: DeadlineQueue<Exchange> | null = null;
+  private deadlines: Deadlines | null = null;
   private remoteAddressText: string | null = null;
   private readonly startedAt = performance.now();
 
@@ -493,7 +555,7 @@ class Exchange extends DeadlineLink {
     this.respond(errorResponse('server_error'));
   }
 
-  private waitIn(deadlines: DeadlineQueue<Exchange>): void {
+  private waitIn(deadlines: Deadlines): void {
     this.clearTimer();
     this.deadlines = deadlines;
     deadlines.add(this);
@@ -509,7 +571,7 @@ class Exchange extends DeadlineLink {
     let status = response.status;
     const close = closeConnection || this.hooks.draining();
     try {
-      const names = response.headers === undefined ? noHeaderNames : Object.keys(response.headers);
+      const names = headerNamesOf(response);
       checkResponse(response, names);
       this.res.cork(() => writeResponse(this.res, this.requestId, this.method, response, names, close));
     } catch (error) {
@@ -642,8 +704,14 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     reportError,
     onFinished: () => (inFlight -= 1),
     onRequestFinished: options.onRequestFinished,
-    bodyDeadlines: new DeadlineQueue<Exchange>(limits.bodyReadTimeoutMs, (exchange) => exchange.bodyTimedOut()),
-    handlerDeadlines: new DeadlineQueue<Exchange>(limits.handlerTimeoutMs, (exchange) => exchange.handlerTimedOut(limits.handlerTimeoutMs)),
+    bodyDeadlines: new Deadlines(limits.bodyReadTimeoutMs, (exchange) => exchange.bodyTimedOut()),
+    handlerDeadlines: new Deadlines(limits.handlerTimeoutMs, (exchange) => exchange.handlerTimedOut(limits.handlerTimeoutMs)),
+  };
+  let listeners = 0;
+  const keepTimersArmed = (change: 1 | -1): void => {
+    listeners += change;
+    hooks.bodyDeadlines.keepArmed(listeners > 0);
+    hooks.handlerDeadlines.keepArmed(listeners > 0);
   };
 
   function handle(res: UwsResponse, req: UwsRequest): void {
@@ -755,10 +823,12 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
         app.listen(host, port, (listenSocket: us_listen_socket | false) => {
           if (listenSocket === false) return reject(new Error(`could not listen on ${host}:${port}`));
           let closed = false;
+          keepTimersArmed(1);
           const close = (): void => {
             if (closed) return;
             closed = true;
             uWS.us_listen_socket_close(listenSocket);
+            keepTimersArmed(-1);
           };
           resolve({
             port: uWS.us_socket_local_port(listenSocket),

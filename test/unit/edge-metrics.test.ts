@@ -40,3 +40,16 @@ test('latency buckets are cumulative and the +Inf bucket equals the count', () =
   assert.equal(bucket('\\+Inf'), 6);
   assert.match(text, /^edge_http_request_duration_seconds_count\{route="\/quote"\} 6$/m);
 });
+
+test('a latency exactly on a bucket bound counts in that bucket and every later one', () => {
+  const metrics = createEdgeMetrics();
+  for (const ms of [1, 2.5, 2.5000001, 30_000]) metrics.observe(entry('POST', '/quote', 200, ms));
+  const text = metrics.render({ inFlightRequests: 0, actorRequestsPending: 0 });
+  const bucket = (le: string): number => Number(new RegExp(`^edge_http_request_duration_seconds_bucket\\{route="/quote",le="${le}"\\} (\\d+)$`, 'm').exec(text)?.[1]);
+  assert.equal(bucket('0.001'), 1);
+  assert.equal(bucket('0.0025'), 2);
+  assert.equal(bucket('0.005'), 3);
+  assert.equal(bucket('10'), 3);
+  assert.equal(bucket('30'), 4);
+  assert.equal(bucket('\\+Inf'), 4);
+});

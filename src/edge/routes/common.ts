@@ -1,7 +1,7 @@
 // What every route module of the partner edge shares: the edge's environment (context, optional
 // capabilities, actor client, idempotency, guards), JSON-object bodies, idempotent POST handling,
 // partner-scoped transaction lookups and the mapping of infrastructure failures to 503.
-import { RequestError } from '../../bus/request-reply.ts';
+import { RequestError, type Reply as BusReply } from '../../bus/request-reply.ts';
 import type { ActorClient } from '../../actors/client.ts';
 import type { JsonValue } from '../../actors/envelope.ts';
 import { fromJsonValue } from '../../actors/state-codec.ts';
@@ -25,6 +25,8 @@ export const actorReplyTimeoutMs = 10_000;
 /** The actor client as the edge uses it: counts requests waiting for a reply (a metric). */
 export interface EdgeActors {
   ask<Reply>(actorType: string, actorKey: string, kind: string, payload: JsonValue, commandId: string): Promise<Reply>;
+  /** `ask`, resolving with the actor's reply as the JSON text it was sent in (not decoded). */
+  askText(actorType: string, actorKey: string, kind: string, payload: JsonValue, commandId: string): Promise<string>;
   pending(): number;
 }
 
@@ -35,6 +37,10 @@ export function edgeActors(client: ActorClient): EdgeActors {
     pending -= 1;
     return reply;
   };
+  const answeredText = (reply: BusReply): string => {
+    pending -= 1;
+    return reply.payload;
+  };
   const failed = (error: unknown): never => {
     pending -= 1;
     throw error;
@@ -43,6 +49,10 @@ export function edgeActors(client: ActorClient): EdgeActors {
     ask<Reply>(actorType: string, actorKey: string, kind: string, payload: JsonValue, commandId: string): Promise<Reply> {
       pending += 1;
       return client.ask<Reply>(actorType, actorKey, kind, payload, { commandId, timeoutMs: actorReplyTimeoutMs }).then(answered, failed);
+    },
+    askText(actorType: string, actorKey: string, kind: string, payload: JsonValue, commandId: string): Promise<string> {
+      pending += 1;
+      return client.askRaw(actorType, actorKey, kind, payload, { commandId, timeoutMs: actorReplyTimeoutMs }).then(answeredText, failed);
     },
     pending: () => pending,
   };
@@ -99,10 +109,15 @@ export function askOr503<T>(run: () => Promise<T>): Promise<{ ok: true; value: T
 }
 
 function unavailableOnRequestError(error: unknown): { ok: false; response: HttpResponse } {
-  if (error instanceof RequestError) {
+  if (isUnavailable(error)) {
     return { ok: false, response: errorResponse('service_unavailable', 'The service did not answer in time; retry later') };
   }
   throw error;
+}
+
+/** An infrastructure failure of an ask (no reply in time, requester overloaded or closed): a 503, not a bug. */
+export function isUnavailable(error: unknown): boolean {
+  return error instanceof RequestError;
 }
 
 /**

@@ -13,9 +13,13 @@ import type { ClusterStatsReading, ShardStats, WorkerStatsView } from '../../ser
 /** Upper bounds of the latency buckets, in seconds. */
 export const latencyBucketsSeconds = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30] as const;
 
-const knownMethods = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
+const knownMethods = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
+/** The method label's index in `methodLabels`: a known method, or OTHER. */
+const methodIndexes: ReadonlyMap<string, number> = new Map(knownMethods.map((method, index) => [method, index]));
+const methodLabels: readonly string[] = [...knownMethods, 'OTHER'];
 
 interface Histogram {
+  /** Observations per bucket: `[index]` counts values above the previous bound up to this one. */
   readonly buckets: number[];
   count: number;
   sumSeconds: number;
@@ -35,8 +39,20 @@ function escapeLabel(value: string): string {
 interface RouteStats {
   readonly labels: string;
   readonly histogram: Histogram;
-  /** `<method> <status>` → requests with those labels. */
-  readonly counts: Map<string, { readonly labels: string; count: number }>;
+  /** `cellKey(method, status)` → requests with those labels (a number key: nothing built per request). */
+  readonly counts: Map<number, { readonly labels: string; count: number }>;
+}
+
+/** Status 0 stands for `aborted`; statuses are below 1,000, methods below 8. */
+function cellKey(methodIndex: number, status: number | null): number {
+  return (status ?? 0) * 8 + methodIndex;
+}
+
+/** The bucket an observation falls in: the first bound at or above it; the length when none is (or NaN). */
+function bucketIndex(seconds: number): number {
+  let index = 0;
+  while (index < latencyBucketsSeconds.length && !(seconds <= (latencyBucketsSeconds[index] ?? 0))) index += 1;
+  return index;
 }
 
 export function createEdgeMetrics(): EdgeMetrics {
@@ -53,18 +69,20 @@ export function createEdgeMetrics(): EdgeMetrics {
         };
         routes.set(route, stats);
       }
-      const method = knownMethods.has(entry.method) ? entry.method : 'OTHER';
-      const status = entry.status === null ? 'aborted' : String(entry.status);
-      const cellKey = `${method} ${status}`;
-      const cell = stats.counts.get(cellKey);
-      if (cell === undefined) stats.counts.set(cellKey, { labels: `${stats.labels},method="${method}",status="${status}"`, count: 1 });
-      else cell.count += 1;
+      const methodIndex = methodIndexes.get(entry.method) ?? knownMethods.length;
+      const key = cellKey(methodIndex, entry.status);
+      const cell = stats.counts.get(key);
+      if (cell === undefined) {
+        const status = entry.status === null ? 'aborted' : String(entry.status);
+        stats.counts.set(key, { labels: `${stats.labels},method="${methodLabels[methodIndex] ?? 'OTHER'}",status="${status}"`, count: 1 });
+      } else {
+        cell.count += 1;
+      }
       const { histogram } = stats;
       const seconds = Math.max(0, entry.durationMs) / 1000;
-      // Buckets are cumulative (Prometheus `le`): every bound at or above the value counts it.
-      for (let index = latencyBucketsSeconds.length - 1; index >= 0 && seconds <= (latencyBucketsSeconds[index] ?? 0); index -= 1) {
-        histogram.buckets[index] = (histogram.buckets[index] ?? 0) + 1;
-      }
+      // One bucket per observation; `render` sums them into Prometheus' cumulative `le` buckets.
+      const index = bucketIndex(seconds);
+      if (index < histogram.buckets.length) histogram.buckets[index] = (histogram.buckets[index] ?? 0) + 1;
       histogram.count += 1;
       histogram.sumSeconds += seconds;
     },
@@ -81,8 +99,10 @@ export function createEdgeMetrics(): EdgeMetrics {
       );
       const latency = [...routes.values()].map((stats) => [stats.labels, stats.histogram] as const);
       for (const [labels, histogram] of latency.sort(([a], [b]) => a.localeCompare(b))) {
+        let cumulative = 0;
         latencyBucketsSeconds.forEach((bound, index) => {
-          lines.push(`edge_http_request_duration_seconds_bucket{${labels},le="${bound}"} ${histogram.buckets[index] ?? 0}`);
+          cumulative += histogram.buckets[index] ?? 0;
+          lines.push(`edge_http_request_duration_seconds_bucket{${labels},le="${bound}"} ${cumulative}`);
         });
         lines.push(`edge_http_request_duration_seconds_bucket{${labels},le="+Inf"} ${histogram.count}`);
         lines.push(`edge_http_request_duration_seconds_sum{${labels}} ${histogram.sumSeconds}`);

@@ -9,10 +9,12 @@ import type { QuoteRequest } from '../../domain/pricing.ts';
 import type { QuoteKind } from '../../domain/quote.ts';
 import { cryptoAssets, isOneOf, networks } from '../../domain/assets.ts';
 import { quoteError, quoteErrorCodes, quoteErrorHttpStatus, quoteErrorToJson, type QuoteErrorCode } from '../../domain/quote-errors.ts';
-import { jsonResponse, type HttpResponse, type RequestContext, type Route } from '../http.ts';
+import type { Ids } from '../idempotency.ts';
+import { jsonResponse, jsonTextResponse, type HttpResponse, type RequestContext, type Route } from '../http.ts';
+import { lastObjectMemberText } from '../json-text.ts';
 import { parseQuoteRoute } from '../schemas.ts';
 import { randomUuid } from '../uuid.ts';
-import { askOr503, idOf, idempotentPost, jsonObjectBody, partnerOf, type EdgeEnv } from './common.ts';
+import { idOf, idempotentPost, isUnavailable, jsonObjectBody, partnerOf, type EdgeEnv } from './common.ts';
 
 const amountFields: Readonly<Record<QuoteKind, 'amount' | 'source_amount' | 'fiat_amount'>> = {
   payout: 'amount',
@@ -62,25 +64,40 @@ function createQuote(env: EdgeEnv, kind: QuoteKind, request: RequestContext): Pr
   if (availability && isOneOf(networks, network) && isOneOf(cryptoAssets, cryptoCurrency) && !availability.active(network, cryptoCurrency)) {
     return Promise.resolve(quoteErrorResponse('corridor_unavailable', `${cryptoCurrency} on ${network} is not available`));
   }
-  return idempotentPost(
-    env,
-    request,
-    partnerId,
-    body.value,
-    () => ({ quoteId: randomUuid(), commandId: randomUuid() }),
-    async (ids) => {
-      const payload: CreateQuotePayload = { partnerId, request: quoteRequestValue };
-      const asked = await askOr503(() =>
-        env.actors.ask<QuoteReply>(quoteActorType, idOf(ids, 'quoteId'), 'create', payload as unknown as JsonValue, idOf(ids, 'commandId')),
-      );
-      // The quote endpoints answer failures on our side with the quote shape's server_error.
-      if (!asked.ok) return quoteErrorResponse('server_error', 'The quote could not be computed right now; retry later');
-      const reply = asked.value;
-      if (reply.ok) return jsonResponse(200, reply.quote);
-      const code = isOneOf(quoteErrorCodes, reply.error.code) ? reply.error.code : 'server_error';
-      return jsonResponse(quoteErrorHttpStatus(code), { code, reason: reply.error.reason, retryable: reply.error.retryable });
-    },
-  );
+  return idempotentPost(env, request, partnerId, body.value, newQuoteIds, (ids) => {
+    const payload: CreateQuotePayload = { partnerId, request: quoteRequestValue };
+    // One promise step from the reply text to the response (no decoded reply in between).
+    return env.actors
+      .askText(quoteActorType, idOf(ids, 'quoteId'), 'create', payload as unknown as JsonValue, idOf(ids, 'commandId'))
+      .then(quoteReplyResponse, quoteAskFailed);
+  });
+}
+
+function newQuoteIds(): Ids {
+  return { quoteId: randomUuid(), commandId: randomUuid() };
+}
+
+/** How a created quote's reply starts when the quote actor's `{ ok: true, quote }` is JSON text. */
+const quoteCreatedPrefix = '{"ok":true,"quote":';
+
+/**
+ * The HTTP answer to the quote actor's reply text. A created quote is answered with the reply's
+ * `quote` text as it is: the runtime writes replies with JSON.stringify, so decoding and encoding
+ * it again would give the same bytes. Anything else is decoded and mapped.
+ */
+export function quoteReplyResponse(replyText: string): HttpResponse {
+  const quoteText = lastObjectMemberText(replyText, quoteCreatedPrefix);
+  if (quoteText !== null) return jsonTextResponse(200, quoteText);
+  const reply = JSON.parse(replyText) as QuoteReply;
+  if (reply.ok) return jsonResponse(200, reply.quote);
+  const code = isOneOf(quoteErrorCodes, reply.error.code) ? reply.error.code : 'server_error';
+  return jsonResponse(quoteErrorHttpStatus(code), { code, reason: reply.error.reason, retryable: reply.error.retryable });
+}
+
+/** The quote endpoints answer failures on our side with the quote shape's server_error; bugs stay 500s. */
+function quoteAskFailed(error: unknown): HttpResponse {
+  if (isUnavailable(error)) return quoteErrorResponse('server_error', 'The quote could not be computed right now; retry later');
+  throw error;
 }
 
 export function quoteRoutes(env: EdgeEnv): Route[] {
