@@ -41,6 +41,12 @@ const envSchema = z.object({
    * syncing; docs/actors.md "Batches in flight"). 1 = strictly one at a time.
    */
   SHARD_BATCHES_IN_FLIGHT: z.coerce.number().int().min(1).max(16).default(2),
+  /**
+   * Embedded store: a batch of at most this many actor writes commits on the event loop (lowest
+   * latency when quiet; the process waits for the sync), bigger ones on lmdb-js's write thread.
+   * 0 sends every batch to the write thread (docs/store.md "Batch commit").
+   */
+  STORE_INLINE_COMMIT_WRITES: z.coerce.number().int().min(0).max(1_000).default(4),
   SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(600_000).default(20_000),
   /** The payout role's internal gRPC link (Payout, Liquidity); PAYOUT_GRPC_URL is where other roles reach it. */
   PAYOUT_GRPC_PORT: z.coerce.number().int().min(0).max(65_535).default(50052),
