@@ -114,6 +114,9 @@ export async function startBenchService(options: BenchServiceOptions): Promise<B
     SHARDS: String(shardCount),
     SANDBOX: '1',
     LOG_LEVEL: options.logLevel ?? 'warn',
+    // A fresh store that no older release opens: the faster value encoding is safe (docs/store.md
+    // "Value encoding"). STORE_PLAIN_MAPS=false in the bench's environment measures the default.
+    STORE_PLAIN_MAPS: process.env.STORE_PLAIN_MAPS ?? 'true',
   };
   const roleEnv = async (role: string, port: number): Promise<Record<string, string>> => ({
     ...baseEnv,

@@ -29,6 +29,25 @@ export interface LmdbStoreOptions extends StoreOptions {
    * bigger ones go to lmdb-js's write thread. Default 4; 0 sends every batch to the write thread.
    */
   inlineCommitWritesMax?: number;
+  /**
+   * Write values as plain msgpack maps instead of msgpack records (see `valueEncoding`). Values of
+   * either kind are always read. Turn it on only once no process of an older release opens the
+   * store: those read plain maps as `Map` objects. Default off.
+   */
+  plainMaps?: boolean;
+}
+
+/**
+ * How values are encoded (msgpack, lmdb-js's default). By default objects are written as msgpack
+ * records: their key lists are shared structures saved in the database, at most 32 per database;
+ * past that (the actors' many state shapes use them up) every value carries its own key lists,
+ * which makes encoding and decoding about twice as slow as plain maps. Plain maps cost ≈ 7 % more
+ * bytes. Reading always turns maps into plain objects (`mapsAsObjects`): every value we store is
+ * JSON, so no value was ever a `Map`, and a reader of this release reads both kinds — which is
+ * what makes switching writers to plain maps safe once every reader is of this release or later.
+ */
+function valueEncoding(plainMaps: boolean): { mapsAsObjects: true; useRecords?: false } {
+  return plainMaps ? { mapsAsObjects: true, useRecords: false } : { mapsAsObjects: true };
 }
 
 /** DATA_DIR (default ./data) + /store: where the embedded store lives. */
@@ -76,18 +95,19 @@ export class LmdbStore implements SnapshotStore {
     if (this.root !== null) return;
     mkdirSync(this.options.dir, { recursive: true });
     const root = open({ path: this.options.dir, compression: false, overlappingSync: false, noSync: false, maxDbs: 16 });
+    const values = valueEncoding(this.options.plainMaps === true);
     this.root = root;
     this.dbs = {
-      actors: root.openDB<ActorRecord, string>({ name: 'actors' }),
-      fences: root.openDB<number, number>({ name: 'fences' }),
-      applied: root.openDB<AppliedRecord, Key>({ name: 'applied' }),
-      appliedOrder: root.openDB<string, Key>({ name: 'appliedOrder' }),
-      events: root.openDB<JsonValue, Key>({ name: 'events' }),
-      outbox: root.openDB<OutboxRecord, Key>({ name: 'outbox' }),
-      outboxIds: root.openDB<[string, number], string>({ name: 'outboxIds' }),
-      docs: root.openDB<JsonObject, Key>({ name: 'docs' }),
-      docIndex: root.openDB<true, Key>({ name: 'docIndex' }),
-      meta: root.openDB<number | string, Key>({ name: 'meta' }),
+      actors: root.openDB<ActorRecord, string>({ name: 'actors', ...values }),
+      fences: root.openDB<number, number>({ name: 'fences', ...values }),
+      applied: root.openDB<AppliedRecord, Key>({ name: 'applied', ...values }),
+      appliedOrder: root.openDB<string, Key>({ name: 'appliedOrder', ...values }),
+      events: root.openDB<JsonValue, Key>({ name: 'events', ...values }),
+      outbox: root.openDB<OutboxRecord, Key>({ name: 'outbox', ...values }),
+      outboxIds: root.openDB<[string, number], string>({ name: 'outboxIds', ...values }),
+      docs: root.openDB<JsonObject, Key>({ name: 'docs', ...values }),
+      docIndex: root.openDB<true, Key>({ name: 'docIndex', ...values }),
+      meta: root.openDB<number | string, Key>({ name: 'meta', ...values }),
       blobs: root.openDB<Buffer, string>({ name: 'blobs', encoding: 'binary' }),
     };
     await this.write((dbs) => this.reconcileIndexes(dbs));

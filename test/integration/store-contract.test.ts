@@ -30,24 +30,26 @@ interface Adapter {
   harness(): Harness;
 }
 
-const lmdbAdapter: Adapter = {
-  name: 'lmdb',
-  skip: false,
-  harness() {
-    const dir = mkdtempSync(join(tmpdir(), `store-contract-${randomUUID().slice(0, 8)}-`));
-    return {
-      async open(options = {}) {
-        const store = new LmdbStore({ ...options, dir });
-        await store.init();
-        return store;
-      },
-      destroy() {
-        rmSync(dir, { recursive: true, force: true });
-        return Promise.resolve();
-      },
-    };
-  },
-};
+function lmdbAdapter(plainMaps: boolean): Adapter {
+  return {
+    name: plainMaps ? 'lmdb (plain maps)' : 'lmdb',
+    skip: false,
+    harness() {
+      const dir = mkdtempSync(join(tmpdir(), `store-contract-${randomUUID().slice(0, 8)}-`));
+      return {
+        async open(options = {}) {
+          const store = new LmdbStore({ ...options, dir, plainMaps });
+          await store.init();
+          return store;
+        },
+        destroy() {
+          rmSync(dir, { recursive: true, force: true });
+          return Promise.resolve();
+        },
+      };
+    },
+  };
+}
 
 const mongoUrl = process.env.MONGODB_URL;
 const mongoAdapter: Adapter = {
@@ -428,7 +430,8 @@ function contract(adapter: Adapter): void {
   });
 }
 
-contract(lmdbAdapter);
+contract(lmdbAdapter(false));
+contract(lmdbAdapter(true));
 contract(mongoAdapter);
 
 describe('LmdbStore crash safety', () => {
@@ -505,3 +508,35 @@ async function runWriterUntilKilled(dir: string, ackedMin: number): Promise<Map<
   assert.equal(await exited, 'SIGKILL');
   return acked;
 }
+
+describe('LMDB value encoding: a store written with msgpack records and one written with plain maps read each other', () => {
+  test('values written either way come back as the same plain JSON, whichever way the reader writes', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'store-encoding-'));
+    const state: JsonObject = { phase: 'live', tx: { id: 'tx-1', amount: { decimal__: '12.50' }, tags: ['a', { b: 1 }] } };
+    const doc = transactionDoc('p', 'u', 3);
+    try {
+      const records = new LmdbStore({ dir, plainMaps: false });
+      await records.init();
+      assert.equal(await records.commit({ ...write('old', 0, { commandIds: ['c1'] }), state }), 'ok');
+      await records.put('transactions', 'old-doc', doc);
+      await records.close();
+
+      const plain = new LmdbStore({ dir, plainMaps: true });
+      await plain.init();
+      assert.deepEqual((await plain.load('old'))?.state, state, 'records are read by a plain-maps writer');
+      assert.equal(await plain.commit({ ...write('new', 0, { commandIds: ['c2'] }), state }), 'ok');
+      await plain.put('transactions', 'new-doc', doc);
+      await plain.close();
+
+      const reader = new LmdbStore({ dir, plainMaps: false });
+      await reader.init();
+      for (const key of ['old', 'new']) assert.deepEqual((await reader.load(key))?.state, state, `${key}: plain objects, not Maps`);
+      assert.deepEqual(await reader.getAppliedReply('new', 'c2'), { reply: { commandId: 'c2', version: 1 } });
+      assert.deepEqual(await reader.get('transactions', 'new-doc'), doc);
+      assert.equal((await reader.list('transactions', { where: { partnerId: 'p', userId: 'u' }, orderBy: 'createdAtMs', limit: 10 })).total, 2);
+      await reader.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
