@@ -184,16 +184,24 @@ export class ShardWorker {
    * which is harmless: receivers dedupe by commandId.
    */
   private markRelayedDone(): Promise<void> {
-    this.markingDone ??= (async () => {
-      try {
-        while (this.relayedRowIds.length > 0) {
-          await this.options.store.markOutboxDone(this.relayedRowIds.splice(0, outboxBatchMax));
-        }
-      } finally {
-        this.markingDone = null;
-      }
-    })();
+    if (this.markingDone === null) {
+      const run = this.drainRelayedRows();
+      this.markingDone = run;
+      // Cleared once settled (a failure reaches the callers through `run` itself). Rows relayed
+      // after the drain's last look start the next drain; if that one fails, they stay in the
+      // outbox and the sweep relays them again.
+      run.finally(() => {
+        if (this.markingDone === run) this.markingDone = null;
+        if (this.relayedRowIds.length > 0) this.markRelayedDone().catch(() => undefined);
+      }).catch(() => undefined);
+    }
     return this.markingDone;
+  }
+
+  private async drainRelayedRows(): Promise<void> {
+    while (this.relayedRowIds.length > 0) {
+      await this.options.store.markOutboxDone(this.relayedRowIds.splice(0, outboxBatchMax));
+    }
   }
 
   private memberLeaseName(): string {

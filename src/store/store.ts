@@ -278,7 +278,6 @@ export function assertFence(shard: number, token: number): void {
   assertNonNegativeInteger('fence.token', token);
 }
 
-/** Every check a commit must pass before any byte is written. */
 /** Validates each write: the valid ones, and a failure per invalid one (by index). */
 export function partitionValidWrites(
   writes: readonly CommitWrite[],
@@ -298,6 +297,7 @@ export function partitionValidWrites(
   return { valid, results };
 }
 
+/** Every check a commit must pass before any byte is written. */
 export function assertCommitWrite(write: CommitWrite, indexes: IndexCatalog): void {
   assertIdentifier('actorKey', write.actorKey);
   assertNonNegativeInteger('expectedVersion', write.expectedVersion);
