@@ -296,11 +296,13 @@ export class ActorRuntime {
       } catch (error) {
         results = writes.map(() => ({ error }));
       }
-      const resultOf = new Map<PreparedWrite, BatchCommitResult>();
-      writes.forEach((step, index) => resultOf.set(step, results[index] ?? { error: new Error('no commit result') }));
+      // `writes` keeps the order of `steps`, so the n-th write step takes the n-th result.
+      let next = 0;
       return steps.map((step) => {
         if (step.kind !== 'write') return step.outcome;
-        return this.finishWrite(step, resultOf.get(step) ?? { error: new Error('no commit result') });
+        const result = results[next] ?? { error: new Error('no commit result') };
+        next += 1;
+        return this.finishWrite(step, result);
       });
     } finally {
       for (const lane of lanes) lane.settle();

@@ -492,9 +492,7 @@ export class LmdbStore implements SnapshotStore {
    */
   private write<T>(action: (dbs: SubDatabases) => T): Promise<T> {
     const dbs = this.open();
-    const root = this.root;
-    if (root === null) throw new Error('LmdbStore is not open');
-    return root.childTransaction(() => action(dbs));
+    return this.openRoot().childTransaction(() => action(dbs));
   }
 }
 
