@@ -84,6 +84,21 @@ function reserveIn(state: CounterState, limits: LimitsConfig, command: Extract<C
   }
 }
 
+/**
+ * A counter's answer to a reserve and its state after it (the same object when nothing changed:
+ * a refusal, or a transaction counted already). Pure: the edge also runs it on a counter's
+ * committed state to refuse early (`refusalBeforeAsking` in the transaction actor).
+ */
+export function answerReserve(
+  state: CounterState,
+  limits: LimitsConfig,
+  command: Extract<CounterCommand, { kind: 'reserve' }>,
+): { readonly outcome: ReservationOutcome; readonly state: CounterState } {
+  const result = reserveIn(state, limits, command);
+  if (result.ok) return { outcome: { ok: true }, state: result.state };
+  return { outcome: 'kycRequired' in result ? { ok: false, kycRequired: true } : { ok: false, rejection: result.rejection }, state };
+}
+
 function completedTotal(state: CounterState): Decimal {
   return state.reservedAmount;
 }
@@ -193,15 +208,10 @@ export function counterBehavior(deps: { limits(): LimitsConfig }): ActorBehavior
       const command = fromJsonValue<CounterCommand>(envelope.payload);
       switch (command.kind) {
         case 'reserve': {
-          const result = reserveIn(state, deps.limits(), command);
-          const outcome: ReservationOutcome = result.ok
-            ? { ok: true }
-            : 'kycRequired' in result
-              ? { ok: false, kycRequired: true }
-              : { ok: false, rejection: result.rejection };
+          const answer = answerReserve(state, deps.limits(), command);
           return {
-            ...(result.ok && result.state !== state ? { state: result.state } : {}),
-            send: [resultTo(command.transactionId, { window: command.window, outcome })],
+            ...(answer.state !== state ? { state: answer.state } : {}),
+            send: [resultTo(command.transactionId, { window: command.window, outcome: answer.outcome })],
           };
         }
         case 'release': {

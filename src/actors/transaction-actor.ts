@@ -12,6 +12,7 @@ import {
   type AcceptanceCheck,
   type AcceptanceCounterKeys,
   type AcceptanceRejection,
+  type CounterState,
   type LimitsConfig,
 } from '../domain/limits.ts';
 import { compare, type Decimal } from '../domain/money.ts';
@@ -26,7 +27,15 @@ import {
   type TransactionState,
 } from '../domain/transaction.ts';
 import { transactionReference } from '../domain/reference.ts';
-import { counterActorType, counterCommand, reservationResultKind, type CounterWindow, type ReservationResultPayload } from './counter-actor.ts';
+import {
+  answerReserve,
+  counterActorType,
+  counterCommand,
+  reservationResultKind,
+  type CounterCommand,
+  type CounterWindow,
+  type ReservationResultPayload,
+} from './counter-actor.ts';
 import type { ActorBehavior, CommandToSend, JsonValue, OutboxMessage, Outcome, ReadModelWrite, ReplyTarget } from './envelope.ts';
 import { timerCommandKind } from './envelope.ts';
 import { fromJsonValue, toJsonValue } from './state-codec.ts';
@@ -332,6 +341,52 @@ function finishAcceptance(state: Reserving, transactionId: string, nowMs: number
   }
   const live: Live = { phase: 'live', tx: created.state, keys: state.keys, windows: state.windows, paymentContext: accept.paymentContext };
   return { ...effectsOf(null, live, created.events), state: live, replies: answerAll(reply(acceptedReply(live))) };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Early refusal (the edge, docs/decisions-limits.md "Early refusal at a spent method cap")
+//
+// Once a method's daily cap is spent, every acceptance of the day is refused by the method × day
+// counter, and that load has no bound. The edge reads the first stage's counters as last
+// committed and runs the saga's own steps on them (start, each counter's answer, the ranking of
+// refusals): when the saga is certain to refuse, the edge answers so at once, and neither the
+// transaction nor the counters are written. The answer is the actor's: for a transaction id no
+// counter has seen, the saga's answer depends on nothing else than those committed totals (a
+// transaction a counter has seen is counted already, and `reserve` grants it again, so it is never
+// refused early). A grant, or a stage that would go on, is left to the actor, which decides.
+
+/**
+ * The counters the edge reads to refuse early: the first stage's, when it holds the method × day
+ * counter (the only unbounded refusal load); null when no early refusal applies.
+ */
+export function earlyRefusalCounters(accept: AcceptPayload, limits: LimitsConfig, nowMs: number, transactionId: string): string[] | null {
+  const state = startAcceptance(accept, {}, nowMs, limits, transactionId).state;
+  if (state?.phase !== 'reserving') return null;
+  const first = sentWindows(state);
+  return first.includes('methodDay') ? first.map((window) => counterKey(state.keys, window)) : null;
+}
+
+/**
+ * The saga's answer when it would refuse in its first stage, given each asked counter's committed
+ * state (`counterOf(key)`, the empty counter for one never written); null when it would not.
+ */
+export function refusalBeforeAsking(
+  accept: AcceptPayload,
+  limits: LimitsConfig,
+  nowMs: number,
+  transactionId: string,
+  counterOf: (key: string) => CounterState,
+): AcceptReply | null {
+  const started = startAcceptance(accept, {}, nowMs, limits, transactionId);
+  let state: TransactionActorState | undefined = started.state;
+  for (const ask of started.send ?? []) {
+    if (state?.phase !== 'reserving') break;
+    const command = fromJsonValue<CounterCommand>(ask.payload);
+    if (command.kind !== 'reserve') return null;
+    const { outcome } = answerReserve(counterOf(ask.actorKey), limits, command);
+    state = recordResult(state, { window: command.window, outcome }, transactionId, nowMs).state;
+  }
+  return state?.phase === 'rejected' ? (state.reply as unknown as AcceptReply) : null;
 }
 
 function applyDomain(

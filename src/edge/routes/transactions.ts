@@ -5,7 +5,9 @@
 // account_unverifiable; docs/decisions-limits.md), then asks the transaction actor, which runs the
 // same read checks again (authoritative), liquidity, and the counter reservations (KYC gate, daily
 // caps, KYB). One deviation from the catalogue's order: `kyb_cap` is a counter reservation, so it
-// answers after `rail_unavailable`/`account_unverifiable` (docs/api.md).
+// answers after `rail_unavailable`/`account_unverifiable` (docs/api.md). Before asking, the edge
+// answers a refusal the saga is certain to give from the counters' committed state (a spent method
+// cap: `early-refusal.ts`), writing nothing.
 import type { JsonValue } from '../../actors/envelope.ts';
 import { kycCollection, kycKey } from '../../actors/kyc-actor.ts';
 import { loadQuote } from '../../actors/quote-actor.ts';
@@ -21,6 +23,7 @@ import { decodeBrCode } from '../../rails/brcode.ts';
 import { classifyBrebKey } from '../../rails/breb-keys.ts';
 import { classifyPixKey } from '../../rails/pix-keys.ts';
 import { listOffsetMax, type JsonObject } from '../../store/store.ts';
+import { createEarlyRefusals, type EarlyRefusals } from '../early-refusal.ts';
 import { errorResponse } from '../errors.ts';
 import { jsonResponse, type HttpResponse, type RequestContext, type Route } from '../http.ts';
 import { listQuerySchema, parseWith, transactionBodySchema, type TransactionBody } from '../schemas.ts';
@@ -146,7 +149,26 @@ function acceptReplyResponse(reply: AcceptReply): HttpResponse {
   });
 }
 
-async function accept(env: EdgeEnv, partnerId: string, body: TransactionBody, ids: Readonly<Record<string, string>>): Promise<HttpResponse> {
+/**
+ * The saga's refusal worked out at the edge (a spent method cap), or null. A counter that cannot be
+ * read or decoded here is left to the actor, which reads it itself: this is a shortcut, never a gate.
+ */
+async function earlyRefusal(env: EdgeEnv, refusals: EarlyRefusals, payload: AcceptPayload, transactionId: string, nowMs: number): Promise<AcceptReply | null> {
+  try {
+    return await refusals.check(payload, transactionId, nowMs);
+  } catch (error) {
+    env.ctx.log.warn({ error: String(error) }, 'early refusal check failed; asking the transaction actor');
+    return null;
+  }
+}
+
+async function accept(
+  env: EdgeEnv,
+  refusals: EarlyRefusals,
+  partnerId: string,
+  body: TransactionBody,
+  ids: Readonly<Record<string, string>>,
+): Promise<HttpResponse> {
   // First in the catalogue's order, and independent of the quote: a disabled user never gets further.
   if (env.ctx.partners.isUserDisabled(partnerId, body.user_id)) return acceptanceRejection({ code: 'user_disabled' });
   const quoteId = parseUuid(body.quote_id);
@@ -182,13 +204,15 @@ async function accept(env: EdgeEnv, partnerId: string, body: TransactionBody, id
     railAvailable: env.deps.liquidity?.available(quote.paymentMethod) ?? true,
     paymentContext: instructions.value,
   };
+  const early = await earlyRefusal(env, refusals, payload, transactionId, env.ctx.clock.nowMs());
+  if (early !== null) return acceptReplyResponse(early);
   const asked = await askOr503(() =>
     env.actors.ask<AcceptReply>(transactionActorType, transactionId, 'accept', toJsonValue(payload), idOf(ids, 'commandId')),
   );
   return asked.ok ? acceptReplyResponse(asked.value) : asked.response;
 }
 
-async function acceptTransaction(env: EdgeEnv, request: RequestContext): Promise<HttpResponse> {
+async function acceptTransaction(env: EdgeEnv, refusals: EarlyRefusals, request: RequestContext): Promise<HttpResponse> {
   const partnerId = partnerOf(request);
   const body = jsonObjectBody(request);
   if (!body.ok) return body.response;
@@ -205,7 +229,7 @@ async function acceptTransaction(env: EdgeEnv, request: RequestContext): Promise
     partnerId,
     input,
     () => ({ transactionId: randomUuid(), commandId: randomUuid() }),
-    (ids) => accept(env, partnerId, input, ids),
+    (ids) => accept(env, refusals, partnerId, input, ids),
   );
 }
 
@@ -275,8 +299,9 @@ async function listTransactions(env: EdgeEnv, request: RequestContext): Promise<
 
 export function transactionRoutes(env: EdgeEnv): Route[] {
   const guard = env.partnerGuard;
+  const refusals = createEarlyRefusals(env.ctx.store, () => env.ctx.config.limits());
   return [
-    { method: 'POST', pattern: '/transaction', guard, handler: (request) => acceptTransaction(env, request) },
+    { method: 'POST', pattern: '/transaction', guard, handler: (request) => acceptTransaction(env, refusals, request) },
     { method: 'GET', pattern: '/transaction/:id', guard, handler: (request) => getTransaction(env, request) },
     { method: 'GET', pattern: '/transactions/list', guard, handler: (request) => listTransactions(env, request) },
   ];

@@ -1,0 +1,49 @@
+// Early refusal of an acceptance at a spent method cap (docs/decisions-limits.md): the edge reads
+// the first stage's counters as last committed and, when the saga is certain to refuse, answers
+// without asking the transaction actor. The decision is the saga's own code
+// (`refusalBeforeAsking`); this module only reads the counters.
+import { actorId } from '../actors/envelope.ts';
+import { counterActorType, decodeCounter } from '../actors/counter-actor.ts';
+import { earlyRefusalCounters, refusalBeforeAsking, type AcceptPayload, type AcceptReply } from '../actors/transaction-actor.ts';
+import { emptyCounter, type CounterState, type LimitsConfig } from '../domain/limits.ts';
+import type { SnapshotStore } from '../store/store.ts';
+
+/** Counters kept decoded: a few method × day keys, and the KYB counters of recent partners. */
+const decodedCountersMax = 256;
+
+export interface EarlyRefusals {
+  /** The saga's refusal, if it would refuse in its first stage on the committed counters; else null. */
+  check(accept: AcceptPayload, transactionId: string, nowMs: number): Promise<AcceptReply | null>;
+}
+
+export function createEarlyRefusals(store: Pick<SnapshotStore, 'load'>, limits: () => LimitsConfig): EarlyRefusals {
+  // A counter snapshot's version names its content for good (a version is committed once), so a
+  // counter is decoded again only when it changed: at a spent cap it no longer does.
+  const decoded = new Map<string, { readonly version: number; readonly state: CounterState }>();
+
+  async function committed(key: string): Promise<CounterState> {
+    const snapshot = await store.load(actorId(counterActorType, key));
+    if (snapshot === null || snapshot.state === null) return emptyCounter();
+    const cached = decoded.get(key);
+    if (cached !== undefined && cached.version === snapshot.version) return cached.state;
+    const state = decodeCounter(snapshot.state);
+    decoded.delete(key);
+    if (decoded.size >= decodedCountersMax) {
+      const oldest = decoded.keys().next();
+      if (oldest.done !== true) decoded.delete(oldest.value);
+    }
+    decoded.set(key, { version: snapshot.version, state });
+    return state;
+  }
+
+  return {
+    async check(accept, transactionId, nowMs) {
+      const config = limits();
+      const keys = earlyRefusalCounters(accept, config, nowMs, transactionId);
+      if (keys === null) return null;
+      const states = new Map<string, CounterState>();
+      for (const key of keys) states.set(key, await committed(key));
+      return refusalBeforeAsking(accept, config, nowMs, transactionId, (key) => states.get(key) ?? emptyCounter());
+    },
+  };
+}
