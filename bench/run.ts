@@ -31,6 +31,12 @@ function positive(text: string, name: string, max: number): number {
   return value;
 }
 
+function nonNegative(text: string, name: string, max: number): number {
+  const value = Number(text);
+  if (!Number.isFinite(value) || value < 0 || value > max) throw new Error(`--${name} must be a number in [0, ${max}]`);
+  return value;
+}
+
 export function parseArgs(argv: readonly string[]): BenchOptions {
   const flags = new Map<string, string>();
   const scenarios: ScenarioName[] = [];
@@ -40,7 +46,7 @@ export function parseArgs(argv: readonly string[]): BenchOptions {
     else if ((scenarioNames as readonly string[]).includes(arg)) scenarios.push(arg as ScenarioName);
     else throw new Error(`unknown scenario ${JSON.stringify(arg)}; scenarios: ${scenarioNames.join(', ')}`);
   }
-  const known = ['quick', 'connections', 'duration', 'warmup', 'partners', 'workers', 'shards', 'shard-processes', 'pg-url', 'pg-pool', 'log-level', 'out', 'cpu-prof', 'seed', 'data-root'];
+  const known = ['quick', 'connections', 'duration', 'warmup', 'partners', 'workers', 'shards', 'shard-processes', 'pg-url', 'pg-pool', 'log-level', 'out', 'cpu-prof', 'seed', 'data-root', 'settle'];
   for (const flag of flags.keys()) if (!known.includes(flag)) throw new Error(`unknown option --${flag}; options: ${known.map((name) => `--${name}`).join(' ')}`);
   const quick = flags.has('quick');
   const get = (name: string): string | undefined => flags.get(name);
@@ -51,6 +57,7 @@ export function parseArgs(argv: readonly string[]): BenchOptions {
     connections: numberList(get('connections') ?? (quick ? '4' : '1,16,64,256'), 'connections').filter((value) => value > 0),
     durationS: positive(get('duration') ?? (quick ? '1' : '5'), 'duration', durationSMax),
     warmupS: Number(get('warmup') ?? (quick ? '0.3' : '1')),
+    settleS: nonNegative(get('settle') ?? (quick ? '0' : '5'), 'settle', durationSMax),
     timeoutS: 10,
     requestsMax: 2_000_000,
     partners: positive(get('partners') ?? (quick ? '32' : '128'), 'partners', 10_000),

@@ -85,6 +85,12 @@ export interface BenchOptions {
   readonly connections: readonly number[];
   readonly durationS: number;
   readonly warmupS: number;
+  /**
+   * Untimed load on each freshly started system (baselines and service) before its first point:
+   * a new Node process runs unoptimized code for its first thousands of requests, and a first point
+   * at 1 connection would measure the JIT rather than the system. 0 skips it.
+   */
+  readonly settleS: number;
   readonly timeoutS: number;
   readonly requestsMax: number;
   /** Bench partners the load is spread over (the edge rate-limits per partner). */
@@ -229,6 +235,18 @@ async function load(
   return { result, cpuUsPerResponse };
 }
 
+/** Connections of the settle load: enough to reach the code's hot paths quickly. */
+const settleConnections = 16;
+
+/** Runs each workload untimed on a freshly started system (`BenchOptions.settleS`); results are dropped. */
+async function settle(options: BenchOptions, url: string, workloads: ReadonlyArray<readonly LoadRequest[] | null>): Promise<void> {
+  if (options.settleS <= 0) return;
+  for (const requests of workloads) {
+    if (requests === null || requests.length === 0) continue;
+    await runLoad({ url, connections: settleConnections, measure: { durationS: options.settleS, requests }, requestsMax: options.requestsMax, timeoutS: options.timeoutS });
+  }
+}
+
 function wants(options: BenchOptions, name: ScenarioName): boolean {
   return options.scenarios.length === 0 || options.scenarios.includes(name);
 }
@@ -297,6 +315,9 @@ async function runSweep(context: SweepContext): Promise<void> {
     const bareCpu = bare === null ? [] : cpuSubjects(bare.processes);
     const transportCpu = transport === null ? [] : cpuSubjects(transport.processes, context.redis.url);
     const serviceCpu = service === null ? [] : cpuSubjects(service.processes, context.redis.url);
+    if (bare !== null) await settle(options, bare.baseUrl, [baselineRequests]);
+    if (transport !== null) await settle(options, transport.baseUrl, [baselineRequests]);
+    if (service !== null) await settle(options, service.baseUrl, [wantQuote || wantMixed ? quoteList : null, getList]);
     for (const connections of options.connections) {
       if (bare !== null) {
         const measured = await load(options, bare.baseUrl, connections, baselineRequests, { cpu: bareCpu });
@@ -488,6 +509,7 @@ async function runWorkerSweep(context: SweepContext): Promise<void> {
   for (const count of counts) {
     const service = await startService(context, count, true);
     try {
+      await settle(options, service.baseUrl, [quoteRequests(context.partners)]);
       const measured = await load(options, service.baseUrl, connections, quoteRequests(context.partners), {
         cpu: cpuSubjects(service.processes, context.redis.url),
       });
@@ -605,6 +627,7 @@ export async function runBench(options: BenchOptions): Promise<BenchRun> {
       connections: options.connections,
       durationS: options.durationS,
       warmupS: options.warmupS,
+      settleS: options.settleS,
       timeoutS: options.timeoutS,
       partners: options.partners,
       shardCount: options.shardCount,

@@ -16,7 +16,7 @@ test('the tiny bench runs every micro suite, POST /quote next to its baselines, 
   const outDir = mkdtempSync(join(tmpdir(), 'bench-smoke-'));
   const lines: string[] = [];
   try {
-    const options = { ...parseArgs(['--quick', 'micro', 'quote', 'baseline-postgres', `--out=${outDir}`]), log: (line: string) => lines.push(line) };
+    const options = { ...parseArgs(['--quick', '--settle=0.2', 'micro', 'quote', 'baseline-postgres', `--out=${outDir}`]), log: (line: string) => lines.push(line) };
     const { results, files } = await runBench(options);
 
     assert.ok(existsSync(files.json) && existsSync(files.svg), 'results JSON and SVG are written');
