@@ -9,8 +9,7 @@ import { counterActorType } from '../../src/actors/counter-actor.ts';
 import { loadQuote } from '../../src/actors/quote-actor.ts';
 import { toJsonValue } from '../../src/actors/state-codec.ts';
 import type { AcceptPayload, AcceptReply } from '../../src/actors/transaction-actor.ts';
-import { defaultLimitsConfigInput } from '../../src/config/limits.ts';
-import { parseLimitsConfig } from '../../src/config/limits.ts';
+import { defaultLimitsConfigInput, parseLimitsConfig } from '../../src/config/limits.ts';
 import { createEarlyRefusals, type EarlyRefusals } from '../../src/edge/early-refusal.ts';
 import { methodDayCounterKey, methodDayKey } from '../../src/domain/limits.ts';
 import type { Quote } from '../../src/domain/quote.ts';
@@ -74,8 +73,8 @@ describe('early refusal at a spent method cap, on the real runtime and store', (
   });
 
   test('a transaction that holds its reservation is never refused early, though the cap is spent', async () => {
-    // `third` and `second` hold the day's 100,000 COP; asked again (a retried request with the
-    // same ids), `second` must reach its actor, which answers with the accepted transaction.
+    // Two transactions hold the day's 100,000 COP. Asked again (a retried request with the same
+    // ids), a holder must reach its actor, which answers with the accepted transaction.
     const held = randomUUID();
     const key = methodDayCounterKey('BREB', methodDayKey(limits, 'BREB', Date.now()));
     const counter = await harness.store.load(`counter/${key}`);
@@ -83,7 +82,7 @@ describe('early refusal at a spent method cap, on the real runtime and store', (
     const entryIds = [...String((counter.state as { entryLines: string }).entryLines).matchAll(/^o \S+ (\S+)$/gm)].map((match) => match[1] ?? '');
     assert.equal(entryIds.length, 2, 'two open reservations');
     const holder = entryIds[0] ?? '';
-    assert.ok(!(await refusals.check(payload('u-4'), held, Date.now()) === null), 'a newcomer is refused early');
+    assert.notEqual(await refusals.check(payload('u-4'), held, Date.now()), null, 'a newcomer is refused early');
     assert.equal(await refusals.check(payload('u-2'), holder, Date.now()), null, 'a holder is left to its actor');
   });
 });
