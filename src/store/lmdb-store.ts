@@ -199,6 +199,10 @@ export class LmdbStore implements SnapshotStore {
     return events;
   }
 
+  // Every write inside a transaction callback is `putSync` / `removeSync`, never `put` / `remove`:
+  // lmdb-js queues a plain `put` for its write thread even inside `transactionSync`, so it would
+  // not be in this transaction, nor durable when the commit returns (checked: a process killed
+  // right after such a commit loses it).
   private commitInTxn(dbs: SubDatabases, write: CommitWrite): CommitResult {
     // Both checks come before the first write, so a refusal writes nothing (not even the fence).
     const fenceToken = dbs.fences.get(write.fence.shard);
