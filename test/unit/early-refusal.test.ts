@@ -21,6 +21,7 @@ import { emptyCounter, kybCounterKey, type CounterState } from '../../src/domain
 import { add, decimal, subtract, type Decimal } from '../../src/domain/money.ts';
 import type { Quote } from '../../src/domain/quote.ts';
 import { acceptPayload } from '../support/accept-payload.ts';
+import { brebPayoutQuote, pixPayoutQuote } from '../support/quotes.ts';
 
 const t0 = 1_700_000_000_000;
 const txId = '7d3c1f0e-8a2b-4c5d-9e6f-0a1b2c3d4e5f';
@@ -28,24 +29,8 @@ const limits = defaultLimitsConfig;
 const transactions = transactionBehavior({ limits: () => limits });
 const counters = counterBehavior({ limits: () => limits });
 
-const brebQuote: Quote = {
-  id: 'q-breb',
-  partnerId: 'acme',
-  kind: 'payout',
-  direction: 'payout',
-  network: 'STELLAR',
-  cryptoCurrency: 'USDC',
-  paymentMethod: 'BREB',
-  targetCurrency: 'COP',
-  tokenDecimals: 7,
-  sourceAmount: decimal(255_000_000n, 7), // 25.5 USDC
-  targetAmount: decimal(10_000_000n, 2), // 100,000.00 COP
-  fee: { amount: decimal(2_500_000n, 7), currency: 'USDC', type: 'percentage' },
-  rate: decimal(4_000n, 0),
-  createdAtMs: t0 - 1000,
-  expiresAtMs: t0 + 3_600_000,
-};
-const pixQuote: Quote = { ...brebQuote, id: 'q-pix', paymentMethod: 'PIX', targetCurrency: 'BRL', targetAmount: decimal(10_000n, 2), rate: decimal(54n, 1) };
+const brebQuote = brebPayoutQuote(t0);
+const pixQuote = pixPayoutQuote(t0);
 
 const methodCap = decimal(2_500_000_000n, 2); // the default BREB cap, 25,000,000.00 COP
 const quoteAmount = brebQuote.targetAmount;

@@ -19,37 +19,14 @@ import { acceptanceCounterKeys } from '../../src/domain/limits.ts';
 import { decimal } from '../../src/domain/money.ts';
 import type { Quote } from '../../src/domain/quote.ts';
 import { acceptPayload } from '../support/accept-payload.ts';
+import { brebPayoutQuote, pixPayoutQuote } from '../support/quotes.ts';
 
 const t0 = 1_700_000_000_000;
 const txId = '0b6f6a8e-0a3c-4d5e-9f10-1a2b3c4d5e6f';
 const replyTo = { stream: 'reply:edge-1', requestId: 'r-1' };
 
-const brebQuote: Quote = {
-  id: 'q-breb',
-  partnerId: 'acme',
-  kind: 'payout',
-  direction: 'payout',
-  network: 'STELLAR',
-  cryptoCurrency: 'USDC',
-  paymentMethod: 'BREB',
-  targetCurrency: 'COP',
-  tokenDecimals: 7,
-  sourceAmount: decimal(255_000_000n, 7), // 25.5 USDC
-  targetAmount: decimal(10_000_000n, 2), // 100,000.00 COP
-  fee: { amount: decimal(2_500_000n, 7), currency: 'USDC', type: 'percentage' },
-  rate: decimal(4_000n, 0),
-  createdAtMs: t0 - 1000,
-  expiresAtMs: t0 + 3_600_000,
-};
-
-const pixQuote: Quote = {
-  ...brebQuote,
-  id: 'q-pix',
-  paymentMethod: 'PIX',
-  targetCurrency: 'BRL',
-  targetAmount: decimal(10_000n, 2),
-  rate: decimal(54n, 1),
-};
+const brebQuote = brebPayoutQuote(t0);
+const pixQuote = pixPayoutQuote(t0);
 
 
 const behavior = transactionBehavior({ limits: () => defaultLimitsConfig });

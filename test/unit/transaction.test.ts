@@ -27,6 +27,7 @@ import type {
   TransactionStatus,
   Webhook,
 } from '../../src/domain/transaction.ts';
+import { brebPayoutQuote } from '../support/quotes.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Fixtures
@@ -36,23 +37,7 @@ const expiresAtMs = t0 + 3_600_000;
 const during = t0 + 60_000;
 const txId = '0b6f6a8e-0a3c-4d5e-9f10-1a2b3c4d5e6f';
 
-const payoutQuote: Quote = {
-  id: 'q-payout',
-  partnerId: 'acme',
-  kind: 'payout',
-  direction: 'payout',
-  network: 'STELLAR',
-  cryptoCurrency: 'USDC',
-  paymentMethod: 'BREB',
-  targetCurrency: 'COP',
-  tokenDecimals: 7,
-  sourceAmount: decimal(255_000_000n, 7), // 25.5 USDC
-  targetAmount: decimal(10_000_000n, 2), // 100,000.00 COP
-  fee: { amount: decimal(2_500_000n, 7), currency: 'USDC', type: 'percentage' },
-  rate: decimal(4_000n, 0),
-  createdAtMs: t0 - 1000,
-  expiresAtMs,
-};
+const payoutQuote: Quote = { ...brebPayoutQuote(t0), id: 'q-payout', expiresAtMs };
 
 const onrampQuote: Quote = {
   ...payoutQuote,
