@@ -87,7 +87,7 @@ function reserveIn(state: CounterState, limits: LimitsConfig, command: Extract<C
 /**
  * A counter's answer to a reserve and its state after it (the same object when nothing changed:
  * a refusal, or a transaction counted already). Pure: the edge also runs it on a counter's
- * committed state to refuse early (`refusalBeforeAsking` in the transaction actor).
+ * committed state to refuse early (`earlyRefusalStage` in the transaction actor).
  */
 export function answerReserve(
   state: CounterState,

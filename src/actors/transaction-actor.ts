@@ -355,38 +355,41 @@ function finishAcceptance(state: Reserving, transactionId: string, nowMs: number
 // transaction a counter has seen is counted already, and `reserve` grants it again, so it is never
 // refused early). A grant, or a stage that would go on, is left to the actor, which decides.
 
-/**
- * The counters the edge reads to refuse early: the first stage's, when it holds the method × day
- * counter (the only unbounded refusal load); null when no early refusal applies.
- */
-export function earlyRefusalCounters(accept: AcceptPayload, limits: LimitsConfig, nowMs: number, transactionId: string): string[] | null {
-  const state = startAcceptance(accept, {}, nowMs, limits, transactionId).state;
-  if (state?.phase !== 'reserving') return null;
-  const first = sentWindows(state);
-  return first.includes('methodDay') ? first.map((window) => counterKey(state.keys, window)) : null;
+/** The saga's first stage, as the edge runs it before asking (see above). */
+export interface EarlyRefusalStage {
+  /** The counters to read: the first stage's. */
+  readonly counters: readonly string[];
+  /**
+   * The saga's answer when it would refuse in this stage, given each counter's committed state
+   * (`counterOf(key)`, the empty counter for one never written); null when it would not.
+   */
+  refusal(counterOf: (key: string) => CounterState): AcceptReply | null;
 }
 
 /**
- * The saga's answer when it would refuse in its first stage, given each asked counter's committed
- * state (`counterOf(key)`, the empty counter for one never written); null when it would not.
+ * The first stage of the saga, when it holds the method × day counter (the only unbounded refusal
+ * load); null when no early refusal applies (no such counter, or a refusal before any counter,
+ * which the actor answers itself).
  */
-export function refusalBeforeAsking(
-  accept: AcceptPayload,
-  limits: LimitsConfig,
-  nowMs: number,
-  transactionId: string,
-  counterOf: (key: string) => CounterState,
-): AcceptReply | null {
+export function earlyRefusalStage(accept: AcceptPayload, limits: LimitsConfig, nowMs: number, transactionId: string): EarlyRefusalStage | null {
   const started = startAcceptance(accept, {}, nowMs, limits, transactionId);
-  let state: TransactionActorState | undefined = started.state;
-  for (const ask of started.send ?? []) {
-    if (state?.phase !== 'reserving') break;
-    const command = fromJsonValue<CounterCommand>(ask.payload);
-    if (command.kind !== 'reserve') return null;
-    const { outcome } = answerReserve(counterOf(ask.actorKey), limits, command);
-    state = recordResult(state, { window: command.window, outcome }, transactionId, nowMs).state;
-  }
-  return state?.phase === 'rejected' ? (state.reply as unknown as AcceptReply) : null;
+  const first = started.state;
+  if (first?.phase !== 'reserving' || !sentWindows(first).includes('methodDay')) return null;
+  const asks = started.send ?? [];
+  return {
+    counters: asks.map((ask) => ask.actorKey),
+    refusal(counterOf) {
+      let state: TransactionActorState | undefined = first;
+      for (const ask of asks) {
+        if (state?.phase !== 'reserving') break;
+        const command = fromJsonValue<CounterCommand>(ask.payload);
+        if (command.kind !== 'reserve') return null;
+        const { outcome } = answerReserve(counterOf(ask.actorKey), limits, command);
+        state = recordResult(state, { window: command.window, outcome }, transactionId, nowMs).state;
+      }
+      return state?.phase === 'rejected' ? (state.reply as unknown as AcceptReply) : null;
+    },
+  };
 }
 
 function applyDomain(

@@ -1,10 +1,10 @@
 // Early refusal of an acceptance at a spent method cap (docs/decisions-limits.md): the edge reads
 // the first stage's counters as last committed and, when the saga is certain to refuse, answers
 // without asking the transaction actor. The decision is the saga's own code
-// (`refusalBeforeAsking`); this module only reads the counters.
+// (`earlyRefusalStage`); this module only reads the counters.
 import { actorId } from '../actors/envelope.ts';
 import { counterActorType, decodeCounter } from '../actors/counter-actor.ts';
-import { earlyRefusalCounters, refusalBeforeAsking, type AcceptPayload, type AcceptReply } from '../actors/transaction-actor.ts';
+import { earlyRefusalStage, type AcceptPayload, type AcceptReply } from '../actors/transaction-actor.ts';
 import { emptyCounter, type CounterState, type LimitsConfig } from '../domain/limits.ts';
 import type { SnapshotStore } from '../store/store.ts';
 
@@ -38,12 +38,11 @@ export function createEarlyRefusals(store: Pick<SnapshotStore, 'load'>, limits: 
 
   return {
     async check(accept, transactionId, nowMs) {
-      const config = limits();
-      const keys = earlyRefusalCounters(accept, config, nowMs, transactionId);
-      if (keys === null) return null;
+      const stage = earlyRefusalStage(accept, limits(), nowMs, transactionId);
+      if (stage === null) return null;
       const states = new Map<string, CounterState>();
-      for (const key of keys) states.set(key, await committed(key));
-      return refusalBeforeAsking(accept, config, nowMs, transactionId, (key) => states.get(key) ?? emptyCounter());
+      for (const key of stage.counters) states.set(key, await committed(key));
+      return stage.refusal((key) => states.get(key) ?? emptyCounter());
     },
   };
 }

@@ -1,5 +1,5 @@
 // Early refusal at a spent method cap: the edge's answer, worked out from the counters' committed
-// states with `refusalBeforeAsking`, must be the one the acceptance saga gives when it really asks
+// states with `earlyRefusalStage`, must be the one the acceptance saga gives when it really asks
 // those counters — and it must answer nothing when the saga would not refuse in its first stage.
 // Each case runs both: the real transaction and counter actors' `handle`, command by command, and
 // the early check on the same counter states.
@@ -10,8 +10,7 @@ import { counterBehavior, reservationResultKind } from '../../src/actors/counter
 import type { CommandEnvelope, JsonValue } from '../../src/actors/envelope.ts';
 import { toJsonValue } from '../../src/actors/state-codec.ts';
 import {
-  earlyRefusalCounters,
-  refusalBeforeAsking,
+  earlyRefusalStage,
   transactionBehavior,
   type AcceptPayload,
   type AcceptReply,
@@ -84,14 +83,15 @@ function runSaga(accept: AcceptPayload, states: ReadonlyMap<string, CounterState
 
 /** Both answers for one case: the early check's, and the real saga's. */
 function both(accept: AcceptPayload, state: (window: 'methodDay' | 'kyb') => CounterState | undefined) {
-  const keys = earlyRefusalCounters(accept, limits, t0, txId);
+  const stage = earlyRefusalStage(accept, limits, t0, txId);
+  const keys = stage === null ? null : stage.counters;
   const states = new Map<string, CounterState>();
   for (const key of keys ?? []) {
     const window = key === kybCounterKey(accept.partnerId) ? 'kyb' : 'methodDay';
     const value = state(window);
     if (value !== undefined) states.set(key, value);
   }
-  const early = keys === null ? null : refusalBeforeAsking(accept, limits, t0, txId, (key) => states.get(key) ?? emptyCounter());
+  const early = stage === null ? null : stage.refusal((key) => states.get(key) ?? emptyCounter());
   return { keys, early, saga: runSaga(accept, states) };
 }
 
@@ -134,10 +134,10 @@ describe('early refusal at a spent method cap', () => {
   });
 
   test('no method × day counter (PIX), or a refusal before any counter: nothing is read early', () => {
-    assert.equal(earlyRefusalCounters(acceptPayload(pixQuote), limits, t0, txId), null);
+    assert.equal(earlyRefusalStage(acceptPayload(pixQuote), limits, t0, txId), null);
     const expired = acceptPayload(brebQuote);
-    assert.equal(earlyRefusalCounters(expired, limits, brebQuote.expiresAtMs, txId), null, 'the actor answers quote_expired itself');
+    assert.equal(earlyRefusalStage(expired, limits, brebQuote.expiresAtMs, txId), null, 'the actor answers quote_expired itself');
     const dry = acceptPayload(brebQuote, { liquidity: decimal(1n, 2) });
-    assert.equal(earlyRefusalCounters(dry, limits, t0, txId), null, 'the actor answers liquidity_insufficient itself');
+    assert.equal(earlyRefusalStage(dry, limits, t0, txId), null, 'the actor answers liquidity_insufficient itself');
   });
 });
