@@ -556,8 +556,14 @@ export function medianOf(values: ReadonlyArray<number | null | undefined>): numb
   return measured.length % 2 === 1 ? (measured[middle] ?? null) : ((measured[middle - 1] ?? 0) + (measured[middle] ?? 0)) / 2;
 }
 
+/**
+ * `met` is decided on the exact value; the value reported is rounded to 3 decimals like every
+ * ratio and latency of a point (the mean of two rounds' medians would otherwise print as
+ * 0.16899999999999998).
+ */
 function target(name: string, measured: number | null, text: string, ok: (value: number) => boolean): TargetCheck {
-  return { name, measured, target: text, met: measured === null ? null : ok(measured) };
+  const reported = measured === null ? null : Math.round(measured * 1000) / 1000;
+  return { name, measured: reported, target: text, met: measured === null ? null : ok(measured) };
 }
 
 /** The issue's targets; a point measured in several rounds counts with its median. */

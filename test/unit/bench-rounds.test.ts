@@ -42,3 +42,13 @@ test('targets take the median round', () => {
   assert.equal(medianOf([]), null);
   assert.equal(medianOf([3, null, 1]), 2);
 });
+
+test('a target over an even number of rounds reports the mean of the middle two, rounded like every ratio', () => {
+  const rounds = withRatios([
+    point('baseline-transport', 'transport', 64, 10_000), point('quote', 'service', 64, 1_600),
+    point('baseline-transport', 'transport', 64, 10_000), point('quote', 'service', 64, 1_780),
+  ]);
+  const transport = targets(rounds, [], topology).find((check) => check.name === 'POST /quote throughput ÷ transport-only, 64 connections');
+  assert.equal(transport?.measured, 0.169);
+  assert.equal(transport?.met, false);
+});
