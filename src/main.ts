@@ -9,6 +9,7 @@ async function main(): Promise<void> {
   const { ctx, port } = service;
   const lines = [`role ${env.ROLE}; bus ${env.REDIS_URL ? 'redis' : 'in-process'}; store ${env.MONGODB_URL ? 'mongodb' : `embedded (${env.DATA_DIR})`}; sandbox ${env.sandbox ? 'on' : 'off'}`];
   if (port !== null) lines.push(`edge listening on http://${env.HOST}:${port}`);
+  if (service.healthPort !== null) lines.push(`health on http://${env.HOST}:${service.healthPort} (/healthz, /readyz)`);
   if (service.adminPort !== null) lines.push(`admin gRPC on ${env.HOST}:${service.adminPort} (npm run admin -- help)`);
   // Printed once to the terminal of whoever started the service; never written to the logs.
   if (ctx.generatedKeys.demoApiKey) lines.push(`demo partner API key: ${ctx.generatedKeys.demoApiKey}`);

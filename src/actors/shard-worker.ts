@@ -13,6 +13,7 @@ import { outboxBatchMax } from '../store/store.ts';
 import { decodeEnvelope } from './codec.ts';
 import type { CommandEnvelope, LogLevel } from './envelope.ts';
 import { outboxTopicCommands, type ActorRuntime } from './runtime.ts';
+import { LoopHealth, loopCheck, type HealthCheck } from '../service/health.ts';
 
 export interface WorkerStore {
   /** Actors of `shard` with a pending timer. */
@@ -85,6 +86,8 @@ export class ShardWorker {
   private readAbort = new AbortController();
   private memberToken: number | null = null;
   private readonly leaseTtlMs: number;
+  /** The lease loop's rounds: renewals, rebalancing, relays and sweeps (the health listener's check). */
+  private readonly leaseRounds: LoopHealth;
   private readonly renewEveryMs: number;
   private readonly readBlockMs: number;
   private readonly wakers = new Set<() => void>();
@@ -101,6 +104,7 @@ export class ShardWorker {
   constructor(private readonly options: ShardWorkerOptions) {
     this.leaseTtlMs = options.leaseTtlMs ?? 10_000;
     this.renewEveryMs = options.leaseRenewEveryMs ?? Math.floor(this.leaseTtlMs / 3);
+    this.leaseRounds = new LoopHealth(this.renewEveryMs);
     this.readBlockMs = options.readBlockMs ?? 1_000;
     this.batchesInFlightMax = options.batchesInFlightMax ?? batchesInFlightMaxDefault;
     if (!Number.isInteger(this.batchesInFlightMax) || this.batchesInFlightMax < 1 || this.batchesInFlightMax > batchesInFlightLimit) {
@@ -111,6 +115,14 @@ export class ShardWorker {
   /** Shards owned now, with their fencing tokens (for the runtime and the admin service). */
   fenceToken(shard: number): number | null {
     return this.owned.get(shard) ?? null;
+  }
+
+  /** The health listener's check: lease rounds, with the shards held and the actors in memory. */
+  health(): HealthCheck {
+    return loopCheck('shard-leases', this.leaseRounds, () => ({
+      ownedShards: this.ownedShards().length,
+      actorsInMemory: this.options.runtime.actorCount(),
+    }));
   }
 
   ownedShards(): number[] {
@@ -226,7 +238,9 @@ export class ShardWorker {
           heapUsedBytes: memory.heapUsed,
           reportedAtMs: this.options.clock.nowMs(),
         });
+        this.leaseRounds.succeeded();
       } catch (error) {
+        this.leaseRounds.failed();
         this.log('error', 'lease round failed', { error: String(error) });
       }
     }

@@ -18,6 +18,7 @@ import { createChainAvailability, createPaymentContexts } from './payment-contex
 import { RefundWorker, type RefundWorkerOptions, type RefundWorkerStatus } from './refunds.ts';
 import { SandboxChain } from './sandbox-chain.ts';
 import { settlesWithin } from '../service/shutdown.ts';
+import { watchersCheck, type HealthCheck } from '../service/health.ts';
 
 /** Builds the real adapter (and, for push networks, the watcher) of a network in the chains file. */
 export type LiveChainFactory = (setup: Extract<ChainSetup, { mode: 'live' }>, ctx: ServiceContext) => {
@@ -40,6 +41,8 @@ export interface ChainServicesOptions {
 export interface WatcherRole {
   watchers(): WatcherStatus[];
   refunds(): RefundWorkerStatus;
+  /** The health listener's checks: the watchers' states and the refund worker's rounds. */
+  health(): HealthCheck[];
   /**
    * Graceful: the watchers stop after the transfer they are handling (each watcher saves its
    * cursor only after a transfer was handed over, so the next watcher resumes exactly there) and
@@ -182,6 +185,7 @@ export async function createChainServices(ctx: ServiceContext, options: ChainSer
       return {
         watchers: () => watchers.map((watcher) => watcher.status()),
         refunds: () => refunds.status(),
+        health: () => [watchersCheck(() => watchers.map((watcher) => watcher.status())), refunds.health()],
         async stop(waitMs = Number.POSITIVE_INFINITY) {
           await Promise.all([
             refunds.stop(waitMs),

@@ -23,6 +23,7 @@ import type { OutboxRow, SnapshotStore } from '../store/store.ts';
 import type { ChainAdapter } from './chains.ts';
 import type { ActorAsker } from './deposits.ts';
 import { OutboxJobs, backoffMs, type OutboxJobEntry } from '../store/outbox-jobs.ts';
+import type { HealthCheck } from '../service/health.ts';
 
 export interface RefundWorkerOptions {
   readonly store: SnapshotStore;
@@ -129,6 +130,10 @@ export class RefundWorker {
    */
   async stop(waitMs: number = Number.POSITIVE_INFINITY): Promise<void> {
     await this.jobs.stop(waitMs);
+  }
+
+  health(): HealthCheck {
+    return this.jobs.health();
   }
 
   status(): RefundWorkerStatus {

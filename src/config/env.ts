@@ -53,6 +53,13 @@ const envSchema = z.object({
    * store (they would read the new values wrongly); docs/store.md "Value encoding".
    */
   STORE_PLAIN_MAPS: flag.default(false),
+  /**
+   * The health listener (src/service/health-listener.ts): GET /healthz and /readyz for any role,
+   * on HOST. Unset: none (the edge has both on PORT anyway). 0 picks a free port (printed).
+   */
+  HEALTH_PORT: z.coerce.number().int().min(0).max(65_535).optional(),
+  /** A role's loop with no successful round for this long makes /readyz answer 503 (see docs/operations.md). */
+  HEALTH_UNREADY_AFTER_MS: z.coerce.number().int().min(1_000).max(600_000).default(15_000),
   SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(600_000).default(20_000),
   /** The payout role's internal gRPC link (Payout, Liquidity); PAYOUT_GRPC_URL is where other roles reach it. */
   PAYOUT_GRPC_PORT: z.coerce.number().int().min(0).max(65_535).default(50052),

@@ -32,6 +32,7 @@ import type { CryptoDeliveredCommand, CryptoDeliveryFailedCommand } from '../dom
 import type { OutboxRow, SnapshotStore } from '../store/store.ts';
 import type { OnrampInventory } from './inventory.ts';
 import { OutboxJobs, backoffMs, type OutboxJobEntry } from '../store/outbox-jobs.ts';
+import type { HealthCheck } from '../service/health.ts';
 
 /** Final outcomes recorded per transaction before they are reported (so a failure is never re-sent). */
 export const onrampDeliveriesCollection = 'onramp_deliveries';
@@ -147,6 +148,10 @@ export class DeliveryWorker {
    */
   async stop(waitMs: number = Number.POSITIVE_INFINITY): Promise<void> {
     await this.jobs.stop(waitMs);
+  }
+
+  health(): HealthCheck {
+    return this.jobs.health();
   }
 
   stats(): DeliveryWorkerStats {

@@ -25,6 +25,7 @@ import { DeliveryWorker, type DeliveryWorkerOptions, type DeliveryWorkerStats } 
 import { PixNoticeIntake } from './intake.ts';
 import { StoredOnrampInventory, type OnrampInventory } from './inventory.ts';
 import { sandboxPixPayments, withPixPayments } from './sandbox-driver.ts';
+import type { HealthCheck } from '../service/health.ts';
 
 export type DeliveryTuning = Partial<
   Pick<DeliveryWorkerOptions, 'claimLeaseMs' | 'claimBatchMax' | 'inFlightMax' | 'tickMs' | 'retryDelayMsMin' | 'retryDelayMsMax' | 'askTimeoutMs' | 'stuckAfterMs'>
@@ -44,6 +45,7 @@ export interface OnrampServicesOptions {
 export interface RunningDeliveryWorker {
   readonly name: 'watcher';
   stats(): DeliveryWorkerStats;
+  health(): HealthCheck;
   /** Graceful: waits at most `waitMs` for sends in flight, then hands back every claimed row. */
   stop(waitMs?: number): Promise<void>;
 }
@@ -95,7 +97,7 @@ export async function createOnrampServices(ctx: ServiceContext, options: OnrampS
         ...options.delivery,
       });
       worker.start();
-      return { name: 'watcher', stats: () => worker.stats(), stop: (waitMs) => worker.stop(waitMs) };
+      return { name: 'watcher', stats: () => worker.stats(), health: () => worker.health(), stop: (waitMs) => worker.stop(waitMs) };
     },
   };
 }

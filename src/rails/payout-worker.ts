@@ -26,6 +26,7 @@ import type { PayoutFailedCommand, PayoutSucceededCommand, RefundSettledCommand,
 import type { OutboxRow, SnapshotStore } from '../store/store.ts';
 import type { PayoutRequest, PayoutResult, PixRefundRequest, PixRefundResult, Rail } from './rails.ts';
 import { settlesWithin } from '../service/shutdown.ts';
+import { LoopHealth, loopCheck, type HealthCheck } from '../service/health.ts';
 
 export const payoutTopics = [outboxTopicPayouts, outboxTopicRefundsPix] as const;
 
@@ -269,6 +270,8 @@ export class PayoutWorker {
   private readonly inFlightMax: number;
   private readonly leaseMs: number;
   private readonly pollIntervalMs: number;
+  /** The tick loop's rounds (the health listener's check). */
+  private readonly rounds: LoopHealth;
   private readonly retryDelayMsMin: number;
   private readonly retryDelayMsMax: number;
   private readonly railCallTimeoutMs: number;
@@ -282,6 +285,7 @@ export class PayoutWorker {
     this.inFlightMax = options.inFlightMax ?? 32;
     this.leaseMs = options.leaseMs ?? 120_000;
     this.pollIntervalMs = options.pollIntervalMs ?? 200;
+    this.rounds = new LoopHealth(this.pollIntervalMs);
     this.retryDelayMsMin = options.retryDelayMsMin ?? 500;
     this.retryDelayMsMax = options.retryDelayMsMax ?? 60_000;
     this.railCallTimeoutMs = options.railCallTimeoutMs ?? 20_000;
@@ -326,6 +330,11 @@ export class PayoutWorker {
   private async attemptsDone(): Promise<void> {
     await this.ticking;
     await Promise.all([...this.running]);
+  }
+
+  /** The health listener's check: tick rounds, with the jobs held. */
+  health(): HealthCheck {
+    return loopCheck('payout-rounds', this.rounds, () => ({ jobsHeld: this.jobs.size }));
   }
 
   stats(): PayoutWorkerStats {
@@ -386,7 +395,13 @@ export class PayoutWorker {
     this.timer = setTimeout(() => {
       this.timer = null;
       this.ticking = this.tick()
-        .catch((error: unknown) => this.log('error', 'payout worker tick failed', { error: String(error) }))
+        .then(
+          () => this.rounds.succeeded(),
+          (error: unknown) => {
+            this.rounds.failed();
+            this.log('error', 'payout worker tick failed', { error: String(error) });
+          },
+        )
         .finally(() => {
           this.ticking = null;
           this.scheduleTick(this.pollIntervalMs);

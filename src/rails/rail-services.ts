@@ -16,6 +16,7 @@ import { CachedLiquidityView, railLiquiditySource, type CachedLiquidityOptions }
 import { PayoutWorker, type PayoutWorkerOptions } from './payout-worker.ts';
 import type { Rail } from './rails.ts';
 import { SandboxRail, type SandboxRailOptions } from './sandbox-rail.ts';
+import type { HealthCheck } from '../service/health.ts';
 
 export interface RailServicesOptions {
   readonly sandbox?: Omit<SandboxRailOptions, 'store' | 'clock'>;
@@ -32,6 +33,7 @@ export interface RunningPayoutRole {
   readonly ops: PayoutOps;
   /** The link's bound port, when it is served. */
   readonly linkPort: number | null;
+  health(): HealthCheck;
   /** Graceful: waits at most `waitMs` for rail attempts in flight, then hands back every claimed row. */
   stop(waitMs?: number): Promise<void>;
 }
@@ -111,6 +113,7 @@ export function createRailServices(ctx: ServiceContext, options: RailServicesOpt
         worker,
         ops: roleOps,
         linkPort: link?.port ?? null,
+        health: () => worker.health(),
         async stop(waitMs = Number.POSITIVE_INFINITY) {
           // The link and the worker stop together: neither needs the other to finish.
           await Promise.all([link?.stop(), worker.stop(waitMs)]);

@@ -13,6 +13,8 @@ import { createChainServices, type ChainServices, type ChainServicesOptions } fr
 import { linkChainServices } from '../grpc/chains-link.ts';
 import { createOnrampServices } from '../onramp/onramp-services.ts';
 import { settlesWithin, shutdownBudget, stopPhases, type StopPhase } from './shutdown.ts';
+import type { HealthCheck } from './health.ts';
+import { startHealthListener, type HealthListener } from './health-listener.ts';
 
 export interface RunningRole {
   readonly name: Role;
@@ -20,6 +22,8 @@ export interface RunningRole {
   readonly phase: StopPhase;
   /** Stops taking work, waits at most `waitMs` for work in flight, hands back what it still holds. */
   stop(waitMs: number): Promise<void>;
+  /** Its checks on the health listener (HEALTH_PORT), if it runs loops. */
+  health?(): readonly HealthCheck[];
 }
 
 export interface StopOptions {
@@ -33,6 +37,8 @@ export interface RunningService {
   readonly port: number | null;
   /** The admin gRPC service's bound port, when this process runs it. */
   readonly adminPort: number | null;
+  /** The health listener's bound port, when HEALTH_PORT is set. */
+  readonly healthPort: number | null;
   /** The fiat side in this process (sandbox rail knobs, the edge's liquidity view), or null. */
   readonly rails: RailServices | null;
   /**
@@ -62,6 +68,7 @@ export async function startService(env: EnvConfig, overrides: ContextOverrides =
   let port: number | null = null;
   let adminPort: number | null = null;
   let rails: RailServices | null = null;
+  let health: HealthListener | null = null;
   try {
     // The fiat side: the sandbox rail in sandbox mode (no production provider adapter exists yet,
     // and createRailServices refuses to start without one rather than pay nobody).
@@ -106,7 +113,7 @@ export async function startService(env: EnvConfig, overrides: ContextOverrides =
         batchesInFlightMax: env.SHARD_BATCHES_IN_FLIGHT,
         log: (level, message, fields) => ctx.log[level](fields ?? {}, message),
       });
-      roles.push({ name: 'shard', phase: 'shard', stop: () => shard.stop() });
+      roles.push({ name: 'shard', phase: 'shard', stop: () => shard.stop(), health: () => [shard.worker.health()] });
     }
     if (runs(env, 'edge')) {
       // Acceptance needs a fresh liquidity reading: the cached view refreshes in the background.
@@ -130,24 +137,34 @@ export async function startService(env: EnvConfig, overrides: ContextOverrides =
     }
     if (railServices && runs(env, 'payout')) {
       const payout = await railServices.startPayoutRole();
-      roles.push({ name: 'payout', phase: 'intake', stop: (waitMs) => payout.stop(waitMs) });
+      roles.push({ name: 'payout', phase: 'intake', stop: (waitMs) => payout.stop(waitMs), health: () => [payout.health()] });
     }
     if (chains && runs(env, 'watcher')) {
       const watcher = await chains.startWatcherRole();
-      roles.push({ name: 'watcher', phase: 'intake', stop: (waitMs) => watcher.stop(waitMs) });
+      roles.push({ name: 'watcher', phase: 'intake', stop: (waitMs) => watcher.stop(waitMs), health: () => watcher.health() });
     }
     if (onramp && runs(env, 'watcher')) {
       const deliveries = await onramp.startDeliveryWorker();
-      roles.push({ name: 'watcher', phase: 'intake', stop: (waitMs) => deliveries.stop(waitMs) });
+      roles.push({ name: 'watcher', phase: 'intake', stop: (waitMs) => deliveries.stop(waitMs), health: () => [deliveries.health()] });
     }
     if (runs(env, 'webhooks')) {
       const dispatcher = await webhooks.startWebhooksRole();
-      roles.push({ name: 'webhooks', phase: 'intake', stop: (waitMs) => dispatcher.stop(waitMs) });
+      roles.push({ name: 'webhooks', phase: 'intake', stop: (waitMs) => dispatcher.stop(waitMs), health: () => [dispatcher.health()] });
     }
     if (runs(env, 'admin')) {
       const admin = await startAdminServer(ctx, capabilities);
       adminPort = admin.port;
       roles.push({ name: 'admin', phase: 'intake', stop: () => admin.stop() });
+    }
+    if (env.HEALTH_PORT !== undefined) {
+      // Last, so every role's checks are there from its first answer.
+      health = await startHealthListener({
+        host: env.HOST,
+        port: env.HEALTH_PORT,
+        role: env.ROLE,
+        unreadyAfterMs: env.HEALTH_UNREADY_AFTER_MS,
+        checks: () => roles.flatMap((role) => role.health?.() ?? []),
+      });
     }
   } catch (error) {
     await stopRoles(ctx, roles, env.SHUTDOWN_GRACE_MS);
@@ -159,9 +176,13 @@ export async function startService(env: EnvConfig, overrides: ContextOverrides =
     ctx,
     port,
     adminPort,
+    healthPort: health?.port ?? null,
     rails,
     async stop(options = {}) {
+      // /readyz says `stopping` from the first moment; /healthz answers until the roles are gone.
+      health?.markStopping();
       await stopRoles(ctx, roles, options.graceMs ?? env.SHUTDOWN_GRACE_MS);
+      await health?.close();
       await rails?.close();
       await ctx.close();
     },

@@ -14,6 +14,7 @@
 // timer every `tickMs`.
 import type { Logger } from 'pino';
 import { settlesWithin } from '../service/shutdown.ts';
+import { LoopHealth, loopCheck, type HealthCheck } from '../service/health.ts';
 import type { OutboxRow, SnapshotStore } from './store.ts';
 
 export interface OutboxJobEntry<Job> {
@@ -61,6 +62,8 @@ export class OutboxJobs<Job> {
   private readonly claimBatchMax: number;
   private readonly inFlightMax: number;
   private readonly tickMs: number;
+  /** The loop's rounds (the health listener's check). */
+  private readonly rounds: LoopHealth;
 
   constructor(private readonly options: OutboxJobsOptions<Job>) {
     const tuning = options.tuning ?? {};
@@ -68,6 +71,12 @@ export class OutboxJobs<Job> {
     this.claimBatchMax = tuning.claimBatchMax ?? 32;
     this.inFlightMax = tuning.inFlightMax ?? 256;
     this.tickMs = tuning.tickMs ?? 250;
+    this.rounds = new LoopHealth(this.tickMs);
+  }
+
+  /** The health listener's check (`<what>-rounds`): claim and attempt rounds, with the jobs held. */
+  health(): HealthCheck {
+    return loopCheck(`${this.options.what}-rounds`, this.rounds, () => ({ jobsHeld: this.entries.size, malformedRows: this.malformed.size }));
   }
 
   start(): void {
@@ -131,7 +140,9 @@ export class OutboxJobs<Job> {
     while (this.running) {
       try {
         await this.tick();
+        this.rounds.succeeded();
       } catch (error) {
+        this.rounds.failed();
         this.options.log.error({ error: error instanceof Error ? error.message : String(error) }, `${this.options.what} round failed; retrying`);
       }
       if (this.running) await this.sleep(this.tickMs);

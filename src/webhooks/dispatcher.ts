@@ -39,6 +39,7 @@ import { deliveryHeaders, eventIdOf } from './signing.ts';
 import { sendWebhook, type SendOutcome, type SendRequest, type TransportLimits } from './transport.ts';
 import type { UrlPolicyMode } from './url-policy.ts';
 import { settlesWithin } from '../service/shutdown.ts';
+import { LoopHealth, loopCheck, type HealthCheck } from '../service/health.ts';
 
 export interface DispatcherLimits {
   /** Claim length; must exceed attemptTimeoutMs + claimMarginMs. */
@@ -118,12 +119,20 @@ export class WebhookDispatcher {
   private stopped = false;
   private wakeUp: (() => void) | null = null;
   private woken = false;
+  /** The polling loop's rounds (the health listener's check). */
+  private readonly rounds: LoopHealth;
 
   constructor(private readonly deps: DispatcherDeps) {
     const { limits, transport } = deps;
     if (limits.leaseMs <= transport.attemptTimeoutMs + limits.claimMarginMs) {
       throw new RangeError('leaseMs must be greater than attemptTimeoutMs + claimMarginMs');
     }
+    this.rounds = new LoopHealth(limits.pollIntervalMs);
+  }
+
+  /** The health listener's check: polling rounds, with the deliveries held. */
+  health(): HealthCheck {
+    return loopCheck('webhook-rounds', this.rounds, () => ({ rowsHeld: this.held.size }));
   }
 
   /** Starts the polling loop. */
@@ -193,7 +202,9 @@ export class WebhookDispatcher {
     while (!this.stopped) {
       try {
         await this.runRound();
+        this.rounds.succeeded();
       } catch (error) {
+        this.rounds.failed();
         this.deps.log.error({ error: String(error) }, 'webhook dispatcher round failed');
       }
       if (this.stopped) break;

@@ -13,6 +13,7 @@ import { defaultDispatcherLimits, WebhookDispatcher, type DispatcherLimits, type
 import { createEventLogReader, type EventLogReader } from './event-log.ts';
 import { defaultDeliveryPolicy, type DeliveryPolicy } from './policy.ts';
 import { defaultTransportLimits, type TransportLimits } from './transport.ts';
+import type { HealthCheck } from '../service/health.ts';
 
 export { webhookReadModelIndexes } from './records.ts';
 export type { EventLogReader, EventsPage, PartnerEvent } from './event-log.ts';
@@ -42,6 +43,7 @@ export interface WebhookOptions {
 export interface RunningWebhooksRole {
   /** New outbox rows may be waiting (optional: the dispatcher polls anyway). */
   wake(): void;
+  health(): HealthCheck;
   /** Graceful: waits at most `waitMs` for deliveries in flight, then hands back every held row. */
   stop(waitMs?: number): Promise<void>;
 }
@@ -79,7 +81,7 @@ export function createWebhookServices(ctx: WebhookContext, options: WebhookOptio
       const dispatcher = createDispatcher();
       dispatcher.start();
       ctx.log.info({ owner: 'webhooks' }, 'webhooks role started');
-      return { wake: () => dispatcher.wake(), stop: (waitMs) => dispatcher.stop(waitMs) };
+      return { wake: () => dispatcher.wake(), health: () => dispatcher.health(), stop: (waitMs) => dispatcher.stop(waitMs) };
     },
     createDispatcher,
     events: createEventLogReader(ctx.store),

@@ -52,7 +52,9 @@ before(async () => {
   fleet = await startServiceFleet({
     partners: partnerIds.map((id) => ({ id, webhookUrl: receiver.url })),
     shards: shardCount,
-    env: { SHUTDOWN_GRACE_MS: String(graceMs) },
+    // Every process serves its health listener and is started only once its /readyz says ready,
+    // as an orchestrator rolls an update.
+    env: { SHUTDOWN_GRACE_MS: String(graceMs), HEALTH_PORT: '0' },
   });
   balancer = new LoadBalancer({ healthIntervalMs: 100 });
   leases = new RedisLeases({ redis: fleet.redisUrl, keyPrefix: fleet.keyPrefix });
@@ -300,6 +302,25 @@ test('rolling restart of every role under load: every request answered, every pa
     assert.deepEqual([seen.owned, seen.workers, [...seen.owners].sort()], [shardCount, 2, [...fromRedis.owners].sort()], 'metrics show the owners Redis holds');
     assert.ok(seen.actors > 0, 'the workers hold actors in memory');
   }, 20_000, 500);
+
+  // ---- every process's health listener: ready, with its role's loops making rounds ----
+  const checksByRole: Record<string, string[]> = {
+    edge: [],
+    shard: ['shard-leases'],
+    payout: ['payout-rounds'],
+    watcher: ['watchers', 'refund-rounds', 'delivery-rounds'],
+    webhooks: ['webhook-rounds'],
+  };
+  for (const running of fleet.running()) {
+    const response = await fetch(`${running.healthUrl ?? ''}/readyz`);
+    const report = (await response.json()) as { ready: string; status: string; checks: Record<string, { ready: boolean; detail: { rounds?: number } }> };
+    assert.equal(response.status, 200, `${running.name}: ${JSON.stringify(report)}`);
+    assert.deepEqual([report.status, report.ready], ['ok', 'ready'], running.name);
+    assert.deepEqual(Object.keys(report.checks).sort(), [...(checksByRole[running.role] ?? [])].sort(), running.name);
+    for (const [name, check] of Object.entries(report.checks)) {
+      if (name !== 'watchers') assert.ok((check.detail.rounds ?? 0) > 0, `${running.name} ${name} has made rounds`);
+    }
+  }
 
   const stats = balancer.stats();
   const nonOk = Object.entries(stats.byStatus).filter(([status]) => status !== '200');

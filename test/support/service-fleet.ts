@@ -2,7 +2,8 @@
 // runs it: one private redis-server, one embedded store DATA_DIR shared by every process (one
 // host), a partners file whose partners send webhooks to a local receiver, the sandbox chain and
 // rail. Each process is started on free ports, reported ready when it prints its start-up summary
-// (an edge also when /readyz answers 200), stopped gracefully by its PID with SIGTERM (bounded
+// (an edge also when its /readyz answers 200; with HEALTH_PORT in `env`, every process also when
+// its health listener's /readyz does), stopped gracefully by its PID with SIGTERM (bounded
 // wait, then SIGKILL), and keeps the tail of its output for failure messages.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -35,6 +36,8 @@ export interface FleetProcess {
   readonly child: ChildProcess;
   /** The edge's HTTP base URL, or null for other roles. */
   readonly baseUrl: string | null;
+  /** The health listener's base URL (HEALTH_PORT given in the fleet's `env`), or null. */
+  readonly healthUrl: string | null;
   /** `127.0.0.1:<port>` of the admin gRPC service, or null for other roles. */
   readonly adminAddress: string | null;
   /** The last lines the process wrote (stdout and stderr). */
@@ -162,11 +165,16 @@ export async function startServiceFleet(options: ServiceFleetOptions): Promise<S
       const baseUrl = edgePort === undefined ? null : `http://127.0.0.1:${edgePort}`;
       if (role === 'edge' && baseUrl === null) throw new Error(`${name}: no edge port in:\n${summary}`);
       if (baseUrl !== null) await untilReady(baseUrl, child, name);
+      const healthPort = /health on http:\/\/[^:]+:(\d+)/.exec(summary)?.[1];
+      const healthUrl = healthPort === undefined ? null : `http://127.0.0.1:${healthPort}`;
+      if (baseEnv['HEALTH_PORT'] !== undefined && healthUrl === null) throw new Error(`${name}: no health port in:\n${summary}`);
+      if (healthUrl !== null) await untilReady(healthUrl, child, name);
       const started: FleetProcess = {
         role,
         name,
         child,
         baseUrl,
+        healthUrl,
         adminAddress: role === 'admin' ? `127.0.0.1:${env['GRPC_PORT'] ?? ''}` : null,
         output: () => output,
       };
@@ -189,7 +197,7 @@ export async function startServiceFleet(options: ServiceFleetOptions): Promise<S
   return fleet;
 }
 
-/** Polls GET /readyz until 200 (the edge reaches the store and the bus), bounded. */
+/** Polls GET /readyz until 200 (the edge reaches the store and the bus; a role's loops succeed), bounded. */
 async function untilReady(baseUrl: string, child: ChildProcess, name: string): Promise<void> {
   const deadlineMs = Date.now() + startTimeoutMs;
   for (;;) {
