@@ -3,11 +3,15 @@
 // without this an orchestrator could only restart them when they exit (deploy/README.md).
 //   GET /healthz — liveness: 200 while every loop makes rounds, 503 `stalled` when one is stuck.
 //   GET /readyz  — readiness: 200 when every loop's rounds succeed, 503 `not_ready` or `stopping`.
-// Both answer the whole report (src/service/health.ts): per check, live/ready and ages, never
-// error texts. Requests carry no body we read; anything but GET of these two paths is refused.
+//   GET /metrics — with X-OPS-API-KEY: the roles' numbers in the Prometheus text format
+//                  (src/service/role-metrics.ts), and every check's readiness and rounds.
+// The probes answer the whole report (src/service/health.ts): per check, live/ready and ages, never
+// error texts. Requests carry no body we read; anything else is refused with the edge's error bodies.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { errorBody, errorStatus, type ErrorCode } from '../edge/errors.ts';
 import { healthReport, type HealthCheck, type HealthReport } from './health.ts';
+import { healthMetrics, renderFamilies, type MetricFamily } from './role-metrics.ts';
 
 export interface HealthListenerOptions {
   readonly host: string;
@@ -18,6 +22,10 @@ export interface HealthListenerOptions {
   readonly unreadyAfterMs: number;
   /** The checks of the roles this process runs; read on every request (roles add theirs as they start). */
   checks(): readonly HealthCheck[];
+  /** The roles' metric families (GET /metrics). */
+  metrics(): readonly MetricFamily[];
+  /** The ops key check (constant time: src/edge/auth.ts). */
+  isOpsKey(presented: string): boolean;
   now?: () => number;
 }
 
@@ -40,17 +48,25 @@ export async function startHealthListener(options: HealthListenerOptions): Promi
 
   const server: Server = createServer((request: IncomingMessage, response: ServerResponse) => {
     const path = (request.url ?? '/').split('?', 1)[0];
-    if (path !== '/healthz' && path !== '/readyz') return answer(response, 404, { reason: 'not_found' });
-    if (request.method !== 'GET' && request.method !== 'HEAD') return answer(response, 405, { reason: 'method_not_allowed' });
+    if (path !== '/healthz' && path !== '/readyz' && path !== '/metrics') return refuse(response, 'not_found');
+    if (request.method !== 'GET' && request.method !== 'HEAD') return refuse(response, 'method_not_allowed', { allow: 'GET, HEAD' });
+    const headOnly = request.method === 'HEAD';
+    if (path === '/metrics') {
+      const presented = request.headers['x-ops-api-key'];
+      if (typeof presented !== 'string' || !options.isOpsKey(presented.trim())) return refuse(response, 'authentication_failed', {}, 'Missing or invalid ops API key');
+    }
     let current: HealthReport;
+    let text: string;
     try {
       current = report();
-    } catch (error) {
+      text = path === '/metrics' ? renderFamilies([...healthMetrics(current), ...options.metrics()]) : JSON.stringify(current);
+    } catch {
       // A check that throws is a bug in it; the probe says so rather than hang.
-      return answer(response, 500, { reason: 'health_check_failed', detail: error instanceof Error ? error.name : 'error' });
+      return refuse(response, 'server_error', {}, 'A health check failed; see the logs');
     }
+    if (path === '/metrics') return send(response, 200, 'text/plain; version=0.0.4; charset=utf-8', text, headOnly);
     const ok = path === '/healthz' ? current.status === 'ok' : current.ready === 'ready';
-    answer(response, ok ? 200 : 503, current, request.method === 'HEAD');
+    send(response, ok ? 200 : 503, 'application/json', text, headOnly);
   });
   server.requestTimeout = requestTimeoutMs;
   server.headersTimeout = requestTimeoutMs;
@@ -78,12 +94,16 @@ export async function startHealthListener(options: HealthListenerOptions): Promi
   };
 }
 
-function answer(response: ServerResponse, status: number, body: unknown, headOnly = false): void {
-  const text = JSON.stringify(body);
+function send(response: ServerResponse, status: number, contentType: string, text: string, headOnly: boolean, headers: Record<string, string> = {}): void {
   response.writeHead(status, {
-    'content-type': 'application/json',
+    'content-type': contentType,
     'content-length': Buffer.byteLength(text),
     'cache-control': 'no-store',
+    ...headers,
   });
   response.end(headOnly ? undefined : text);
+}
+
+function refuse(response: ServerResponse, code: ErrorCode, headers: Record<string, string> = {}, reason?: string): void {
+  send(response, errorStatus(code), 'application/json; charset=utf-8', JSON.stringify(errorBody(code, reason)), false, headers);
 }

@@ -15,6 +15,7 @@ import { createOnrampServices } from '../onramp/onramp-services.ts';
 import { settlesWithin, shutdownBudget, stopPhases, type StopPhase } from './shutdown.ts';
 import type { HealthCheck } from './health.ts';
 import { startHealthListener, type HealthListener } from './health-listener.ts';
+import { deliveryMetrics, payoutMetrics, refundMetrics, watcherMetrics, type MetricFamily } from './role-metrics.ts';
 
 export interface RunningRole {
   readonly name: Role;
@@ -24,6 +25,8 @@ export interface RunningRole {
   stop(waitMs: number): Promise<void>;
   /** Its checks on the health listener (HEALTH_PORT), if it runs loops. */
   health?(): readonly HealthCheck[];
+  /** Its numbers on the health listener's GET /metrics. */
+  metrics?(): readonly MetricFamily[];
 }
 
 export interface StopOptions {
@@ -137,19 +140,19 @@ export async function startService(env: EnvConfig, overrides: ContextOverrides =
     }
     if (railServices && runs(env, 'payout')) {
       const payout = await railServices.startPayoutRole();
-      roles.push({ name: 'payout', phase: 'intake', stop: (waitMs) => payout.stop(waitMs), health: () => [payout.health()] });
+      roles.push({ name: 'payout', phase: 'intake', stop: (waitMs) => payout.stop(waitMs), health: () => [payout.health()], metrics: () => payoutMetrics(payout.worker.stats()) });
     }
     if (chains && runs(env, 'watcher')) {
       const watcher = await chains.startWatcherRole();
-      roles.push({ name: 'watcher', phase: 'intake', stop: (waitMs) => watcher.stop(waitMs), health: () => watcher.health() });
+      roles.push({ name: 'watcher', phase: 'intake', stop: (waitMs) => watcher.stop(waitMs), health: () => watcher.health(), metrics: () => [...watcherMetrics(watcher.watchers()), ...refundMetrics(watcher.refunds())] });
     }
     if (onramp && runs(env, 'watcher')) {
       const deliveries = await onramp.startDeliveryWorker();
-      roles.push({ name: 'watcher', phase: 'intake', stop: (waitMs) => deliveries.stop(waitMs), health: () => [deliveries.health()] });
+      roles.push({ name: 'watcher', phase: 'intake', stop: (waitMs) => deliveries.stop(waitMs), health: () => [deliveries.health()], metrics: () => deliveryMetrics(deliveries.stats()) });
     }
     if (runs(env, 'webhooks')) {
       const dispatcher = await webhooks.startWebhooksRole();
-      roles.push({ name: 'webhooks', phase: 'intake', stop: (waitMs) => dispatcher.stop(waitMs), health: () => [dispatcher.health()] });
+      roles.push({ name: 'webhooks', phase: 'intake', stop: (waitMs) => dispatcher.stop(waitMs), health: () => [dispatcher.health()], metrics: () => dispatcher.metrics() });
     }
     if (runs(env, 'admin')) {
       const admin = await startAdminServer(ctx, capabilities);
@@ -164,6 +167,8 @@ export async function startService(env: EnvConfig, overrides: ContextOverrides =
         role: env.ROLE,
         unreadyAfterMs: env.HEALTH_UNREADY_AFTER_MS,
         checks: () => roles.flatMap((role) => role.health?.() ?? []),
+        metrics: () => roles.flatMap((role) => role.metrics?.() ?? []),
+        isOpsKey: (presented) => ctx.keyRing.isOpsKey(presented),
       });
     }
   } catch (error) {

@@ -40,6 +40,7 @@ import { sendWebhook, type SendOutcome, type SendRequest, type TransportLimits }
 import type { UrlPolicyMode } from './url-policy.ts';
 import { settlesWithin } from '../service/shutdown.ts';
 import { LoopHealth, loopCheck, type HealthCheck } from '../service/health.ts';
+import { gauge, type MetricFamily } from '../service/role-metrics.ts';
 
 export interface DispatcherLimits {
   /** Claim length; must exceed attemptTimeoutMs + claimMarginMs. */
@@ -121,6 +122,8 @@ export class WebhookDispatcher {
   private woken = false;
   /** The polling loop's rounds (the health listener's check). */
   private readonly rounds: LoopHealth;
+  /** Attempts by outcome, and deliveries that ended (delivered, or given up), since start. */
+  private readonly counts = { delivered: 0, retryable: 0, rejected: 0, finishedDelivered: 0, finishedFailed: 0 };
 
   constructor(private readonly deps: DispatcherDeps) {
     const { limits, transport } = deps;
@@ -128,6 +131,29 @@ export class WebhookDispatcher {
       throw new RangeError('leaseMs must be greater than attemptTimeoutMs + claimMarginMs');
     }
     this.rounds = new LoopHealth(limits.pollIntervalMs);
+  }
+
+  /** The health listener's /metrics: attempts by outcome, finished deliveries, rows held. */
+  metrics(): MetricFamily[] {
+    const { counts } = this;
+    return [
+      {
+        name: 'webhook_attempts_total',
+        type: 'counter',
+        help: 'Webhook delivery attempts by this process since it started, by outcome (retryable: tried again later; rejected: the receiver refused it).',
+        samples: (['delivered', 'retryable', 'rejected'] as const).map((outcome) => ({ labels: { outcome }, value: counts[outcome] })),
+      },
+      {
+        name: 'webhook_deliveries_finished_total',
+        type: 'counter',
+        help: 'Webhook deliveries this process finished, by result (failed: given up after the retry policy).',
+        samples: [
+          { labels: { result: 'delivered' }, value: counts.finishedDelivered },
+          { labels: { result: 'failed' }, value: counts.finishedFailed },
+        ],
+      },
+      gauge('webhook_rows_held', 'Outbox rows of webhook events this dispatcher holds (claimed, waiting or in flight).', this.held.size),
+    ];
   }
 
   /** The health listener's check: polling rounds, with the deliveries held. */
@@ -440,6 +466,9 @@ export class WebhookDispatcher {
     };
     await store.put(deliveriesCollection, held.eventId, deliveryToDoc(next));
     held.delivery = next;
+    this.counts[classification.outcome] += 1;
+    if (step.kind === 'delivered') this.counts.finishedDelivered += 1;
+    else if (step.kind === 'give_up') this.counts.finishedFailed += 1;
     this.deps.log.info(
       {
         partnerId: event.partnerId,

@@ -14,6 +14,7 @@ import { createEventLogReader, type EventLogReader } from './event-log.ts';
 import { defaultDeliveryPolicy, type DeliveryPolicy } from './policy.ts';
 import { defaultTransportLimits, type TransportLimits } from './transport.ts';
 import type { HealthCheck } from '../service/health.ts';
+import type { MetricFamily } from '../service/role-metrics.ts';
 
 export { webhookReadModelIndexes } from './records.ts';
 export type { EventLogReader, EventsPage, PartnerEvent } from './event-log.ts';
@@ -44,6 +45,7 @@ export interface RunningWebhooksRole {
   /** New outbox rows may be waiting (optional: the dispatcher polls anyway). */
   wake(): void;
   health(): HealthCheck;
+  metrics(): MetricFamily[];
   /** Graceful: waits at most `waitMs` for deliveries in flight, then hands back every held row. */
   stop(waitMs?: number): Promise<void>;
 }
@@ -81,7 +83,7 @@ export function createWebhookServices(ctx: WebhookContext, options: WebhookOptio
       const dispatcher = createDispatcher();
       dispatcher.start();
       ctx.log.info({ owner: 'webhooks' }, 'webhooks role started');
-      return { wake: () => dispatcher.wake(), health: () => dispatcher.health(), stop: (waitMs) => dispatcher.stop(waitMs) };
+      return { wake: () => dispatcher.wake(), health: () => dispatcher.health(), metrics: () => dispatcher.metrics(), stop: (waitMs) => dispatcher.stop(waitMs) };
     },
     createDispatcher,
     events: createEventLogReader(ctx.store),

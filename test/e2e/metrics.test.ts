@@ -2,20 +2,21 @@
 // required; besides the edge's request numbers it shows every shard's owner, fencing token,
 // stream length, pending and lag, and the live shard worker's owned shards, actors in memory and
 // memory use — with labels bounded to shard numbers and live workers (a stopped worker's last
-// report in the store does not become a label).
+// report in the store does not become a label). The health listener's /metrics shows the other
+// roles' numbers: a payout paid, the watcher's state, every loop's rounds.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { workerStatsCollection } from '../../src/actors/store-adapter.ts';
 import { eventually } from '../support/eventually.ts';
 import { startServiceHarness, testPartners, type ServiceHarness } from '../support/service-harness.ts';
-import { call, payoutQuoteBody } from './support.ts';
+import { call, payoutQuoteBody, untilStatus } from './support.ts';
 
 const shards = 4;
 let service: ServiceHarness;
 
 before(async () => {
-  service = await startServiceHarness({ busKind: 'redis', shards });
+  service = await startServiceHarness({ busKind: 'redis', shards, env: { HEALTH_PORT: '0' } });
 });
 
 after(async () => {
@@ -97,4 +98,39 @@ test('shard ownership, stream numbers and the live worker’s actors and memory 
   assert.ok(age >= 0 && age < 30, `a recent report (${age} s)`);
   assert.ok(![...series.keys()].some((labels) => labels.includes('stopped-worker')), 'a stopped worker is not a label');
   assert.ok((series.get('edge_http_requests_total{route="/quote",method="POST",status="200"}') ?? 0) >= 6, 'the edge counted the quotes');
+});
+
+test('the health listener\'s /metrics: a payout paid shows in the payout numbers; the watcher streams; every loop makes rounds', async () => {
+  const healthUrl = service.healthUrl ?? assert.fail('the harness started no health listener');
+  assert.equal((await call(healthUrl, 'GET', '/metrics')).status, 401, 'the ops key is required here too');
+  const key = service.apiKeys[testPartners.kycOff] ?? '';
+  const scrape = async (): Promise<Map<string, number>> => {
+    const response = await call(healthUrl, 'GET', '/metrics', { ops: service.opsApiKey });
+    assert.equal(response.status, 200);
+    return parse(response.text);
+  };
+  const paidBefore = (await scrape()).get('payout_outcomes_total{outcome="payout_succeeded"}') ?? 0;
+
+  const quote = await call(service.baseUrl, 'POST', '/quote', { key, body: payoutQuoteBody });
+  assert.equal(quote.status, 200, quote.text);
+  const accepted = await call(service.baseUrl, 'POST', '/transaction', { key, body: { quote_id: quote.json['quote_id'], user_id: `metrics-${randomUUID()}`, account_number: '3001234567' } });
+  assert.equal(accepted.status, 200, accepted.text);
+  const id = String(accepted.json['id']);
+  const deposit = await call(service.baseUrl, 'POST', '/sandbox/deposits', { key, body: { transaction_id: id } });
+  assert.equal(deposit.status, 200, deposit.text);
+  await untilStatus(service.baseUrl, key, id, 'PAYMENT_COMPLETED');
+
+  await eventually(async () => {
+    const series = await scrape();
+    assert.equal(series.get('payout_outcomes_total{outcome="payout_succeeded"}'), paidBefore + 1, 'the payout counted once');
+    assert.ok((series.get('payout_attempts_total') ?? 0) >= 1);
+    assert.equal(series.get('watcher_state{network="STELLAR",state="streaming"}'), 1);
+    assert.equal(series.get('watcher_state{network="STELLAR",state="stale"}'), 0);
+    for (const check of ['shard-leases', 'payout-rounds', 'webhook-rounds', 'refund-rounds', 'delivery-rounds', 'watchers']) {
+      assert.equal(series.get(`role_check_ready{check="${check}"}`), 1, check);
+    }
+    assert.ok((series.get('role_loop_rounds_total{check="payout-rounds"}') ?? 0) > 0);
+    assert.ok(series.has('webhook_attempts_total{outcome="delivered"}'));
+    assert.equal(series.get('payout_rows_stuck'), 0);
+  }, 10_000, 200);
 });

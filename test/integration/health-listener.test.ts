@@ -1,7 +1,7 @@
 // A shard worker's health listener against a real Redis and the embedded store: ready while its
 // lease rounds succeed; not ready (but still live: a restart would not bring Redis back) while
-// Redis does not answer; ready again once Redis answers; `stopping` once a stop began. Plus what it
-// answers to anything but GET /healthz and /readyz.
+// Redis does not answer; ready again once Redis answers; `stopping` once a stop began. Its
+// /metrics (ops key only), and what it answers to anything else.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -24,6 +24,7 @@ const shardCount = 4;
 /** Lease rounds every 300 ms; unready after 1 s without a successful one. */
 const leaseTtlMs = 900;
 const unreadyAfterMs = 1_000;
+const opsKey = `ops_${randomUUID().replaceAll('-', '')}`;
 
 let redis: PrivateRedis;
 let dir: string;
@@ -54,7 +55,15 @@ before(async () => {
     readBlockMs: 100,
     leaseTtlMs,
   });
-  listener = await startHealthListener({ host: '127.0.0.1', port: 0, role: 'shard', unreadyAfterMs, checks: () => [role.worker.health()] });
+  listener = await startHealthListener({
+    host: '127.0.0.1',
+    port: 0,
+    role: 'shard',
+    unreadyAfterMs,
+    checks: () => [role.worker.health()],
+    metrics: () => [{ name: 'test_marker', type: 'gauge', help: 'A role family.', samples: [{ labels: { kind: 'a"b' }, value: 1 }] }],
+    isOpsKey: (presented) => presented === opsKey,
+  });
   base = `http://127.0.0.1:${listener.port}`;
 });
 
@@ -68,9 +77,9 @@ after(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function probe(path: string, init: RequestInit = {}): Promise<{ status: number; body: HealthReport & { reason?: string } }> {
+async function probe(path: string, init: RequestInit = {}): Promise<{ status: number; body: HealthReport & { code?: string } }> {
   const response = await fetch(`${base}${path}`, { ...init, signal: AbortSignal.timeout(5_000) });
-  return { status: response.status, body: (await response.json()) as HealthReport & { reason?: string } };
+  return { status: response.status, body: (await response.json()) as HealthReport & { code?: string } };
 }
 
 test('a working shard worker is live and ready, and says which shards it holds', async () => {
@@ -109,11 +118,28 @@ test('while Redis does not answer the worker is not ready but live; it is ready 
   }, 20_000, 100);
 });
 
-test('only GET (or HEAD) of /healthz and /readyz is answered', async () => {
-  const missing = await probe('/metrics');
-  assert.deepEqual([missing.status, missing.body.reason], [404, 'not_found']);
+test('/metrics: the ops key only; every check\'s readiness and rounds, and the roles\' families', async () => {
+  for (const headers of [{}, { 'x-ops-api-key': 'ops_wrong_key_of_the_right_length' }] as Array<Record<string, string>>) {
+    const refused = await probe('/metrics', { headers });
+    assert.deepEqual([refused.status, refused.body.code], [401, 'authentication_failed']);
+  }
+  const response = await fetch(`${base}/metrics`, { headers: { 'x-ops-api-key': opsKey } });
+  assert.equal(response.status, 200);
+  assert.match(response.headers.get('content-type') ?? '', /^text\/plain; version=0\.0\.4/);
+  const text = await response.text();
+  assert.match(text, /^role_check_ready\{check="shard-leases"\} 1$/m);
+  assert.match(text, /^role_check_live\{check="shard-leases"\} 1$/m);
+  assert.match(text, /^# TYPE role_loop_rounds_total counter$/m);
+  const rounds = /^role_loop_rounds_total\{check="shard-leases"\} (\d+)$/m.exec(text);
+  assert.ok(Number(rounds?.[1]) > 0, text);
+  assert.match(text, /^test_marker\{kind="a\\"b"\} 1$/m, 'label values are escaped');
+});
+
+test('only GET (or HEAD) of /healthz, /readyz and /metrics is answered', async () => {
+  const missing = await probe('/status');
+  assert.deepEqual([missing.status, missing.body.code], [404, 'not_found']);
   const posted = await probe('/readyz', { method: 'POST', body: 'x'.repeat(10_000) });
-  assert.deepEqual([posted.status, posted.body.reason], [405, 'method_not_allowed']);
+  assert.deepEqual([posted.status, posted.body.code], [405, 'method_not_allowed']);
   const head = await fetch(`${base}/healthz`, { method: 'HEAD' });
   assert.equal(head.status, 200);
   assert.equal(await head.text(), '');

@@ -78,6 +78,8 @@ export interface SandboxRailKnobs {
 export interface ServiceHarness {
   readonly baseUrl: string;
   readonly port: number;
+  /** The health listener's base URL (HEALTH_PORT given in `env`), or null. */
+  readonly healthUrl: string | null;
   readonly demoApiKey: string;
   readonly opsApiKey: string;
   /** API key of each test partner (and `demo`, and the extra partners). */
@@ -192,6 +194,7 @@ export async function startServiceHarness(options: ServiceHarnessOptions = {}): 
     return {
       baseUrl: `http://127.0.0.1:${port}`,
       port,
+      healthUrl: running.healthPort === null ? null : `http://127.0.0.1:${running.healthPort}`,
       demoApiKey: apiKeys['demo'] ?? '',
       opsApiKey,
       apiKeys,

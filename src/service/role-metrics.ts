@@ -1,0 +1,171 @@
+// Numbers of the roles that serve no partner HTTP (payout, watcher, webhooks, and every role's
+// loops), in the Prometheus text format, served on the health listener's GET /metrics with the ops
+// key. The edge's own /metrics (src/edge/routes/metrics.ts) covers HTTP and the shard cluster.
+//
+// A role hands over plain families; this module only renders them. Labels are bounded by
+// construction: check names, networks, watcher states and outcome words are fixed sets.
+import type { WatcherStatus } from '../chains/chains.ts';
+import type { RefundWorkerStatus } from '../chains/refunds.ts';
+import type { DeliveryWorkerStats } from '../onramp/delivery-worker.ts';
+import type { PayoutWorkerStats } from '../rails/payout-worker.ts';
+import type { HealthReport } from './health.ts';
+
+export interface MetricSample {
+  readonly labels?: Readonly<Record<string, string>>;
+  readonly value: number;
+}
+
+export interface MetricFamily {
+  readonly name: string;
+  readonly type: 'counter' | 'gauge';
+  readonly help: string;
+  readonly samples: readonly MetricSample[];
+}
+
+function escapeLabel(value: string): string {
+  return value.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
+}
+
+function escapeHelp(value: string): string {
+  return value.replace(/\\/g, '\\\\').replace(/\n/g, '\\n');
+}
+
+function formatValue(value: number): string {
+  if (Number.isNaN(value)) return 'NaN';
+  if (value === Number.POSITIVE_INFINITY) return '+Inf';
+  if (value === Number.NEGATIVE_INFINITY) return '-Inf';
+  return String(value);
+}
+
+/**
+ * The text exposition of `families`. Families with the same name (two workers of one kind in a
+ * process) are merged under one HELP/TYPE, as the format requires.
+ */
+export function renderFamilies(families: readonly MetricFamily[]): string {
+  const merged = new Map<string, { family: MetricFamily; samples: MetricSample[] }>();
+  for (const family of families) {
+    const seen = merged.get(family.name);
+    if (seen === undefined) merged.set(family.name, { family, samples: [...family.samples] });
+    else seen.samples.push(...family.samples);
+  }
+  const lines: string[] = [];
+  for (const { family, samples } of merged.values()) {
+    lines.push(`# HELP ${family.name} ${escapeHelp(family.help)}`, `# TYPE ${family.name} ${family.type}`);
+    for (const sample of samples) {
+      const labels = Object.entries(sample.labels ?? {});
+      const text = labels.length === 0 ? '' : `{${labels.map(([key, value]) => `${key}="${escapeLabel(value)}"`).join(',')}}`;
+      lines.push(`${family.name}${text} ${formatValue(sample.value)}`);
+    }
+  }
+  return lines.length === 0 ? '' : `${lines.join('\n')}\n`;
+}
+
+/** Shorthands for a family of one unlabelled sample. */
+export function gauge(name: string, help: string, value: number): MetricFamily {
+  return { name, type: 'gauge', help, samples: [{ value }] };
+}
+
+export function counter(name: string, help: string, value: number): MetricFamily {
+  return { name, type: 'counter', help, samples: [{ value }] };
+}
+
+// ---- the roles' families (pure: from the numbers each worker already reports) ----
+
+/** Every check of the health report: ready and live, and for loops their rounds. */
+export function healthMetrics(report: HealthReport): MetricFamily[] {
+  const checks = Object.entries(report.checks);
+  const loops = checks.filter(([, check]) => typeof check.detail['rounds'] === 'number');
+  const detail = (name: string, key: string, type: MetricFamily['type'], help: string, scale = 1): MetricFamily => ({
+    name,
+    type,
+    help,
+    samples: loops.map(([check, value]) => ({ labels: { check }, value: Number(value.detail[key] ?? 0) * scale })),
+  });
+  return [
+    { name: 'role_check_ready', type: 'gauge', help: 'Whether the check is ready (1) or not (0): the /readyz of this process, per check.', samples: checks.map(([check, value]) => ({ labels: { check }, value: value.ready ? 1 : 0 })) },
+    { name: 'role_check_live', type: 'gauge', help: 'Whether the check is live (1) or stuck (0): the /healthz of this process, per check.', samples: checks.map(([check, value]) => ({ labels: { check }, value: value.live ? 1 : 0 })) },
+    detail('role_loop_rounds_total', 'rounds', 'counter', 'Rounds the loop finished since the process started, successful or not.'),
+    detail('role_loop_consecutive_failures', 'consecutiveFailures', 'gauge', 'Rounds that failed in a row (0 after a success).'),
+    detail('role_loop_last_success_age_seconds', 'lastSuccessAgoMs', 'gauge', 'Time since the loop last finished a round successfully (or since the process started).', 1 / 1000),
+  ];
+}
+
+export function payoutMetrics(stats: PayoutWorkerStats): MetricFamily[] {
+  return [
+    {
+      name: 'payout_attempts_total',
+      type: 'counter',
+      help: 'Rail calls by this payout worker since it started.',
+      samples: [{ value: stats.attempts }],
+    },
+    {
+      name: 'payout_outcomes_total',
+      type: 'counter',
+      help: 'What the attempts ended with: payout succeeded or failed, refund settled, not yet (pending or retry), rail error, report error, report refused by the transaction.',
+      samples: [
+        { labels: { outcome: 'payout_succeeded' }, value: stats.payoutsSucceeded },
+        { labels: { outcome: 'payout_failed' }, value: stats.payoutsFailed },
+        { labels: { outcome: 'refund_settled' }, value: stats.refundsSettled },
+        { labels: { outcome: 'not_yet' }, value: stats.notYet },
+        { labels: { outcome: 'rail_error' }, value: stats.railErrors },
+        { labels: { outcome: 'report_error' }, value: stats.reportErrors },
+        { labels: { outcome: 'report_refused' }, value: stats.reportsRefused },
+      ],
+    },
+    gauge('payout_rows_held', 'Payout and refund outbox rows this worker holds.', stats.inFlight),
+    gauge('payout_rows_stuck', 'Rows held that have waited longer than the stuck bound (an alert).', stats.stuck),
+    gauge('payout_oldest_waiting_seconds', 'How long the oldest row held has waited.', stats.oldestWaitingMs / 1000),
+    gauge('payout_malformed_rows', 'Rows this worker could not read (left in the outbox for operations).', stats.malformedRows),
+  ];
+}
+
+export function deliveryMetrics(stats: DeliveryWorkerStats): MetricFamily[] {
+  return [
+    counter('onramp_delivery_attempts_total', 'Crypto sends attempted by this worker since it started.', stats.attempts),
+    {
+      name: 'onramp_deliveries_finished_total',
+      type: 'counter',
+      help: 'Onramp crypto deliveries this worker finished, by result.',
+      samples: [
+        { labels: { result: 'delivered' }, value: stats.delivered },
+        { labels: { result: 'failed' }, value: stats.failed },
+      ],
+    },
+    gauge('onramp_delivery_rows_held', 'Delivery rows this worker holds.', stats.inFlight),
+    gauge('onramp_delivery_rows_retrying', 'Delivery rows held that failed at least once.', stats.retrying.length),
+    gauge('onramp_delivery_rows_stuck', 'Delivery rows waiting longer than the stuck bound (an alert).', stats.stuck),
+    gauge('onramp_delivery_malformed_rows', 'Delivery rows this worker could not read.', stats.malformedRows),
+  ];
+}
+
+export function refundMetrics(status: RefundWorkerStatus): MetricFamily[] {
+  return [
+    gauge('chain_refund_rows_held', 'Chain refund rows this worker holds.', status.inFlight),
+    gauge('chain_refund_rows_retrying', 'Chain refund rows held that failed at least once.', status.retrying.length),
+  ];
+}
+
+const watcherStates: readonly WatcherStatus['state'][] = ['starting', 'streaming', 'reconnecting', 'stale', 'stopped'];
+
+export function watcherMetrics(statuses: readonly WatcherStatus[]): MetricFamily[] {
+  return [
+    {
+      name: 'watcher_state',
+      type: 'gauge',
+      help: 'The watcher of each network: 1 for its current state, 0 for the others (stale: no contact with the chain and its probe failed).',
+      samples: statuses.flatMap((status) => watcherStates.map((state) => ({ labels: { network: status.network, state }, value: status.state === state ? 1 : 0 }))),
+    },
+    {
+      name: 'watcher_reconnects_total',
+      type: 'counter',
+      help: 'Reconnections of the watcher since it started.',
+      samples: statuses.map((status) => ({ labels: { network: status.network }, value: status.reconnects })),
+    },
+    {
+      name: 'watcher_last_event_timestamp_seconds',
+      type: 'gauge',
+      help: 'When the watcher last saw an event from its chain (Unix time; absent before the first).',
+      samples: statuses.filter((status) => status.lastEventAtMs !== null).map((status) => ({ labels: { network: status.network }, value: (status.lastEventAtMs ?? 0) / 1000 })),
+    },
+  ];
+}
