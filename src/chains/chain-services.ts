@@ -17,6 +17,7 @@ import { DepositIntake } from './deposits.ts';
 import { createChainAvailability, createPaymentContexts } from './payment-context.ts';
 import { RefundWorker, type RefundWorkerOptions, type RefundWorkerStatus } from './refunds.ts';
 import { SandboxChain } from './sandbox-chain.ts';
+import { WatcherLease } from './watcher-lease.ts';
 import { settlesWithin } from '../service/shutdown.ts';
 import { watchersCheck, type HealthCheck } from '../service/health.ts';
 
@@ -36,17 +37,22 @@ export interface ChainServicesOptions {
   readonly refunds?: RefundTuning;
   /** How often the sandbox watcher polls its feed. */
   readonly sandboxWatcherPollMs?: number;
+  /** The `watchers` lease's TTL (src/chains/watcher-lease.ts); default 10 s. */
+  readonly watcherLeaseTtlMs?: number;
 }
 
 export interface WatcherRole {
   watchers(): WatcherStatus[];
+  /** True while this process holds the `watchers` lease and runs the watchers (else: standby). */
+  active(): boolean;
   refunds(): RefundWorkerStatus;
-  /** The health listener's checks: the watchers' states and the refund worker's rounds. */
+  /** The health listener's checks: the watchers' states, the lease rounds, the refund worker's rounds. */
   health(): HealthCheck[];
   /**
    * Graceful: the watchers stop after the transfer they are handling (each watcher saves its
-   * cursor only after a transfer was handed over, so the next watcher resumes exactly there) and
-   * the refund worker hands back its rows; waits at most `waitMs`.
+   * cursor only after a transfer was handed over, so the next watcher resumes exactly there), the
+   * lease is released (a standby process takes over at its next round), and the refund worker
+   * hands back its rows; waits at most `waitMs`.
    */
   stop(waitMs?: number): Promise<void>;
 }
@@ -171,30 +177,47 @@ export async function createChainServices(ctx: ServiceContext, options: ChainSer
         owner: `refunds-${ctx.processId}-${randomUUID().slice(0, 8)}`,
         ...options.refunds,
       });
-      try {
-        for (const watcher of watchers) {
-          await watcher.start(async (transfer) => intake.onWatchedTransfer(transfer));
-          started.push(watcher);
-          log.info({ network: watcher.network }, 'watcher started');
-        }
-        refunds.start();
-      } catch (error) {
-        for (const watcher of started) await watcher.stop();
-        throw error;
-      }
+      // How long stopping may wait for a watcher handing over a transfer: the role's stop sets it.
+      let stopWaitMs = Number.POSITIVE_INFINITY;
+      const stopWatchers = async (): Promise<void> => {
+        await Promise.all(
+          started.splice(0).map(async (watcher) => {
+            // A watcher still handing over a transfer when the time is up has not moved its
+            // cursor past it: the next watcher hands it over again (deposits are deduplicated).
+            if (!(await settlesWithin(watcher.stop(), stopWaitMs))) log.warn({ network: watcher.network, waitMs: stopWaitMs }, 'watcher did not stop in time');
+          }),
+        );
+      };
+      // The watchers run in one process at a time (the lease holder); see watcher-lease.ts.
+      const lease = new WatcherLease({
+        leases: ctx.leases,
+        owner: `watcher-${ctx.processId}-${randomUUID().slice(0, 8)}`,
+        ...(options.watcherLeaseTtlMs !== undefined ? { ttlMs: options.watcherLeaseTtlMs } : {}),
+        log,
+        activate: async () => {
+          for (const watcher of watchers) {
+            await watcher.start(async (transfer) => intake.onWatchedTransfer(transfer));
+            started.push(watcher);
+            log.info({ network: watcher.network }, 'watcher started');
+          }
+        },
+        deactivate: stopWatchers,
+      });
+      refunds.start();
+      if (watchers.length > 0) await lease.start();
+      const statuses = (): WatcherStatus[] => watchers.map((watcher) => watcher.status());
       return {
-        watchers: () => watchers.map((watcher) => watcher.status()),
+        watchers: statuses,
+        active: () => lease.active(),
         refunds: () => refunds.status(),
-        health: () => [watchersCheck(() => watchers.map((watcher) => watcher.status())), refunds.health()],
+        health: () => [
+          watchersCheck(statuses, () => lease.active()),
+          ...(watchers.length > 0 ? [lease.health()] : []),
+          refunds.health(),
+        ],
         async stop(waitMs = Number.POSITIVE_INFINITY) {
-          await Promise.all([
-            refunds.stop(waitMs),
-            ...started.map(async (watcher) => {
-              // A watcher still handing over a transfer when the time is up has not moved its
-              // cursor past it: the next watcher hands it over again (deposits are deduplicated).
-              if (!(await settlesWithin(watcher.stop(), waitMs))) log.warn({ network: watcher.network, waitMs }, 'watcher did not stop in time');
-            }),
-          ]);
+          stopWaitMs = waitMs;
+          await Promise.all([refunds.stop(waitMs), lease.stop()]);
         },
       };
     },

@@ -95,8 +95,10 @@ export class StellarWatcher implements TransferWatcher {
     return Promise.resolve();
   }
 
+  /** Stops every account's stream; `start` may be called again (a watcher lease taken again). */
   async stop(): Promise<void> {
     await Promise.all(this.watches.map((watch) => watch.stop()));
+    this.started = false;
   }
 
   /** The worst state of any account; cursor of the first (current) deposit account. */
@@ -172,6 +174,8 @@ class AccountWatch {
   start(onTransfer: OnTransfer): void {
     this.onTransfer = onTransfer;
     this.stopped = false;
+    // Resume from the saved cursor: another process may have moved it while this one was stopped.
+    this.cursor = undefined;
     this.state = 'starting';
     this.lastContactAtMs = this.now();
     this.running = this.run();

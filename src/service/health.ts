@@ -124,21 +124,24 @@ export interface WatcherState {
 }
 
 /**
- * The watchers: unready when one is `stale` (no contact with its chain and its probe failed:
- * deposits there are not being seen) or `stopped` while the role runs. `reconnecting` is a
- * watcher doing its job through a blip. Watchers run their own streams, so they are always live.
+ * The watchers of the process holding the watcher lease: unready when one is `stale` (no contact
+ * with its chain and its probe failed: deposits there are not being seen) or `stopped` while it
+ * should run. `reconnecting` is a watcher doing its job through a blip. A standby process (no
+ * lease: its watchers are stopped on purpose) is ready. Watchers run their own streams, so they
+ * are always live.
  */
-export function watchersCheck(states: () => readonly WatcherState[]): HealthCheck {
+export function watchersCheck(states: () => readonly WatcherState[], active: () => boolean = () => true): HealthCheck {
   return {
     name: 'watchers',
     report() {
       const byNetwork: Record<string, string> = {};
+      const running = active();
       let ready = true;
       for (const { network, state } of states()) {
         byNetwork[network] = state;
-        if (state === 'stale' || state === 'stopped') ready = false;
+        if (running && (state === 'stale' || state === 'stopped')) ready = false;
       }
-      return { live: true, ready, detail: { states: byNetwork } };
+      return { live: true, ready, detail: { active: running, states: byNetwork } };
     },
   };
 }

@@ -147,8 +147,9 @@ export function refundMetrics(status: RefundWorkerStatus): MetricFamily[] {
 
 const watcherStates: readonly WatcherStatus['state'][] = ['starting', 'streaming', 'reconnecting', 'stale', 'stopped'];
 
-export function watcherMetrics(statuses: readonly WatcherStatus[]): MetricFamily[] {
+export function watcherMetrics(statuses: readonly WatcherStatus[], active: boolean): MetricFamily[] {
   return [
+    gauge('watcher_active', 'Whether this process holds the watcher lease and runs the watchers (1), or stands by (0). Sum over processes: exactly 1.', active ? 1 : 0),
     {
       name: 'watcher_state',
       type: 'gauge',

@@ -144,7 +144,7 @@ export async function startService(env: EnvConfig, overrides: ContextOverrides =
     }
     if (chains && runs(env, 'watcher')) {
       const watcher = await chains.startWatcherRole();
-      roles.push({ name: 'watcher', phase: 'intake', stop: (waitMs) => watcher.stop(waitMs), health: () => watcher.health(), metrics: () => [...watcherMetrics(watcher.watchers()), ...refundMetrics(watcher.refunds())] });
+      roles.push({ name: 'watcher', phase: 'intake', stop: (waitMs) => watcher.stop(waitMs), health: () => watcher.health(), metrics: () => [...watcherMetrics(watcher.watchers(), watcher.active()), ...refundMetrics(watcher.refunds())] });
     }
     if (onramp && runs(env, 'watcher')) {
       const deliveries = await onramp.startDeliveryWorker();

@@ -126,7 +126,8 @@ test('the health listener\'s /metrics: a payout paid shows in the payout numbers
     assert.ok((series.get('payout_attempts_total') ?? 0) >= 1);
     assert.equal(series.get('watcher_state{network="STELLAR",state="streaming"}'), 1);
     assert.equal(series.get('watcher_state{network="STELLAR",state="stale"}'), 0);
-    for (const check of ['shard-leases', 'payout-rounds', 'webhook-rounds', 'refund-rounds', 'delivery-rounds', 'watchers']) {
+    assert.equal(series.get('watcher_active'), 1, 'the only watcher process holds the lease');
+    for (const check of ['shard-leases', 'payout-rounds', 'webhook-rounds', 'refund-rounds', 'delivery-rounds', 'watchers', 'watcher-lease']) {
       assert.equal(series.get(`role_check_ready{check="${check}"}`), 1, check);
     }
     assert.ok((series.get('role_loop_rounds_total{check="payout-rounds"}') ?? 0) > 0);

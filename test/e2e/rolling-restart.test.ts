@@ -308,7 +308,7 @@ test('rolling restart of every role under load: every request answered, every pa
     edge: [],
     shard: ['shard-leases'],
     payout: ['payout-rounds'],
-    watcher: ['watchers', 'refund-rounds', 'delivery-rounds'],
+    watcher: ['watchers', 'watcher-lease', 'refund-rounds', 'delivery-rounds'],
     webhooks: ['webhook-rounds'],
   };
   for (const running of fleet.running()) {

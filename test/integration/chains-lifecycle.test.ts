@@ -38,6 +38,7 @@ interface Stack {
   readonly chains: ChainServices;
   readonly sandboxChain: SandboxChain;
   readonly client: ActorClient;
+  readonly watcher: WatcherRole | null;
   stop(): Promise<void>;
 }
 
@@ -77,6 +78,7 @@ async function startStack(options: StackOptions): Promise<Stack> {
     chains,
     sandboxChain: chains.sandboxChain,
     client,
+    watcher,
     async stop() {
       await watcher?.stop();
       await payout?.stop();
@@ -494,5 +496,42 @@ describe('chain refunds survive crashes and outages (outbox claims)', () => {
     await stack.stop();
     stack = await startStack({ dataDir, payouts: false }); // with the watcher role this time
     await untilRefunded(stack, id);
+  });
+});
+
+describe('a standby watcher process takes over when the active one stops (Redis leases)', () => {
+  let stack: Stack;
+  let dataDir: string;
+  let redis: PrivateRedis;
+  let standby: WatcherRole;
+  before(async () => {
+    dataDir = mkdtempSync(join(tmpdir(), 'chains-standby-'));
+    redis = await startRedis();
+    stack = await startStack({ dataDir, redisUrl: redis.url });
+    // A second watcher process on the same bus, store and lease store.
+    const second = await createChainServices(stack.service.ctx, { sandboxWatcherPollMs: 20, watcherLeaseTtlMs: 900 });
+    standby = await second.startWatcherRole();
+  });
+  after(async () => {
+    await standby.stop();
+    await stack.stop();
+    await redis.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  test('deposits are found by the active process, then by the standby once the active one stopped', async () => {
+    assert.equal(stack.watcher?.active(), true);
+    assert.equal(standby.active(), false, 'one watcher process runs the watchers');
+    assert.deepEqual(standby.watchers().map((status) => status.state), ['stopped']);
+    const first = await acceptOn(stack, 'STELLAR');
+    await sandboxDeposit(stack, first.id);
+    await untilStatus(stack, first.id, 'PAYMENT_COMPLETED');
+
+    await stack.watcher?.stop();
+    await eventually(() => assert.equal(standby.active(), true), 5_000, 50);
+    const second = await acceptOn(stack, 'STELLAR');
+    const { onChainTx } = await sandboxDeposit(stack, second.id);
+    const done = await untilStatus(stack, second.id, 'PAYMENT_COMPLETED');
+    assert.equal(done.onChainId, onChainTx, 'found by the process that took over');
   });
 });

@@ -60,6 +60,14 @@ test('the process report: stalled if one check is, not ready if one is, stopping
   assert.deepEqual(pickProcess(healthReport('admin', [], { nowMs: time.now(), unreadyAfterMs: 15_000, stopping: false })), ['ok', 'ready'], 'no loops: nothing to fail');
 });
 
+test('watchers: a standby process (no watcher lease) is ready with its watchers stopped', () => {
+  let active = false;
+  const check = watchersCheck(() => [{ network: 'STELLAR', state: 'stopped' }], () => active);
+  assert.deepEqual([check.report(0, 15_000).ready, check.report(0, 15_000).detail['active']], [true, false]);
+  active = true;
+  assert.equal(check.report(0, 15_000).ready, false, 'the holder must run them');
+});
+
 test('watchers: a stale or stopped watcher makes the process unready; reconnecting does not', () => {
   let states: WatcherState[] = [{ network: 'STELLAR', state: 'reconnecting' }];
   const check = watchersCheck(() => states);

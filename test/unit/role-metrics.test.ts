@@ -44,8 +44,9 @@ test('payout numbers: attempts, and every outcome under one label', () => {
 
 test('watcher states are one-hot; the last event time is absent before the first', () => {
   const text = renderFamilies(
-    watcherMetrics([{ network: 'STELLAR', state: 'stale', cursor: null, lastEventAtMs: null, reconnects: 3, lastError: 'boom' }]),
+    watcherMetrics([{ network: 'STELLAR', state: 'stale', cursor: null, lastEventAtMs: null, reconnects: 3, lastError: 'boom' }], true),
   );
+  assert.match(text, /^watcher_active 1$/m);
   assert.match(text, /^watcher_state\{network="STELLAR",state="stale"\} 1$/m);
   assert.match(text, /^watcher_state\{network="STELLAR",state="streaming"\} 0$/m);
   assert.match(text, /^watcher_reconnects_total\{network="STELLAR"\} 3$/m);
