@@ -47,6 +47,13 @@ let fleet: ServiceFleet;
 let balancer: LoadBalancer;
 let leases: RedisLeases;
 
+/** Whether a watcher process holds the `watchers` lease, from its health listener. */
+async function watcherActive(watcher: FleetProcess): Promise<boolean> {
+  const response = await fetch(`${watcher.healthUrl ?? ''}/readyz`, { signal: AbortSignal.timeout(5_000) });
+  const report = (await response.json()) as { checks: Record<string, { detail: { active?: boolean } }> };
+  return report.checks['watchers']?.detail.active === true;
+}
+
 before(async () => {
   receiver = await startWebhookReceiver();
   fleet = await startServiceFleet({
@@ -200,11 +207,16 @@ test('rolling restart of every role under load: every request answered, every pa
     assert.ok(old, name);
     // A shard worker goes only while the other one is up and owns its share (never zero owners).
     if (old.role === 'shard') await untilShardsSpread(leases);
+    // The watcher goes surge-first: its replacement stands by until the old one releases the
+    // `watchers` lease, then runs the watchers (deposits keep being found throughout).
+    const surged = old.role === 'watcher' ? await fleet.start(old.role, `${name}'`) : null;
+    if (surged !== null) assert.equal((await watcherActive(surged)), false, 'the new watcher process stands by');
     const stopped = await fleet.terminate(old, graceMs + 5_000);
     balancer.remove(name);
     assert.deepEqual([stopped.code, stopped.signal], [0, null], `${name} exits 0 on SIGTERM:\n${old.output()}`);
     assert.ok(stopped.stopMs < graceMs, `${name} stopped within the grace period (${stopped.stopMs} ms)`);
-    const replacement = await fleet.start(old.role, `${name}'`);
+    const replacement = surged ?? (await fleet.start(old.role, `${name}'`));
+    if (surged !== null) await eventually(async () => assert.equal(await watcherActive(surged), true, 'the standby took over'), 15_000, 100);
     processes.set(name, replacement);
     if (replacement.baseUrl !== null) balancer.add(name, replacement.baseUrl);
     restarts.push(`${name} ${stopped.stopMs} ms`);
