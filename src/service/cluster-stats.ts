@@ -1,13 +1,18 @@
 // What /metrics shows about the shard workers (the admin service's ListShards and ListWorkers, as
 // numbers): who owns each shard, each shard stream's length, pending and lag, and per live shard
 // worker its owned shards, actors in memory and memory use (the `worker_stats` documents the
-// workers refresh every lease round). Read from Redis (leases, stream summaries) and the store,
+// workers refresh every lease round), and the outbox backlog per topic (rows waiting or being
+// worked on: payouts, refunds, webhooks, deliveries, relayed commands). Read from Redis (leases, stream summaries) and the store,
 // cached for `cacheMs` with one read at a time, so scrapes (from every edge, as often as a
 // scraper likes) cost Redis one round of reads per `cacheMs` at most.
 import type { Bus } from '../bus/bus.ts';
 import type { Leases } from '../bus/leases.ts';
 import { commandStreamKey, shardLeaseName } from '../bus/shards.ts';
 import { workerStatsCollection } from '../actors/store-adapter.ts';
+import { outboxTopicCommands } from '../actors/runtime.ts';
+import {
+  outboxTopicDeliveries, outboxTopicPayouts, outboxTopicRefundsChain, outboxTopicRefundsPix, outboxTopicWebhooks,
+} from '../actors/transaction-actor.ts';
 import type { SnapshotStore } from '../store/store.ts';
 import { commandGroup } from './shard-role.ts';
 import { settlesWithin } from './shutdown.ts';
@@ -34,12 +39,31 @@ export interface WorkerStatsView {
   readonly reportedAtMs: number;
 }
 
+export interface OutboxTopicStats {
+  readonly topic: string;
+  /** Rows not done, up to `outboxBacklogShownMax`. */
+  readonly rows: number;
+  /** Of those, rows under a live claim (a worker is on them). */
+  readonly claimed: number;
+  /** More rows than counted. */
+  readonly capped: boolean;
+}
+
 export interface ClusterStats {
   readonly collectedAtMs: number;
   readonly shards: readonly ShardStats[];
   /** Live shard workers (member leases held) only: a stopped worker's last report is not shown. */
   readonly workers: readonly WorkerStatsView[];
+  readonly outbox: readonly OutboxTopicStats[];
 }
+
+/** Every outbox topic the service writes (each one has a worker that empties it). */
+export const serviceOutboxTopics: readonly string[] = [
+  outboxTopicCommands, outboxTopicWebhooks, outboxTopicPayouts, outboxTopicRefundsPix, outboxTopicRefundsChain, outboxTopicDeliveries,
+];
+
+/** Rows counted per topic and reading: a backlog this deep is an incident whatever its size. */
+export const outboxBacklogShownMax = 10_000;
 
 export interface ClusterStatsReading {
   /** The latest successful reading, or null if none succeeded yet. */
@@ -64,6 +88,8 @@ export interface ClusterStatsOptions {
   readonly cacheMs?: number;
   /** How long a scrape waits for a reading in progress before it gets the previous one. Default 2,000. */
   readonly readWaitMs?: number;
+  /** Outbox topics whose backlog is shown. Default `serviceOutboxTopics`. */
+  readonly outboxTopics?: readonly string[];
 }
 
 /** Stream summaries read at once (each is a few Redis commands). */
@@ -142,7 +168,10 @@ async function collect(options: ClusterStatsOptions): Promise<ClusterStats> {
     heapUsedBytes: numberOr0(doc?.heapUsedBytes),
     reportedAtMs: numberOr0(doc?.reportedAtMs),
   }));
-  return { collectedAtMs, shards, workers };
+  const outbox = await Promise.all(
+    (options.outboxTopics ?? serviceOutboxTopics).map(async (topic) => ({ topic, ...(await options.store.outboxBacklog(topic, collectedAtMs, outboxBacklogShownMax)) })),
+  );
+  return { collectedAtMs, shards, workers, outbox };
 }
 
 function numberOr0(value: unknown): number {

@@ -11,11 +11,11 @@ import type { Database, Key, RootDatabase } from 'lmdb';
 import {
   IndexCatalog, appliedRepliesPerActorDefault, assertBlob, assertCollection, assertFence,
   assertCount, assertIdentifier, assertLimit, partitionValidWrites, assertNonNegativeInteger, assertReadModelDoc, defaultReadModelIndexes,
-  indexValuesOf, outboxBatchMax, planList,
+  indexValuesOf, outboxBacklogCountMax, outboxBatchMax, planList,
 } from './store.ts';
 import type {
   ActorSnapshot, AppliedReply, BatchCommitResult, CommitResult, CommitWrite, FenceResult, IndexValue, JsonObject, JsonValue,
-  ListItem, ListPage, ListQuery, OutboxRow, PutIfAbsentResult, ReadModelIndex, SnapshotStore, StoredEvent,
+  ListItem, ListPage, ListQuery, OutboxBacklog, OutboxRow, PutIfAbsentResult, ReadModelIndex, SnapshotStore, StoredEvent,
   StoreOptions,
 } from './store.ts';
 
@@ -332,6 +332,20 @@ export class LmdbStore implements SnapshotStore {
         dbs.outboxIds.removeSync(id);
       }
     });
+  }
+
+  async outboxBacklog(topic: string, nowMs: number, countMax: number): Promise<OutboxBacklog> {
+    assertIdentifier('topic', topic);
+    assertNonNegativeInteger('nowMs', nowMs);
+    assertLimit('countMax', countMax, outboxBacklogCountMax);
+    let rows = 0;
+    let claimed = 0;
+    for (const { value } of this.open().outbox.getRange({ start: [topic], end: [topic, prefixEnd], limit: countMax + 1 })) {
+      if (rows === countMax) return { rows, claimed, capped: true };
+      rows += 1;
+      if (value.claimExpiresAtMs > nowMs) claimed += 1;
+    }
+    return { rows, claimed, capped: false };
   }
 
   private assertIds(ids: readonly string[]): void {

@@ -9,11 +9,11 @@ import type { ClientSession, Collection, Db, Document, Filter, TransactionOption
 import {
   IndexCatalog, appliedRepliesPerActorDefault, assertBlob, assertCollection, assertCommitWrite, assertFence,
   assertIdentifier, assertLimit, assertNonNegativeInteger, assertReadModelDoc, defaultReadModelIndexes,
-  outboxBatchMax, planList,
+  outboxBacklogCountMax, outboxBatchMax, planList,
 } from './store.ts';
 import type {
   ActorSnapshot, AppliedReply, BatchCommitResult, CommitResult, CommitWrite, FenceResult, JsonObject, JsonValue, ListPage,
-  ListQuery, OutboxRow, PutIfAbsentResult, SnapshotStore, StoredEvent, StoreOptions,
+  ListQuery, OutboxBacklog, OutboxRow, PutIfAbsentResult, SnapshotStore, StoredEvent, StoreOptions,
 } from './store.ts';
 
 export interface MongoStoreOptions extends StoreOptions {
@@ -381,6 +381,18 @@ export class MongoStore implements SnapshotStore {
     assertIds(ids);
     if (ids.length === 0) return;
     await this.outbox.deleteMany({ _id: { $in: [...ids] } });
+  }
+
+  async outboxBacklog(topic: string, nowMs: number, countMax: number): Promise<OutboxBacklog> {
+    assertIdentifier('topic', topic);
+    assertNonNegativeInteger('nowMs', nowMs);
+    assertLimit('countMax', countMax, outboxBacklogCountMax);
+    // Both counts walk the by_topic_seq index (claimed ones also read the rows), at most countMax + 1.
+    const [rows, claimed] = await Promise.all([
+      this.outbox.countDocuments({ topic }, { limit: countMax + 1 }),
+      this.outbox.countDocuments({ topic, claimExpiresAtMs: { $gt: nowMs } }, { limit: countMax + 1 }),
+    ]);
+    return { rows: Math.min(rows, countMax), claimed: Math.min(claimed, countMax), capped: rows > countMax };
   }
 
   // ---- read models ----

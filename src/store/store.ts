@@ -165,6 +165,11 @@ export interface SnapshotStore {
   outboxRelease(ids: readonly string[], owner: string): Promise<void>;
   /** Deletes the rows: they are never returned again. Unknown ids are ignored. */
   outboxMarkDone(ids: readonly string[]): Promise<void>;
+  /**
+   * How many rows of the topic are not done, and how many of those are under a live claim at
+   * `nowMs`; both counted up to `countMax` (then `capped`), so a huge backlog costs a bounded read.
+   */
+  outboxBacklog(topic: string, nowMs: number, countMax: number): Promise<OutboxBacklog>;
 
   get(collection: string, id: string): Promise<JsonObject | null>;
   put(collection: string, id: string, doc: JsonObject): Promise<void>;
@@ -196,6 +201,17 @@ export const listPageSizeMax = 1_000;
 export const listOffsetMax = 100_000;
 export const commitItemsMax = 1_000;
 export const outboxBatchMax = 1_000;
+/** Largest `countMax` of `outboxBacklog`. */
+export const outboxBacklogCountMax = 100_000;
+
+export interface OutboxBacklog {
+  /** Rows not done (up to countMax). */
+  readonly rows: number;
+  /** Of those, rows under a live claim (being worked on). */
+  readonly claimed: number;
+  /** True when there were more than countMax rows: the numbers are lower bounds. */
+  readonly capped: boolean;
+}
 export const blobBytesMax = 15 * 1024 * 1024; // under MongoDB's 16 MiB document limit
 export const jsonDepthMax = 64;
 

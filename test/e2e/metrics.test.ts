@@ -135,3 +135,33 @@ test('the health listener\'s /metrics: a payout paid shows in the payout numbers
     assert.equal(series.get('payout_rows_stuck'), 0);
   }, 10_000, 200);
 });
+
+test('the outbox backlog per topic: a payout held up by a rail outage shows as a claimed payouts row until it is paid', async () => {
+  const rail = service.rail ?? assert.fail('the harness runs the sandbox rail');
+  const key = service.apiKeys[testPartners.kycOff] ?? '';
+  const edgeSeries = async (): Promise<Map<string, number>> => parse((await call(service.baseUrl, 'GET', '/metrics', { ops: service.opsApiKey })).text);
+  for (const topic of ['commands', 'webhooks', 'payouts', 'refunds.pix', 'refunds.chain', 'deliveries']) {
+    assert.ok((await edgeSeries()).has(`outbox_rows{topic="${topic}"}`), topic);
+  }
+  const quote = await call(service.baseUrl, 'POST', '/quote', { key, body: payoutQuoteBody });
+  const accepted = await call(service.baseUrl, 'POST', '/transaction', { key, body: { quote_id: quote.json['quote_id'], user_id: `backlog-${randomUUID()}`, account_number: '3001234567' } });
+  assert.equal(accepted.status, 200, accepted.text);
+  const id = String(accepted.json['id']);
+  await rail.setOutage('BREB', true);
+  try {
+    assert.equal((await call(service.baseUrl, 'POST', '/sandbox/deposits', { key, body: { transaction_id: id } })).status, 200);
+    await untilStatus(service.baseUrl, key, id, 'PROCESSING_PAYMENT');
+    await eventually(async () => {
+      const series = await edgeSeries();
+      assert.ok((series.get('outbox_rows{topic="payouts"}') ?? 0) >= 1, 'the payout waits in the outbox');
+      assert.ok((series.get('outbox_rows_claimed{topic="payouts"}') ?? 0) >= 1, 'and the payout worker holds it');
+      assert.equal(series.get('outbox_rows_capped{topic="payouts"}'), 0);
+    }, 15_000, 250);
+  } finally {
+    await rail.setOutage('BREB', false);
+  }
+  // Past the worker's retry backoff (and the metrics cache): the payout goes through.
+  service.advanceClockMs(120_000);
+  await untilStatus(service.baseUrl, key, id, 'PAYMENT_COMPLETED', 30_000);
+  await eventually(async () => assert.equal((await edgeSeries()).get('outbox_rows{topic="payouts"}'), 0, 'done rows leave the outbox'), 15_000, 250);
+});

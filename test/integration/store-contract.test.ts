@@ -290,6 +290,22 @@ function contract(adapter: Adapter): void {
       assert.deepEqual((await store.outboxClaim('t', 'owner-d', 10, 100, 10_000)).map((row) => row.id), ids.slice(2));
     }));
 
+    test('outbox backlog: rows not done and rows under a live claim, per topic, counted up to a cap', () => withStore(adapter, {}, async (store) => {
+      assert.deepEqual(await store.outboxBacklog('t', 1_000, 100), { rows: 0, claimed: 0, capped: false });
+      for (let version = 0; version < 6; version += 1) assert.equal(await store.commit(write('a', version, { topics: ['t'] })), 'ok');
+      assert.equal(await store.commit(write('b', 0, { topics: ['other'] })), 'ok');
+      const ids = [1, 2, 3, 4, 5, 6].map((version) => outboxRowId('a', version, 0));
+      await store.outboxClaim('t', 'owner-a', 2, 100, 1_000);
+      assert.deepEqual(await store.outboxBacklog('t', 1_050, 100), { rows: 6, claimed: 2, capped: false });
+      assert.deepEqual(await store.outboxBacklog('t', 1_100, 100), { rows: 6, claimed: 0, capped: false }, 'a lapsed claim is not being worked on');
+      assert.deepEqual(await store.outboxBacklog('other', 1_050, 100), { rows: 1, claimed: 0, capped: false });
+      assert.deepEqual(await store.outboxBacklog('t', 1_050, 4), { rows: 4, claimed: 2, capped: true }, 'counted up to the cap');
+      assert.deepEqual(await store.outboxBacklog('t', 1_050, 6), { rows: 6, claimed: 2, capped: false }, 'exactly the cap is not capped');
+      await store.outboxMarkDone(ids.slice(0, 4));
+      assert.deepEqual(await store.outboxBacklog('t', 1_050, 100), { rows: 2, claimed: 0, capped: false }, 'done rows are gone');
+      await assert.rejects(store.outboxBacklog('t', 1_050, 0), StoreUsageError);
+    }));
+
     test('concurrent claims split the rows between owners', () => withStore(adapter, {}, async (store) => {
       for (let version = 0; version < 40; version += 1) assert.equal(await store.commit(write('a', version, { topics: ['t'] })), 'ok');
       const claims = await Promise.all(['o1', 'o2', 'o3', 'o4'].map((owner) => store.outboxClaim('t', owner, 15, 1_000, 5_000)));

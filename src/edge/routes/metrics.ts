@@ -8,7 +8,7 @@
 // Every edge reports the same cluster numbers: aggregate them with max(), not sum().
 import type { AccessLogEntry } from '../access-log.ts';
 import type { Guard, HttpResponse, Route } from '../http.ts';
-import type { ClusterStatsReading, ShardStats, WorkerStatsView } from '../../service/cluster-stats.ts';
+import { outboxBacklogShownMax, type ClusterStatsReading, type OutboxTopicStats, type ShardStats, type WorkerStatsView } from '../../service/cluster-stats.ts';
 
 /** Upper bounds of the latency buckets, in seconds. */
 export const latencyBucketsSeconds = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30] as const;
@@ -166,6 +166,14 @@ export function renderClusterMetrics(reading: ClusterStatsReading, nowMs: number
   perWorker('shard_worker_report_age_seconds', 'Time since the worker last reported (every lease round, about 3 s).', (worker) =>
     worker.reportedAtMs === 0 ? -1 : Math.max(0, nowMs - worker.reportedAtMs) / 1000,
   );
+
+  const perTopic = (name: string, help: string, value: (topic: OutboxTopicStats) => number): void => {
+    family(name, 'gauge', help);
+    for (const topic of stats.outbox) lines.push(`${name}{topic="${escapeLabel(topic.topic)}"} ${value(topic)}`);
+  };
+  perTopic('outbox_rows', `Outbox rows of the topic not done yet: work waiting or in progress (counted up to ${outboxBacklogShownMax}).`, (topic) => topic.rows);
+  perTopic('outbox_rows_claimed', 'Of those, rows under a live claim: a worker is on them.', (topic) => topic.claimed);
+  perTopic('outbox_rows_capped', 'Whether the topic has more rows than counted (1: outbox_rows is a lower bound).', (topic) => (topic.capped ? 1 : 0));
   return `${lines.join('\n')}\n`;
 }
 
