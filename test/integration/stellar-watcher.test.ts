@@ -157,6 +157,29 @@ test('after a restart the watcher resumes from the persisted cursor: nothing ski
   );
 });
 
+test('the same watcher stopped and started again (a watcher lease lost and taken back) resumes from the saved cursor, which another process may have moved', async () => {
+  const account = newDepositAccount();
+  const chain = chainFor(account);
+  const seenFirst = await watch(chain);
+  const a = await pay(account, '1', 'a');
+  await eventually(() => assert.equal(seenFirst.length, 1));
+  await chain.watcher.stop();
+
+  // Meanwhile another process's watcher delivered B and saved its cursor.
+  const b = await pay(account, '2', 'b');
+  const other = chainFor(account);
+  const seenByOther = await watch(other);
+  await eventually(() => assert.equal(seenByOther.length, 1));
+  await eventually(async () => assert.equal(await persistedCursor(account), other.watcher.status().cursor));
+  await other.watcher.stop();
+  const c = await pay(account, '3', 'c');
+
+  const seenAgain = await watch(chain);
+  await eventually(() => assert.equal(seenAgain.length, 1));
+  await eventually(() => assert.equal(chain.watcher.status().state, 'streaming'));
+  assert.deepEqual([seenFirst, seenByOther, seenAgain].map((seen) => seen.map((transfer) => transfer.onChainId)), [[a], [b], [c]], 'B is not delivered again');
+});
+
 test('a transfer whose onTransfer rejects is delivered again (the cursor does not move past it)', async () => {
   const account = newDepositAccount();
   const chain = chainFor(account);
