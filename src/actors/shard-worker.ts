@@ -88,6 +88,11 @@ export class ShardWorker {
   private readonly leaseTtlMs: number;
   /** The lease loop's rounds: renewals, rebalancing, relays and sweeps (the health listener's check). */
   private readonly leaseRounds: LoopHealth;
+  /**
+   * The consume loop's reads (a blocked read returns every `readBlockMs` even when idle). A loop
+   * waiting on batches that never settle makes no reads: that is what the check catches.
+   */
+  private readonly readRounds: LoopHealth;
   private readonly renewEveryMs: number;
   private readonly readBlockMs: number;
   private readonly wakers = new Set<() => void>();
@@ -106,6 +111,7 @@ export class ShardWorker {
     this.renewEveryMs = options.leaseRenewEveryMs ?? Math.floor(this.leaseTtlMs / 3);
     this.leaseRounds = new LoopHealth(this.renewEveryMs);
     this.readBlockMs = options.readBlockMs ?? 1_000;
+    this.readRounds = new LoopHealth(this.readBlockMs);
     this.batchesInFlightMax = options.batchesInFlightMax ?? batchesInFlightMaxDefault;
     if (!Number.isInteger(this.batchesInFlightMax) || this.batchesInFlightMax < 1 || this.batchesInFlightMax > batchesInFlightLimit) {
       throw new RangeError(`batchesInFlightMax must be an integer in [1, ${batchesInFlightLimit}]`);
@@ -117,12 +123,15 @@ export class ShardWorker {
     return this.owned.get(shard) ?? null;
   }
 
-  /** The health listener's check: lease rounds, with the shards held and the actors in memory. */
-  health(): HealthCheck {
-    return loopCheck('shard-leases', this.leaseRounds, () => ({
-      ownedShards: this.ownedShards().length,
-      actorsInMemory: this.options.runtime.actorCount(),
-    }));
+  /** The health listener's checks: lease rounds (shards held, actors in memory) and command reads. */
+  health(): HealthCheck[] {
+    return [
+      loopCheck('shard-leases', this.leaseRounds, () => ({
+        ownedShards: this.ownedShards().length,
+        actorsInMemory: this.options.runtime.actorCount(),
+      })),
+      loopCheck('shard-commands', this.readRounds, () => ({ batchesInFlight: this.inFlight.size })),
+    ];
   }
 
   ownedShards(): number[] {
@@ -356,6 +365,7 @@ export class ShardWorker {
         if (this.needsRecovery.size > 0) {
           await this.settled();
           const entries = await this.nextRecoveryEntries();
+          this.readRounds.succeeded();
           // A recovery batch refused again (the shard is being taken over, say): do not spin.
           if (entries.length > 0 && (await this.launch(entries))) this.pauseBeforeNextRead = true;
           continue;
@@ -365,8 +375,10 @@ export class ShardWorker {
           continue;
         }
         const entries = await this.nextNewEntries();
+        this.readRounds.succeeded();
         if (entries.length > 0) void this.launch(entries);
       } catch (error) {
+        this.readRounds.failed();
         this.log('error', 'reading commands failed; retrying', { error: String(error) });
         await this.sleep(failedBatchPauseMs);
       }

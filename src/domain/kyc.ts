@@ -262,11 +262,19 @@ function checkDocumentType(input: string | undefined, fail: Fail): DocumentType 
   return found ?? fail('documentType', 'invalid_value', `documentType must be one of ${documentTypes.join(', ')}`);
 }
 
+/**
+ * An ISO 8601 date-time (`1990-02-28T00:00:00Z`, `…T13:45+02:00`) names a day too: the spec asks
+ * for a date "parseable as a date", so it is read as its calendar date, as written (a date of birth
+ * has no time zone). Other formats stay refused: `28/02/1990` and `02/28/1990` cannot be told apart.
+ */
+const isoDateTimeSuffix = /^T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
+
 function checkDateOfBirth(input: string | undefined, nowMs: number, fail: Fail): string | null {
-  const value = input?.trim() ?? '';
-  if (value === '') return fail('dateOfBirth', 'missing', 'dateOfBirth is required');
+  const raw = input?.trim() ?? '';
+  if (raw === '') return fail('dateOfBirth', 'missing', 'dateOfBirth is required');
+  const value = raw.length > 10 && isoDateTimeSuffix.test(raw.slice(10)) ? raw.slice(0, 10) : raw;
   const day = parseIsoDate(value);
-  if (day === null) return fail('dateOfBirth', 'invalid_format', 'dateOfBirth must be a date as YYYY-MM-DD');
+  if (day === null) return fail('dateOfBirth', 'invalid_format', 'dateOfBirth must be a date as YYYY-MM-DD (or an ISO 8601 date-time)');
   const earliest = parseIsoDate(dateOfBirthMin);
   assert(earliest !== null, 'dateOfBirthMin parses');
   if (day < earliest) return fail('dateOfBirth', 'invalid_value', `dateOfBirth must not be before ${dateOfBirthMin}`);

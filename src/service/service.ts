@@ -116,7 +116,7 @@ export async function startService(env: EnvConfig, overrides: ContextOverrides =
         batchesInFlightMax: env.SHARD_BATCHES_IN_FLIGHT,
         log: (level, message, fields) => ctx.log[level](fields ?? {}, message),
       });
-      roles.push({ name: 'shard', phase: 'shard', stop: () => shard.stop(), health: () => [shard.worker.health()] });
+      roles.push({ name: 'shard', phase: 'shard', stop: () => shard.stop(), health: () => shard.worker.health() });
     }
     if (runs(env, 'edge')) {
       // Acceptance needs a fresh liquidity reading: the cached view refreshes in the background.

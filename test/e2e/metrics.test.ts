@@ -127,7 +127,7 @@ test('the health listener\'s /metrics: a payout paid shows in the payout numbers
     assert.equal(series.get('watcher_state{network="STELLAR",state="streaming"}'), 1);
     assert.equal(series.get('watcher_state{network="STELLAR",state="stale"}'), 0);
     assert.equal(series.get('watcher_active'), 1, 'the only watcher process holds the lease');
-    for (const check of ['shard-leases', 'payout-rounds', 'webhook-rounds', 'refund-rounds', 'delivery-rounds', 'watchers', 'watcher-lease']) {
+    for (const check of ['shard-leases', 'shard-commands', 'payout-rounds', 'webhook-rounds', 'refund-rounds', 'delivery-rounds', 'watchers', 'watcher-lease']) {
       assert.equal(series.get(`role_check_ready{check="${check}"}`), 1, check);
     }
     assert.ok((series.get('role_loop_rounds_total{check="payout-rounds"}') ?? 0) > 0);

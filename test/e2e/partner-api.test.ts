@@ -717,9 +717,16 @@ for (const busKind of ['memory', 'redis'] as const satisfies readonly BusKind[])
         const again = await api('POST', '/ops/transactions/reconcile-hash', { ops: h.opsApiKey, body: { blockchain: 'CELO', on_chain_tx: hash } });
         assert.deepEqual(again.json, { blockchain: 'CELO', on_chain_tx: hash, result: 'alreadyProcessed', transaction_id: celoTx, transaction_status: 'PAYMENT_COMPLETED', reason: null });
 
+        // A payload that does not validate: the spec's `invalid` result, as a 400 with the error fields.
         const invalid = await api('POST', '/ops/transactions/reconcile-hash', { ops: h.opsApiKey, body: { blockchain: 'BITCOIN', on_chain_tx: 'x' } });
         assert.equal(invalid.status, 400);
-        errorShape(invalid.json, 'invalid_request');
+        assert.deepEqual(
+          { ...invalid.json, reason: typeof invalid.json['reason'] },
+          { code: 'invalid_request', reason: 'string', retryable: false, blockchain: 'BITCOIN', on_chain_tx: 'x', result: 'invalid', transaction_id: null, transaction_status: null },
+        );
+        const badHash = await api('POST', '/ops/transactions/reconcile-hash', { ops: h.opsApiKey, body: { blockchain: 'STELLAR', on_chain_tx: 'not-a-hash', transaction_id: 'nope' } });
+        assert.deepEqual([badHash.status, badHash.json['result'], badHash.json['transaction_id']], [400, 'invalid', 'nope']);
+        errorShape((await api('POST', '/ops/transactions/reconcile-hash', { ops: h.opsApiKey, rawBody: '[1]', headers: { 'content-type': 'application/json' } })).json, 'invalid_request');
       });
 
       test('GET /metrics (ops key) exposes request counts, latency buckets and gauges', async () => {

@@ -60,7 +60,7 @@ before(async () => {
     port: 0,
     role: 'shard',
     unreadyAfterMs,
-    checks: () => [role.worker.health()],
+    checks: () => role.worker.health(),
     metrics: () => [{ name: 'test_marker', type: 'gauge', help: 'A role family.', samples: [{ labels: { kind: 'a"b' }, value: 1 }] }],
     isOpsKey: (presented) => presented === opsKey,
   });
@@ -102,6 +102,7 @@ test('while Redis does not answer the worker is not ready but live; it is ready 
       assert.equal(ready.status, 503);
       assert.equal(ready.body.ready, 'not_ready');
       assert.equal(ready.body.checks['shard-leases']?.ready, false);
+      assert.equal(ready.body.checks['shard-commands']?.ready, false, 'its command reads do not come back either');
       assert.ok(Number(ready.body.checks['shard-leases']?.detail['lastSuccessAgoMs']) > unreadyAfterMs);
     }, 10_000, 100);
     const live = await probe('/healthz');
@@ -115,6 +116,7 @@ test('while Redis does not answer the worker is not ready but live; it is ready 
     assert.equal(ready.status, 200);
     assert.equal(ready.body.checks['shard-leases']?.detail['consecutiveFailures'], 0);
     assert.equal(ready.body.checks['shard-leases']?.detail['ownedShards'], shardCount);
+    assert.equal(ready.body.checks['shard-commands']?.ready, true);
   }, 20_000, 100);
 });
 

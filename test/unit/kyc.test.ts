@@ -114,11 +114,16 @@ test('maximum lengths (code points, after trimming) and control characters', () 
   assert.deepEqual(errorsOf({ ...valid, email: longEmail }), [['email', 'too_long']]);
 });
 
-test('dateOfBirth: strict YYYY-MM-DD, a real day, from 1900-01-01, strictly before today (UTC)', () => {
+test('dateOfBirth: YYYY-MM-DD (or an ISO date-time, read as its date), a real day, from 1900-01-01, strictly before today (UTC)', () => {
   const ok = ['1990-02-28', '2000-02-29', '1900-01-01', '2025-06-14'];
   for (const dateOfBirth of ok) assert.ok(validateKycSubmission({ ...valid, dateOfBirth }, nowMs).ok, dateOfBirth);
-  const badFormat = ['1990-2-28', '28/02/1990', '1990-02-28T00:00:00Z', '19900228', '1990-02-30', '2023-02-29',
-    '1900-02-29', '1990-13-01', '1990-00-10', '1990-01-00', 'yesterday', '+01990-01-01'];
+  for (const dateOfBirth of ['1990-02-28T00:00:00Z', '1990-02-28T23:30:00.123-05:00', '1990-02-28T12:00+02:00']) {
+    const checked = validateKycSubmission({ ...valid, dateOfBirth }, nowMs);
+    assert.ok(checked.ok, dateOfBirth);
+    assert.equal(checked.ok ? checked.value.dateOfBirth : null, '1990-02-28', 'the calendar date as written, no time zone shift');
+  }
+  const badFormat = ['1990-2-28', '28/02/1990', '02/28/1990', '19900228', '1990-02-30', '2023-02-29', '1990-02-28T25',
+    '1990-02-28 00:00:00', '1990-02-30T00:00:00Z', '1900-02-29', '1990-13-01', '1990-00-10', '1990-01-00', 'yesterday', '+01990-01-01'];
   for (const dateOfBirth of badFormat) assert.deepEqual(errorsOf({ ...valid, dateOfBirth }), [['dateOfBirth', 'invalid_format']], dateOfBirth);
   assert.deepEqual(errorsOf({ ...valid, dateOfBirth: '1899-12-31' }), [['dateOfBirth', 'invalid_value']]);
   for (const dateOfBirth of ['2025-06-15', '2025-06-16', '2999-01-01']) {
