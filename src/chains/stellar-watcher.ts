@@ -139,6 +139,8 @@ class AccountWatch {
   private delivered = 0;
   private unmatched = 0;
   private stopped = false;
+  /** True from the loop's first line to its last: a stop that timed out leaves it true. */
+  private looping = false;
   private running: Promise<void> | null = null;
   private finishStream: ((reason: string | null) => void) | null = null;
   private wakeSleeper: (() => void) | null = null;
@@ -174,6 +176,10 @@ class AccountWatch {
   start(onTransfer: OnTransfer): void {
     this.onTransfer = onTransfer;
     this.stopped = false;
+    // A stop that timed out (its transfer's hand-over hung) left the loop running: it carries on,
+    // with the new hand-over, as the only loop of this account. Starting a second one would
+    // deliver every transfer twice.
+    if (this.looping) return;
     // Resume from the saved cursor: another process may have moved it while this one was stopped.
     this.cursor = undefined;
     this.state = 'starting';
@@ -201,6 +207,15 @@ class AccountWatch {
   }
 
   private async run(): Promise<void> {
+    this.looping = true;
+    try {
+      await this.loop();
+    } finally {
+      this.looping = false;
+    }
+  }
+
+  private async loop(): Promise<void> {
     let delayMs = this.delayMsMin;
     while (!this.stopped) {
       let healthy = false;

@@ -180,6 +180,32 @@ test('the same watcher stopped and started again (a watcher lease lost and taken
   assert.deepEqual([seenFirst, seenByOther, seenAgain].map((seen) => seen.map((transfer) => transfer.onChainId)), [[a], [b], [c]], 'B is not delivered again');
 });
 
+test('a stop that timed out on a hung hand-over leaves one loop: started again, it carries on and nothing is delivered twice', async () => {
+  const account = newDepositAccount();
+  const chain = chainFor(account, { stopTimeoutMs: 100 });
+  let release: (() => void) | null = null;
+  const hung = new Promise<void>((resolve) => { release = resolve; });
+  const seenFirst: string[] = [];
+  await chain.watcher.start(async (transfer) => {
+    seenFirst.push(transfer.onChainId);
+    await hung; // the hand-over of the first transfer does not come back
+  });
+  const a = await pay(account, '1', 'a');
+  await eventually(() => assert.deepEqual(seenFirst, [a]));
+  await chain.watcher.stop(); // times out after 100 ms: the loop is still inside the hand-over
+
+  const seenAgain: string[] = [];
+  await chain.watcher.start(async (transfer) => {
+    seenAgain.push(transfer.onChainId);
+  });
+  (release as (() => void) | null)?.();
+  const b = await pay(account, '2', 'b');
+  await eventually(() => assert.deepEqual(seenAgain, [b]));
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  assert.deepEqual(seenAgain, [b], 'B once: one loop for the account');
+  assert.deepEqual(seenFirst, [a]);
+});
+
 test('a transfer whose onTransfer rejects is delivered again (the cursor does not move past it)', async () => {
   const account = newDepositAccount();
   const chain = chainFor(account);
