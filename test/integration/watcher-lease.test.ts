@@ -10,7 +10,7 @@ import { MemoryLeases } from '../../src/bus/memory-leases.ts';
 import { WatcherLease, watcherLeaseName } from '../../src/chains/watcher-lease.ts';
 import { eventually } from '../support/eventually.ts';
 
-const ttlMs = 300;
+const ttlMs = 600;
 const silentLog = { info: () => undefined, warn: () => undefined, error: () => undefined };
 
 interface Process {
