@@ -47,6 +47,8 @@ export interface OutboxTopicStats {
   readonly claimed: number;
   /** More rows than counted. */
   readonly capped: boolean;
+  /** How long the oldest row has waited (wall clock), or null when none or unknown. */
+  readonly oldestAgeMs: number | null;
 }
 
 export interface ClusterStats {
@@ -169,7 +171,12 @@ async function collect(options: ClusterStatsOptions): Promise<ClusterStats> {
     reportedAtMs: numberOr0(doc?.reportedAtMs),
   }));
   const outbox = await Promise.all(
-    (options.outboxTopics ?? serviceOutboxTopics).map(async (topic) => ({ topic, ...(await options.store.outboxBacklog(topic, collectedAtMs, outboxBacklogShownMax)) })),
+    (options.outboxTopics ?? serviceOutboxTopics).map(async (topic): Promise<OutboxTopicStats> => {
+      const backlog = await options.store.outboxBacklog(topic, collectedAtMs, outboxBacklogShownMax);
+      // Rows are stamped by the store's wall clock: waiting is real time, whatever the service clock says.
+      const oldestAgeMs = backlog.oldestCreatedAtMs === null ? null : Math.max(0, Date.now() - backlog.oldestCreatedAtMs);
+      return { topic, rows: backlog.rows, claimed: backlog.claimed, capped: backlog.capped, oldestAgeMs };
+    }),
   );
   return { collectedAtMs, shards, workers, outbox };
 }

@@ -267,7 +267,7 @@ export class LmdbStore implements SnapshotStore {
       seq += 1;
       const record: OutboxRecord = {
         id: row.id, topic: row.topic, seq, actorKey: write.actorKey, version: write.newVersion,
-        payload: row.payload, claimOwner: null, claimExpiresAtMs: 0,
+        payload: row.payload, claimOwner: null, claimExpiresAtMs: 0, createdAtMs: Date.now(),
       };
       if (row.partitionKey !== undefined) record.partitionKey = row.partitionKey;
       if (dbs.outboxIds.get(row.id) !== undefined) throw new Error(`outbox id ${row.id} already exists`);
@@ -340,12 +340,14 @@ export class LmdbStore implements SnapshotStore {
     assertLimit('countMax', countMax, outboxBacklogCountMax);
     let rows = 0;
     let claimed = 0;
+    let oldestCreatedAtMs: number | null = null;
     for (const { value } of this.open().outbox.getRange({ start: [topic], end: [topic, prefixEnd], limit: countMax + 1 })) {
-      if (rows === countMax) return { rows, claimed, capped: true };
+      if (rows === countMax) return { rows, claimed, capped: true, oldestCreatedAtMs };
+      if (rows === 0) oldestCreatedAtMs = value.createdAtMs ?? null; // rows come in commit order
       rows += 1;
       if (value.claimExpiresAtMs > nowMs) claimed += 1;
     }
-    return { rows, claimed, capped: false };
+    return { rows, claimed, capped: false, oldestCreatedAtMs };
   }
 
   private assertIds(ids: readonly string[]): void {

@@ -58,6 +58,7 @@ interface OutboxDoc {
   claimExpiresAtMs: number;
   /** Set by the claim that holds the row, so the claimer can read back exactly what it won. */
   claimId: string | null;
+  createdAtMs?: number;
 }
 interface CounterDoc {
   _id: string;
@@ -318,7 +319,7 @@ export class MongoStore implements SnapshotStore {
       nextSeqByTopic.set(row.topic, seq + 1);
       const doc: OutboxDoc = {
         _id: row.id, topic: row.topic, seq, actorKey: write.actorKey, version: write.newVersion,
-        payload: row.payload, claimOwner: null, claimExpiresAtMs: 0, claimId: null,
+        payload: row.payload, claimOwner: null, claimExpiresAtMs: 0, claimId: null, createdAtMs: Date.now(),
       };
       if (row.partitionKey !== undefined) doc.partitionKey = row.partitionKey;
       return doc;
@@ -388,11 +389,17 @@ export class MongoStore implements SnapshotStore {
     assertNonNegativeInteger('nowMs', nowMs);
     assertLimit('countMax', countMax, outboxBacklogCountMax);
     // Both counts walk the by_topic_seq index (claimed ones also read the rows), at most countMax + 1.
-    const [rows, claimed] = await Promise.all([
+    const [rows, claimed, oldest] = await Promise.all([
       this.outbox.countDocuments({ topic }, { limit: countMax + 1 }),
       this.outbox.countDocuments({ topic, claimExpiresAtMs: { $gt: nowMs } }, { limit: countMax + 1 }),
+      this.outbox.findOne({ topic }, { sort: { seq: 1 }, projection: { createdAtMs: 1 } }),
     ]);
-    return { rows: Math.min(rows, countMax), claimed: Math.min(claimed, countMax), capped: rows > countMax };
+    return {
+      rows: Math.min(rows, countMax),
+      claimed: Math.min(claimed, countMax),
+      capped: rows > countMax,
+      oldestCreatedAtMs: typeof oldest?.createdAtMs === 'number' ? oldest.createdAtMs : null,
+    };
   }
 
   // ---- read models ----
@@ -496,6 +503,7 @@ function toOutboxRow(doc: OutboxDoc): OutboxRow {
     payload: doc.payload, claimOwner: doc.claimOwner, claimExpiresAtMs: doc.claimExpiresAtMs,
   };
   if (doc.partitionKey !== undefined) row.partitionKey = doc.partitionKey;
+  if (doc.createdAtMs !== undefined) row.createdAtMs = doc.createdAtMs;
   return row;
 }
 

@@ -96,6 +96,11 @@ export interface OutboxRow {
   claimOwner: string | null;
   /** The claim is live while claimExpiresAtMs > nowMs; 0 when never claimed. */
   claimExpiresAtMs: number;
+  /**
+   * When the row was committed, by the store's wall clock (ms): how long work has waited is real
+   * time. Absent on rows written before this was recorded.
+   */
+  createdAtMs?: number;
 }
 
 export type IndexValue = string | number | boolean;
@@ -211,6 +216,8 @@ export interface OutboxBacklog {
   readonly claimed: number;
   /** True when there were more than countMax rows: the numbers are lower bounds. */
   readonly capped: boolean;
+  /** `createdAtMs` of the oldest row not done (the first in commit order); null when none or unknown. */
+  readonly oldestCreatedAtMs: number | null;
 }
 export const blobBytesMax = 15 * 1024 * 1024; // under MongoDB's 16 MiB document limit
 export const jsonDepthMax = 64;

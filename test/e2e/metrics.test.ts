@@ -156,6 +156,7 @@ test('the outbox backlog per topic: a payout held up by a rail outage shows as a
       assert.ok((series.get('outbox_rows{topic="payouts"}') ?? 0) >= 1, 'the payout waits in the outbox');
       assert.ok((series.get('outbox_rows_claimed{topic="payouts"}') ?? 0) >= 1, 'and the payout worker holds it');
       assert.equal(series.get('outbox_rows_capped{topic="payouts"}'), 0);
+      assert.ok((series.get('outbox_oldest_row_age_seconds{topic="payouts"}') ?? -1) >= 0, 'with how long it has waited');
     }, 15_000, 250);
   } finally {
     await rail.setOutage('BREB', false);
@@ -163,5 +164,9 @@ test('the outbox backlog per topic: a payout held up by a rail outage shows as a
   // Past the worker's retry backoff (and the metrics cache): the payout goes through.
   service.advanceClockMs(120_000);
   await untilStatus(service.baseUrl, key, id, 'PAYMENT_COMPLETED', 30_000);
-  await eventually(async () => assert.equal((await edgeSeries()).get('outbox_rows{topic="payouts"}'), 0, 'done rows leave the outbox'), 15_000, 250);
+  await eventually(async () => {
+    const series = await edgeSeries();
+    assert.equal(series.get('outbox_rows{topic="payouts"}'), 0, 'done rows leave the outbox');
+    assert.equal(series.has('outbox_oldest_row_age_seconds{topic="payouts"}'), false, 'no age for an empty topic');
+  }, 15_000, 250);
 });

@@ -259,9 +259,11 @@ function contract(adapter: Adapter): void {
       assert.ok(rows.every((row, i) => i === 0 || row.seq > (rows[i - 1]?.seq ?? Infinity)));
       const first = rows[0];
       assert.ok(first !== undefined);
-      assert.deepEqual({ ...first, seq: 0 }, {
+      assert.equal(typeof first.createdAtMs, 'number', 'rows carry their commit time');
+      assert.ok(Math.abs((first.createdAtMs ?? 0) - Date.now()) < 60_000);
+      assert.deepEqual({ ...first, seq: 0, createdAtMs: 0 }, {
         id: 'actor-0:1:0', topic: 'webhooks', seq: 0, actorKey: 'actor-0', version: 1, partitionKey: 'actor-0',
-        payload: { actorKey: 'actor-0', version: 1, index: 0 }, claimOwner: null, claimExpiresAtMs: 0,
+        payload: { actorKey: 'actor-0', version: 1, index: 0 }, claimOwner: null, claimExpiresAtMs: 0, createdAtMs: 0,
       });
       assert.equal((await allPending(store, 'payouts')).length, 30);
       const page = await store.outboxPending('webhooks', 5, rows[9]?.seq ?? 0);
@@ -290,19 +292,31 @@ function contract(adapter: Adapter): void {
       assert.deepEqual((await store.outboxClaim('t', 'owner-d', 10, 100, 10_000)).map((row) => row.id), ids.slice(2));
     }));
 
-    test('outbox backlog: rows not done and rows under a live claim, per topic, counted up to a cap', () => withStore(adapter, {}, async (store) => {
-      assert.deepEqual(await store.outboxBacklog('t', 1_000, 100), { rows: 0, claimed: 0, capped: false });
-      for (let version = 0; version < 6; version += 1) assert.equal(await store.commit(write('a', version, { topics: ['t'] })), 'ok');
+    test('outbox backlog: rows not done and rows under a live claim, per topic, counted up to a cap, and the oldest row\'s commit time', () => withStore(adapter, {}, async (store) => {
+      const counts = async (topic: string, nowMs: number, countMax: number) => {
+        const { rows, claimed, capped } = await store.outboxBacklog(topic, nowMs, countMax);
+        return { rows, claimed, capped };
+      };
+      assert.deepEqual(await store.outboxBacklog('t', 1_000, 100), { rows: 0, claimed: 0, capped: false, oldestCreatedAtMs: null });
+      const before = Date.now();
+      assert.equal(await store.commit(write('a', 0, { topics: ['t'] })), 'ok');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      const secondAt = Date.now();
+      for (let version = 1; version < 6; version += 1) assert.equal(await store.commit(write('a', version, { topics: ['t'] })), 'ok');
       assert.equal(await store.commit(write('b', 0, { topics: ['other'] })), 'ok');
       const ids = [1, 2, 3, 4, 5, 6].map((version) => outboxRowId('a', version, 0));
       await store.outboxClaim('t', 'owner-a', 2, 100, 1_000);
-      assert.deepEqual(await store.outboxBacklog('t', 1_050, 100), { rows: 6, claimed: 2, capped: false });
-      assert.deepEqual(await store.outboxBacklog('t', 1_100, 100), { rows: 6, claimed: 0, capped: false }, 'a lapsed claim is not being worked on');
-      assert.deepEqual(await store.outboxBacklog('other', 1_050, 100), { rows: 1, claimed: 0, capped: false });
-      assert.deepEqual(await store.outboxBacklog('t', 1_050, 4), { rows: 4, claimed: 2, capped: true }, 'counted up to the cap');
-      assert.deepEqual(await store.outboxBacklog('t', 1_050, 6), { rows: 6, claimed: 2, capped: false }, 'exactly the cap is not capped');
+      assert.deepEqual(await counts('t', 1_050, 100), { rows: 6, claimed: 2, capped: false });
+      assert.deepEqual(await counts('t', 1_100, 100), { rows: 6, claimed: 0, capped: false }, 'a lapsed claim is not being worked on');
+      assert.deepEqual(await counts('other', 1_050, 100), { rows: 1, claimed: 0, capped: false });
+      assert.deepEqual(await counts('t', 1_050, 4), { rows: 4, claimed: 2, capped: true }, 'counted up to the cap');
+      assert.deepEqual(await counts('t', 1_050, 6), { rows: 6, claimed: 2, capped: false }, 'exactly the cap is not capped');
+      const oldest = (await store.outboxBacklog('t', 1_050, 100)).oldestCreatedAtMs ?? 0;
+      assert.ok(oldest >= before && oldest < secondAt, 'the first row committed is the oldest, claimed or not');
       await store.outboxMarkDone(ids.slice(0, 4));
-      assert.deepEqual(await store.outboxBacklog('t', 1_050, 100), { rows: 2, claimed: 0, capped: false }, 'done rows are gone');
+      const rest = await store.outboxBacklog('t', 1_050, 100);
+      assert.deepEqual({ ...rest, oldestCreatedAtMs: null }, { rows: 2, claimed: 0, capped: false, oldestCreatedAtMs: null }, 'done rows are gone');
+      assert.ok((rest.oldestCreatedAtMs ?? 0) >= secondAt, 'the oldest is now a later row');
       await assert.rejects(store.outboxBacklog('t', 1_050, 0), StoreUsageError);
     }));
 
