@@ -75,10 +75,14 @@ export class WatcherLease {
       const token = this.token;
       if (token === null) return;
       this.token = null;
-      await this.options.deactivate();
-      await this.options.leases.release(watcherLeaseName, this.options.owner, token).catch((error: unknown) => {
-        this.options.log.warn({ error: String(error) }, 'watcher lease release failed; it lapses by itself');
-      });
+      try {
+        await this.options.deactivate();
+      } finally {
+        // Released even when stopping the watchers failed: a standby need not wait for the lapse.
+        await this.options.leases.release(watcherLeaseName, this.options.owner, token).catch((error: unknown) => {
+          this.options.log.warn({ error: String(error) }, 'watcher lease release failed; it lapses by itself');
+        });
+      }
     });
   }
 
