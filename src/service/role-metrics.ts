@@ -69,6 +69,11 @@ export function counter(name: string, help: string, value: number): MetricFamily
   return { name, type: 'counter', help, samples: [{ value }] };
 }
 
+/** A counter family with one label: a sample per value of it, in the order given. */
+export function countersBy(name: string, help: string, label: string, values: Readonly<Record<string, number>>): MetricFamily {
+  return { name, type: 'counter', help, samples: Object.entries(values).map(([value, count]) => ({ labels: { [label]: value }, value: count })) };
+}
+
 // ---- the roles' families (pure: from the numbers each worker already reports) ----
 
 /** Every check of the health report: ready and live, and for loops their rounds. */
@@ -92,26 +97,21 @@ export function healthMetrics(report: HealthReport): MetricFamily[] {
 
 export function payoutMetrics(stats: PayoutWorkerStats): MetricFamily[] {
   return [
-    {
-      name: 'payout_attempts_total',
-      type: 'counter',
-      help: 'Rail calls by this payout worker since it started.',
-      samples: [{ value: stats.attempts }],
-    },
-    {
-      name: 'payout_outcomes_total',
-      type: 'counter',
-      help: 'What the attempts ended with: payout succeeded or failed, refund settled, not yet (pending or retry), rail error, report error, report refused by the transaction.',
-      samples: [
-        { labels: { outcome: 'payout_succeeded' }, value: stats.payoutsSucceeded },
-        { labels: { outcome: 'payout_failed' }, value: stats.payoutsFailed },
-        { labels: { outcome: 'refund_settled' }, value: stats.refundsSettled },
-        { labels: { outcome: 'not_yet' }, value: stats.notYet },
-        { labels: { outcome: 'rail_error' }, value: stats.railErrors },
-        { labels: { outcome: 'report_error' }, value: stats.reportErrors },
-        { labels: { outcome: 'report_refused' }, value: stats.reportsRefused },
-      ],
-    },
+    counter('payout_attempts_total', 'Rail calls by this payout worker since it started.', stats.attempts),
+    countersBy(
+      'payout_outcomes_total',
+      'What the attempts ended with: payout succeeded or failed, refund settled, not yet (pending or retry), rail error, report error, report refused by the transaction.',
+      'outcome',
+      {
+        payout_succeeded: stats.payoutsSucceeded,
+        payout_failed: stats.payoutsFailed,
+        refund_settled: stats.refundsSettled,
+        not_yet: stats.notYet,
+        rail_error: stats.railErrors,
+        report_error: stats.reportErrors,
+        report_refused: stats.reportsRefused,
+      },
+    ),
     gauge('payout_rows_held', 'Payout and refund outbox rows this worker holds.', stats.inFlight),
     gauge('payout_rows_stuck', 'Rows held that have waited longer than the stuck bound (an alert).', stats.stuck),
     gauge('payout_oldest_waiting_seconds', 'How long the oldest row held has waited.', stats.oldestWaitingMs / 1000),
@@ -122,15 +122,7 @@ export function payoutMetrics(stats: PayoutWorkerStats): MetricFamily[] {
 export function deliveryMetrics(stats: DeliveryWorkerStats): MetricFamily[] {
   return [
     counter('onramp_delivery_attempts_total', 'Crypto sends attempted by this worker since it started.', stats.attempts),
-    {
-      name: 'onramp_deliveries_finished_total',
-      type: 'counter',
-      help: 'Onramp crypto deliveries this worker finished, by result.',
-      samples: [
-        { labels: { result: 'delivered' }, value: stats.delivered },
-        { labels: { result: 'failed' }, value: stats.failed },
-      ],
-    },
+    countersBy('onramp_deliveries_finished_total', 'Onramp crypto deliveries this worker finished, by result.', 'result', { delivered: stats.delivered, failed: stats.failed }),
     gauge('onramp_delivery_rows_held', 'Delivery rows this worker holds.', stats.inFlight),
     gauge('onramp_delivery_rows_retrying', 'Delivery rows held that failed at least once.', stats.retrying.length),
     gauge('onramp_delivery_rows_stuck', 'Delivery rows waiting longer than the stuck bound (an alert).', stats.stuck),

@@ -40,7 +40,7 @@ import { sendWebhook, type SendOutcome, type SendRequest, type TransportLimits }
 import type { UrlPolicyMode } from './url-policy.ts';
 import { settlesWithin } from '../service/shutdown.ts';
 import { LoopHealth, loopCheck, type HealthCheck } from '../service/health.ts';
-import { gauge, type MetricFamily } from '../service/role-metrics.ts';
+import { countersBy, gauge, type MetricFamily } from '../service/role-metrics.ts';
 
 export interface DispatcherLimits {
   /** Claim length; must exceed attemptTimeoutMs + claimMarginMs. */
@@ -137,21 +137,18 @@ export class WebhookDispatcher {
   metrics(): MetricFamily[] {
     const { counts } = this;
     return [
-      {
-        name: 'webhook_attempts_total',
-        type: 'counter',
-        help: 'Webhook delivery attempts by this process since it started, by outcome (retryable: tried again later; rejected: the receiver refused it).',
-        samples: (['delivered', 'retryable', 'rejected'] as const).map((outcome) => ({ labels: { outcome }, value: counts[outcome] })),
-      },
-      {
-        name: 'webhook_deliveries_finished_total',
-        type: 'counter',
-        help: 'Webhook deliveries this process finished, by result (failed: given up after the retry policy).',
-        samples: [
-          { labels: { result: 'delivered' }, value: counts.finishedDelivered },
-          { labels: { result: 'failed' }, value: counts.finishedFailed },
-        ],
-      },
+      countersBy(
+        'webhook_attempts_total',
+        'Webhook delivery attempts by this process since it started, by outcome (retryable: tried again later; rejected: the receiver refused it).',
+        'outcome',
+        { delivered: counts.delivered, retryable: counts.retryable, rejected: counts.rejected },
+      ),
+      countersBy(
+        'webhook_deliveries_finished_total',
+        'Webhook deliveries this process finished, by result (failed: given up after the retry policy).',
+        'result',
+        { delivered: counts.finishedDelivered, failed: counts.finishedFailed },
+      ),
       gauge('webhook_rows_held', 'Outbox rows of webhook events this dispatcher holds (claimed, waiting or in flight).', this.held.size),
     ];
   }
