@@ -33,7 +33,6 @@ export interface HealthListener {
   readonly port: number;
   /** From now on /readyz answers 503 `stopping` (a graceful stop has begun). */
   markStopping(): void;
-  report(): HealthReport;
   close(): Promise<void>;
 }
 
@@ -85,7 +84,6 @@ export async function startHealthListener(options: HealthListenerOptions): Promi
     markStopping() {
       stopping = true;
     },
-    report,
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());
