@@ -99,6 +99,24 @@ export interface TargetCheck {
   readonly measured: number | null;
   readonly target: string;
   readonly met: boolean | null;
+  /**
+   * What this machine allows at best for this target, from the baselines of the same run (absent
+   * when the target has no such bound). The service's path contains the transport baseline's
+   * path, so the service cannot beat it: a target the bound already misses cannot be met on this
+   * machine by any change to our logic.
+   */
+  readonly bound?: TargetBound;
+  /** How the measured value splits, when that explains it (e.g. CPU per response of each side). */
+  readonly explanation?: string;
+}
+
+export interface TargetBound {
+  /** The best value reachable here (null when its inputs were not measured). */
+  readonly value: number | null;
+  /** Whether that best value meets the target (null when not measured). */
+  readonly reachable: boolean | null;
+  /** How the bound is derived, in words. */
+  readonly basis: string;
 }
 
 export interface Skipped {

@@ -4,17 +4,17 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { HttpPoint } from '../../bench/lib/results.ts';
-import { medianOf, targets, withRatios } from '../../bench/lib/runner.ts';
+import { medianOf, targetLines, targets, withRatios } from '../../bench/lib/runner.ts';
 
 const topology = 'edge + 1 shard process';
 
-function point(scenario: string, system: string, connections: number, throughput: number, p99Ms = 10): HttpPoint {
+function point(scenario: string, system: string, connections: number, throughput: number, p99Ms = 10, p50Ms = 1, cpu: Record<string, number | null> = {}): HttpPoint {
   return {
     scenario, system, topology: system === 'service' ? topology : system, connections, durationS: 5,
     responses: throughput * 5, throughput,
-    latency: { p50Ms: 1, p90Ms: 2, p99Ms, p999Ms: p99Ms, maxMs: p99Ms },
+    latency: { p50Ms, p90Ms: 2, p99Ms, p999Ms: p99Ms, maxMs: p99Ms },
     errors: { non2xx: 0, unexpected: 0, timeouts: 0, connectionErrors: 0 },
-    statusCodes: {}, perTag: {}, ratios: {}, cpuUsPerResponse: {}, loadAverage1m: 1, notes: [],
+    statusCodes: {}, perTag: {}, ratios: {}, cpuUsPerResponse: cpu, loadAverage1m: 1, notes: [],
   } as unknown as HttpPoint;
 }
 
@@ -51,4 +51,46 @@ test('a target over an even number of rounds reports the mean of the middle two,
   const transport = targets(rounds, [], topology).find((check) => check.name === 'POST /quote throughput ÷ transport-only, 64 connections');
   assert.equal(transport?.measured, 0.169);
   assert.equal(transport?.met, false);
+});
+
+// A perf engineer reading a run must see which targets this machine cannot meet whatever the
+// service does: the quote path contains the transport baseline's path, measured in the same run.
+test('targets carry the best value the same-run baselines allow, and say when it already misses', () => {
+  const rounds = withRatios([
+    point('baseline-uws', 'bare-uws', 1, 8_000, 0.2, 0.08),
+    point('baseline-transport', 'transport', 1, 1_600, 1.9, 0.5),
+    point('quote', 'service', 1, 320, 8, 2.6),
+    point('baseline-uws', 'bare-uws', 64, 10_000, 18),
+    point('baseline-transport', 'transport', 64, 5_600, 32, 10, { worker: 55, edge: 97, redis: 34, 'load-generator': 107 }),
+    point('quote', 'service', 64, 2_000, 60, 30, { 'shard-1': 320, edge: 270, redis: 75, 'load-generator': 150 }),
+  ]);
+  const byName = new Map(targets(rounds, [], topology, 0.16).map((check) => [check.name, check]));
+
+  const latencyAt1 = byName.get('POST /quote p50 at 1 connection (ms)');
+  assert.equal(latencyAt1?.met, false);
+  assert.deepEqual([latencyAt1?.bound?.value, latencyAt1?.bound?.reachable], [0.66, false]);
+  assert.match(targetLines(latencyAt1!).join('\n'), /best possible here: 0\.66, misses the target/);
+
+  const p99 = byName.get('POST /quote p99 at 64 connections (ms)');
+  assert.deepEqual([p99?.bound?.value, p99?.bound?.reachable], [32, false]);
+
+  const overBare = byName.get('POST /quote throughput ÷ bare uWS, 64 connections');
+  assert.equal(overBare?.measured, 0.2);
+  assert.deepEqual([overBare?.bound?.value, overBare?.bound?.reachable], [0.56, true]);
+
+  const overTransport = byName.get('POST /quote throughput ÷ transport-only, 64 connections');
+  assert.equal(overTransport?.bound, undefined);
+  assert.equal(
+    overTransport?.explanation,
+    'CPU per response, all processes (median round): transport 293 µs, quote 815 µs, ratio 0.36; 0.8 needs the quote path at ≤ 366 µs',
+  );
+});
+
+test('a bound whose inputs were not measured is reported as such, not as reachable', () => {
+  const rounds = withRatios([point('quote', 'service', 1, 320, 8, 2.6), point('quote', 'service', 64, 2_000, 60, 30, { edge: null })]);
+  const checks = targets(rounds, [], topology);
+  const latencyAt1 = checks.find((check) => check.name === 'POST /quote p50 at 1 connection (ms)');
+  assert.deepEqual(latencyAt1?.bound, { value: null, reachable: null, basis: latencyAt1?.bound?.basis });
+  assert.deepEqual(targetLines(latencyAt1!), ['target POST /quote p50 at 1 connection (ms): 2.6 (≤ 0.6) NOT MET']);
+  assert.equal(checks.find((check) => check.name.startsWith('POST /quote throughput ÷ transport'))?.explanation, undefined);
 });
