@@ -6,8 +6,13 @@
 //      failure is (re)reported and the row is done.
 //   2. A transaction that is no longer PROCESSING_PAYMENT is not sent to (PAYMENT_COMPLETED: the
 //      outcome was reported before a crash; anything else: operations changed it) and the row is done.
-//   3. The amount is held in the inventory (once per key) before the first send; an inventory that
-//      cannot cover it is a final failure (`insufficient_inventory`) without any send.
+//   3. Before the first send only: the amount is held in the inventory, then `onramp_deliveries/
+//      <txId>` records `sending` (putIfAbsent) before the adapter is called. An inventory that
+//      cannot cover it is a final failure (`insufficient_inventory`), recorded with putIfAbsent
+//      too: whichever of `sending` and `failed` is written first decides, so a delivery whose
+//      transfer may be on its way is never failed (and refunded) for want of inventory, and a
+//      delivery failed that way is never sent. Once `sending` is recorded, the inventory is not
+//      consulted again (its hold key may have been dropped meanwhile; see docs/onramp.md).
 //   4. `adapter.send` with the idempotency key `delivery:<txId>`: the adapters record the signed
 //      transaction before broadcasting it, so a retry (this worker, another one after the claim
 //      lapses, a restart) is the same transfer, never a second one.
@@ -34,10 +39,17 @@ import type { OnrampInventory } from './inventory.ts';
 import { OutboxJobs, backoffMs, type OutboxJobEntry } from '../store/outbox-jobs.ts';
 import type { HealthCheck } from '../service/health.ts';
 
-/** Final outcomes recorded per transaction before they are reported (so a failure is never re-sent). */
+/**
+ * Per transaction: `sending` once a send may have gone out (written before the first), then the
+ * final failure when there is one, recorded before it is reported (so a failure is never re-sent).
+ */
 export const onrampDeliveriesCollection = 'onramp_deliveries';
 /** Reasons passed to the actor are bounded. */
 export const reasonCharsMax = 200;
+
+function failedOutcome(recorded: Readonly<Record<string, unknown>>): Outcome {
+  return { kind: 'failed', reason: typeof recorded['reason'] === 'string' ? recorded['reason'] : 'delivery_failed' };
+}
 
 export function deliveryIdempotencyKey(transactionId: string): string {
   return `delivery:${transactionId}`;
@@ -218,7 +230,7 @@ export class DeliveryWorker {
     const recorded = await store.get(onrampDeliveriesCollection, delivery.transactionId);
     if (recorded?.['outcome'] === 'failed') {
       await inventory.release(key, delivery.network, delivery.asset, delivery.amount);
-      return { kind: 'failed', reason: typeof recorded['reason'] === 'string' ? recorded['reason'] : 'delivery_failed' };
+      return failedOutcome(recorded);
     }
     const tx = await store.get(transactionsCollection, delivery.transactionId);
     const status = tx?.['status'];
@@ -226,8 +238,13 @@ export class DeliveryWorker {
       if (status !== 'PAYMENT_COMPLETED') log.warn({ transactionId: delivery.transactionId, status: typeof status === 'string' ? status : null }, 'delivery row for a transaction that is not processing; not sent');
       return 'done';
     }
-    const held = await inventory.hold(key, delivery.network, delivery.asset, delivery.amount);
-    if (held === 'insufficient') return this.failFinally(delivery, 'insufficient_inventory');
+    if (recorded?.['outcome'] !== 'sending') {
+      const held = await inventory.hold(key, delivery.network, delivery.asset, delivery.amount);
+      if (held === 'insufficient') return this.failBeforeAnySend(delivery, 'insufficient_inventory');
+      const marked = await store.putIfAbsent(onrampDeliveriesCollection, delivery.transactionId, { outcome: 'sending', atMs: this.options.clock.nowMs() });
+      // Another worker on the same row recorded a final failure first: nothing was sent, report it.
+      if (marked.status === 'exists' && marked.doc['outcome'] === 'failed') return failedOutcome(marked.doc);
+    }
     const adapter = this.options.adapters.get(delivery.network);
     if (adapter === undefined) throw new Error(`no chain adapter for ${delivery.network}`);
     const sent = await adapter.send({
@@ -248,6 +265,20 @@ export class DeliveryWorker {
         if (sent.retryable) throw new Error(sent.reason.slice(0, reasonCharsMax));
         return this.failFinally(delivery, sent.reason);
     }
+  }
+
+  /**
+   * A final failure decided before the first send. Recorded only if no send was recorded first
+   * (another worker holding the same row may have passed its inventory check and started one):
+   * then the row is retried, and the send decides.
+   */
+  private async failBeforeAnySend(delivery: Delivery, reason: string): Promise<Outcome> {
+    const bounded = reason.slice(0, reasonCharsMax);
+    const failure = { outcome: 'failed', reason: bounded, atMs: this.options.clock.nowMs() };
+    const written = await this.options.store.putIfAbsent(onrampDeliveriesCollection, delivery.transactionId, failure);
+    if (written.status === 'exists' && written.doc['outcome'] !== 'failed') throw new Error(`${bounded}, but a send was recorded first; retrying`);
+    this.options.log.error({ transactionId: delivery.transactionId, network: delivery.network, reason: bounded }, 'onramp delivery failed before any send; the PIX payment is refunded');
+    return written.status === 'exists' ? failedOutcome(written.doc) : { kind: 'failed', reason: bounded };
   }
 
   /** Records the failure as final BEFORE anything else, so no later attempt sends; then releases the hold. */

@@ -152,6 +152,35 @@ for (const busKind of ['memory', 'redis'] as const satisfies readonly BusKind[])
       await second.worker.stop();
     });
 
+    // The inventory keeps the last 1,000 hold keys only (and two processes writing it at once can
+    // drop one): a delivery still pending while many others are held loses its key. Its transfer is
+    // already on its way, so a retry must not ask the inventory again and fail it for want of stock:
+    // the payer would get the USDC and the BRL refund.
+    test('a send already on its way is never failed for want of inventory, even once its hold key was dropped', async () => {
+      const inventory = new StoredOnrampInventory({ store: harness.store });
+      const before = await inventory.available('STELLAR', 'USDC');
+      await chain.setKnobs('STELLAR', { sendPendingPolls: 2 });
+      try {
+        const { id, wallet } = await paidTransaction();
+        const { worker: delivery } = worker({ inventory });
+        await delivery.tick();
+        assert.deepEqual(await partnerView(id), { status: 'PROCESSING_PAYMENT', onChainId: null }, 'the send is broadcast, not final yet');
+        for (let other = 0; other < 1_000; other += 1) {
+          assert.equal(await inventory.hold(`delivery:other-${id}-${other}`, 'STELLAR', 'USDC', decimalFromExactString('0.01')), 'held');
+        }
+        await inventory.set('STELLAR', 'USDC', decimalFromExactString('1'));
+        await tickUntil(delivery, async () => (await partnerView(id)).status !== 'PROCESSING_PAYMENT');
+        assert.equal((await partnerView(id)).status, 'PAYMENT_COMPLETED');
+        assert.equal(await sendsTo(wallet), 1);
+        const refunds = await harness.store.outboxPending(outboxTopicRefundsPix, 1_000);
+        assert.equal(refunds.filter((row) => row.partitionKey === id).length, 0, 'no BRL refund for a delivered transfer');
+        await delivery.stop();
+      } finally {
+        await chain.setKnobs('STELLAR', { sendPendingPolls: 0 });
+        await inventory.set('STELLAR', 'USDC', before);
+      }
+    });
+
     test('the inventory ran dry after acceptance: PAYMENT_FAILED without any send, the figure untouched', async () => {
       const inventory = new StoredOnrampInventory({ store: harness.store });
       const before = await inventory.available('STELLAR', 'USDC');
