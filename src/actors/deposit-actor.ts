@@ -4,14 +4,19 @@
 // an operator's reconcile, in any order and concurrently):
 // - the first `claim` wins: the link is recorded and `DepositDetected` goes to the transaction
 //   actor in the same durable step;
-// - a later claim for the same transaction is harmless (`alreadyProcessed`);
+// - a later claim for the same transaction is harmless (`alreadyProcessed`) and sends the recorded
+//   transfer to the transaction again: the first `DepositDetected` is relayed once, fire and
+//   forget, so a command lost on its way (a stream trimmed while its shard had no owner) would
+//   otherwise leave the transfer linked and the transaction waiting, neither paid nor refunded. A
+//   watcher's re-report, a partner's notify or an operator's reconcile repairs it; a transaction
+//   that already knows the deposit treats it as a no-op;
 // - a claim for another transaction is refused;
 // - a transfer that matches no transaction (`unmatched`: its memo names none, or a transaction that
 //   does not exist or is on another network) is recorded as an unmatched deposit and refunded in full
 //   to its sender through the chain refund path; no transaction can claim it afterwards.
 import type { CryptoAsset, Network } from '../domain/assets.ts';
 import { compare, toFixedString, type Decimal } from '../domain/money.ts';
-import type { ActorBehavior, JsonValue, Outcome, ReadModelWrite } from './envelope.ts';
+import type { ActorBehavior, CommandToSend, JsonValue, Outcome, ReadModelWrite } from './envelope.ts';
 import { fromJsonValue, toJsonValue } from './state-codec.ts';
 import { outboxTopicRefundsChain, transactionActorType } from './transaction-actor.ts';
 
@@ -114,7 +119,10 @@ function claim(state: DepositActorState | null, command: Extract<DepositCommand,
     if (state.link.transactionId !== command.transactionId) {
       return { reply: reply({ result: 'refused', linkedTo: state.link.transactionId, reason: 'linked_elsewhere' }) };
     }
-    return { reply: reply({ result: 'alreadyProcessed', transactionId: command.transactionId, differs: !sameTransfer(state.transfer, command.transfer) }) };
+    return {
+      reply: reply({ result: 'alreadyProcessed', transactionId: command.transactionId, differs: !sameTransfer(state.transfer, command.transfer) }),
+      send: [depositDetected(state.transfer, command.transactionId)],
+    };
   }
   const { transfer } = command;
   const next: DepositActorState = {
@@ -124,7 +132,14 @@ function claim(state: DepositActorState | null, command: Extract<DepositCommand,
     refund: 'none',
     refundOnChainId: null,
   };
-  const detected = toJsonValue({
+  return persisted(next, key, { result: 'enqueued', transactionId: command.transactionId }, {
+    send: [depositDetected(transfer, command.transactionId)],
+  });
+}
+
+/** The recorded transfer, told to the transaction it funds (the stored transfer, never a re-report's). */
+function depositDetected(transfer: ClaimedTransfer, transactionId: string): CommandToSend {
+  const payload = toJsonValue({
     kind: 'DepositDetected',
     onChainId: transfer.onChainId,
     amount: transfer.amount,
@@ -132,9 +147,7 @@ function claim(state: DepositActorState | null, command: Extract<DepositCommand,
     asset: transfer.asset,
     sender: transfer.sender,
   });
-  return persisted(next, key, { result: 'enqueued', transactionId: command.transactionId }, {
-    send: [{ actorType: transactionActorType, actorKey: command.transactionId, kind: 'DepositDetected', payload: detected }],
-  });
+  return { actorType: transactionActorType, actorKey: transactionId, kind: 'DepositDetected', payload };
 }
 
 function unmatched(state: DepositActorState | null, command: Extract<DepositCommand, { kind: 'unmatched' }>, key: string, nowMs: number): Outcome<DepositActorState> {

@@ -8,8 +8,8 @@
 // (exists, is the partner's, is a payout, is on this network), then the chain (verify). Unexpected
 // errors propagate to the edge from notify (a 500) and become `failed` in reconcile, logged.
 import type { Logger } from 'pino';
-import { isOneOf, networks, type Network } from '../domain/assets.ts';
-import { add, type Decimal } from '../domain/money.ts';
+import { cryptoAssets, isOneOf, networks, type Network } from '../domain/assets.ts';
+import { add, decimalFromExactString, type Decimal } from '../domain/money.ts';
 import { parseUuid } from '../domain/ids.ts';
 import { transactionIdFromReference } from '../domain/reference.ts';
 import {
@@ -283,6 +283,19 @@ export class DepositIntake implements DepositVerifier, Reconciler {
     if (givenId !== null && givenId !== known.transactionId) {
       return answer('invalid', givenId, `The transfer is linked to transaction ${known.transactionId}`);
     }
+    // Claimed again: the deposit actor re-tells the transaction (a no-op where it already knows the
+    // deposit), which repairs a DepositDetected lost on its way. This is the operator's tool for it.
+    const transfer = recordedTransfer(known);
+    if (transfer !== null) await this.claim(known.transactionId, transfer);
     return answer('alreadyProcessed', known.transactionId, null);
   }
+}
+
+/** The transfer a `deposits` document records (null if the document is not one we wrote). */
+function recordedTransfer(doc: JsonObject): ClaimedTransfer | null {
+  const { network, onChainId, asset, amount, sender, memo } = doc;
+  if (!isOneOf(networks, network) || !isOneOf(cryptoAssets, asset)) return null;
+  if (typeof onChainId !== 'string' || typeof amount !== 'string' || typeof sender !== 'string') return null;
+  if (memo !== null && typeof memo !== 'string') return null;
+  return { network, onChainId, asset, amount: decimalFromExactString(amount), sender, memo };
 }
