@@ -75,6 +75,12 @@ interface ActiveActor {
   /** Command ids applied since activation (a fast path before asking the store). */
   readonly recentCommandIds: Set<string>;
   /**
+   * Replies of recent commands that wrote nothing (a refusal, a read): the store keeps no reply
+   * for them, so a repeat of the same id is answered from here (else its asker would wait for a
+   * reply that never comes). Bounded with `recentCommandIds`.
+   */
+  readonly unwrittenReplies: Map<string, JsonValue>;
+  /**
    * The actor's row in the `timers` read model as of `version`: a due time, null (no row), or
    * undefined when not known (activated from a snapshot). A write that leaves it unchanged skips it.
    */
@@ -361,6 +367,7 @@ export class ActorRuntime {
       version: snapshot?.version ?? 0,
       lastUsedMs: this.options.clock.nowMs(),
       recentCommandIds: new Set(),
+      unwrittenReplies: new Map(),
       // A never-written actor has no timer row; one loaded from a snapshot may have one.
       storedTimerAtMs: snapshot === null ? null : undefined,
     };
@@ -397,14 +404,14 @@ export class ActorRuntime {
     for (const command of commands) {
       if (!dedupeByState) {
         if (seenInBatch.has(command.commandId) || actor.recentCommandIds.has(command.commandId)) {
-          await this.replayStoredReply(id, command, replies, appliedCommands);
+          await this.replayStoredReply(actor, command, replies, appliedCommands);
           continue;
         }
         // An actor that has never been written (version 0) has no dedupe log to ask.
         const stored = actor.version === 0 ? undefined : await this.options.store.getAppliedReply(id, command.commandId);
         if (stored !== undefined) {
           if (command.replyTo && stored !== null) replies.push({ to: command.replyTo, payload: stored });
-          actor.recentCommandIds.add(command.commandId);
+          this.remember(actor, command.commandId);
           continue;
         }
         seenInBatch.add(command.commandId);
@@ -438,7 +445,7 @@ export class ActorRuntime {
     // Read-only commands (no state change, no effects) need no write: re-applying them after a
     // crash yields the same reply from the same state.
     if (!changed && outbox.length === 0 && readModels.size === 0) {
-      for (const appliedCommand of appliedCommands) this.remember(actor, appliedCommand.commandId);
+      for (const appliedCommand of appliedCommands) this.remember(actor, appliedCommand.commandId, appliedCommand.reply);
       return { kind: 'done', outcome: { kind: 'applied', replies, outbox: [] } };
     }
 
@@ -503,22 +510,29 @@ export class ActorRuntime {
   }
 
   private async replayStoredReply(
-    id: string,
+    actor: ActiveActor,
     command: CommandEnvelope,
     replies: PendingReply[],
     appliedCommands: ReadonlyArray<{ commandId: string; reply: JsonValue }>,
   ): Promise<void> {
     if (!command.replyTo) return;
     const inBatch = appliedCommands.find((item) => item.commandId === command.commandId);
-    const stored = inBatch ? inBatch.reply : await this.options.store.getAppliedReply(id, command.commandId);
+    const stored = inBatch
+      ? inBatch.reply
+      : (actor.unwrittenReplies.get(command.commandId) ?? (await this.options.store.getAppliedReply(actor.id, command.commandId)));
     if (stored !== undefined && stored !== null) replies.push({ to: command.replyTo, payload: stored });
   }
 
-  private remember(actor: ActiveActor, commandId: string): void {
+  /** `unwrittenReply`: the reply of a command that wrote nothing (the store has none to replay). */
+  private remember(actor: ActiveActor, commandId: string, unwrittenReply?: JsonValue): void {
     actor.recentCommandIds.add(commandId);
+    if (unwrittenReply !== undefined) actor.unwrittenReplies.set(commandId, unwrittenReply);
     if (actor.recentCommandIds.size > recentCommandIdsMax) {
       const oldest = actor.recentCommandIds.values().next();
-      if (!oldest.done) actor.recentCommandIds.delete(oldest.value);
+      if (!oldest.done) {
+        actor.recentCommandIds.delete(oldest.value);
+        actor.unwrittenReplies.delete(oldest.value);
+      }
     }
   }
 

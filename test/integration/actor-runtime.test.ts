@@ -98,6 +98,16 @@ test('the same command delivered three times is applied once and answered three 
   assert.deepEqual((snapshot?.state as unknown as TallyState).commandIds, [commandId]);
 });
 
+// A refusal writes nothing, so the store keeps no reply to replay; an asker that retries with the
+// same command id (its first reply lost, say) must still be answered, not left to time out.
+test('a command that wrote nothing, repeated with the same id, is answered again alike', async () => {
+  const commandId = randomUUID();
+  const replies = [];
+  for (let index = 0; index < 2; index += 1) replies.push(await client.ask('alarm', `refusing-${commandId}`, 'poke', null, { commandId, timeoutMs: 3_000 }));
+  assert.deepEqual(replies, ['ignored', 'ignored']);
+  assert.equal(await store.load(`alarm/refusing-${commandId}`), null, 'nothing was written');
+});
+
 test('an actor deduplicated by its state: a repeated command gets the first reply, from the one snapshot, with no dedupe-log copy', async () => {
   const commandId = randomUUID();
   const first = await client.ask('once', 'q1', 'create', null, { commandId });
