@@ -308,6 +308,25 @@ export class LmdbStore implements SnapshotStore {
     });
   }
 
+  async outboxRenew(ids: readonly string[], owner: string, leaseMs: number, nowMs: number): Promise<string[]> {
+    assertIdentifier('owner', owner);
+    this.assertIds(ids);
+    assertLimit('leaseMs', leaseMs, Number.MAX_SAFE_INTEGER);
+    assertNonNegativeInteger('nowMs', nowMs);
+    return this.write((dbs) => {
+      const renewed: string[] = [];
+      for (const id of ids) {
+        const location = dbs.outboxIds.get(id);
+        if (location === undefined) continue;
+        const row = dbs.outbox.get(location);
+        if (row === undefined || row.claimOwner !== owner) continue;
+        dbs.outbox.putSync(location, { ...row, claimExpiresAtMs: nowMs + leaseMs });
+        renewed.push(id);
+      }
+      return renewed;
+    });
+  }
+
   async outboxRelease(ids: readonly string[], owner: string): Promise<void> {
     assertIdentifier('owner', owner);
     this.assertIds(ids);

@@ -368,6 +368,20 @@ export class MongoStore implements SnapshotStore {
     return won.map(toOutboxRow);
   }
 
+  /** Each row's update is atomic on `claimOwner`: a row another claimer won is not renewed. */
+  async outboxRenew(ids: readonly string[], owner: string, leaseMs: number, nowMs: number): Promise<string[]> {
+    assertIdentifier('owner', owner);
+    assertIds(ids);
+    assertLimit('leaseMs', leaseMs, Number.MAX_SAFE_INTEGER);
+    assertNonNegativeInteger('nowMs', nowMs);
+    if (ids.length === 0) return [];
+    const ours: Filter<OutboxDoc> = { _id: { $in: [...ids] }, claimOwner: owner };
+    await this.outbox.updateMany(ours, { $set: { claimExpiresAtMs: nowMs + leaseMs } });
+    // Once renewed the claims are live: nobody else can take these rows before the read below.
+    const renewed = await this.outbox.find(ours, { projection: { _id: 1 } }).toArray();
+    return renewed.map((doc) => String(doc._id));
+  }
+
   async outboxRelease(ids: readonly string[], owner: string): Promise<void> {
     assertIdentifier('owner', owner);
     assertIds(ids);

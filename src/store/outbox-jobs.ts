@@ -6,8 +6,11 @@
 // the job's entry, sets `attempts`/`nextAttemptAtMs`/`lastError` for a retry, and calls `finish`
 // once the row's work is done (the row is marked done and forgotten).
 //
-// Claims: while a worker holds a row it re-claims it when the lease lapses (same owner); a crash
-// drops the claim and after the lease another worker (or this one, restarted) takes the row again.
+// Claims: a worker renews the claims of the rows it holds once less than half the lease is left,
+// and attempts a job only under a live claim. A row it could not renew (another worker claimed it
+// after the claim lapsed, e.g. while this process was stalled) is dropped from memory and left to
+// its new holder, so two workers do not work one row on and on. A crash drops the claims and
+// after the lease another worker (or this one, restarted) takes the rows again.
 // A malformed row is never dropped silently nor marked done: it is logged the first time this
 // worker sees it, counted (`malformedRows`), and keeps its claim until the lease lapses, for
 // operations to act on. Due times come from the injected clock; the loop itself ticks on a real
@@ -15,7 +18,7 @@
 import type { Logger } from 'pino';
 import { settlesWithin } from '../service/shutdown.ts';
 import { LoopHealth, loopCheck, type HealthCheck } from '../service/health.ts';
-import type { OutboxRow, SnapshotStore } from './store.ts';
+import { outboxBatchMax, type OutboxRow, type SnapshotStore } from './store.ts';
 
 export interface OutboxJobEntry<Job> {
   readonly rowId: string;
@@ -24,7 +27,12 @@ export interface OutboxJobEntry<Job> {
   nextAttemptAtMs: number;
   lastError: string | null;
   running: boolean;
+  /** This worker's claim on the row ends then (renewed by the loop). */
+  claimExpiresAtMs: number;
 }
+
+/** Claims are renewed once less than this share of the lease is left. */
+const renewWhenLeftShare = 0.5;
 
 export interface OutboxJobTuning {
   readonly claimLeaseMs?: number;
@@ -121,9 +129,10 @@ export class OutboxJobs<Job> {
 
   /** One round: claim new rows, then attempt every due job. Exposed for tests and ops. */
   async tick(): Promise<void> {
+    await this.renew();
     await this.claim();
     const nowMs = this.options.clock.nowMs();
-    const due = [...this.entries.values()].filter((entry) => !entry.running && entry.nextAttemptAtMs <= nowMs);
+    const due = [...this.entries.values()].filter((entry) => !entry.running && entry.nextAttemptAtMs <= nowMs && entry.claimExpiresAtMs > nowMs);
     await Promise.all(due.map((entry) => this.attemptOnce(entry)));
   }
 
@@ -149,6 +158,25 @@ export class OutboxJobs<Job> {
     }
   }
 
+  /** Renews the claims running short; forgets the rows this worker no longer holds. */
+  private async renew(): Promise<void> {
+    const nowMs = this.options.clock.nowMs();
+    const expiring = [...this.entries.values()].filter((entry) => entry.claimExpiresAtMs - nowMs < this.claimLeaseMs * renewWhenLeftShare);
+    for (let start = 0; start < expiring.length; start += outboxBatchMax) {
+      const batch = expiring.slice(start, start + outboxBatchMax);
+      const renewed = new Set(await this.options.store.outboxRenew(batch.map((entry) => entry.rowId), this.options.owner, this.claimLeaseMs, nowMs));
+      for (const entry of batch) {
+        if (renewed.has(entry.rowId)) {
+          entry.claimExpiresAtMs = nowMs + this.claimLeaseMs;
+          continue;
+        }
+        // Another worker holds it now (or it is done): its attempts are that worker's.
+        this.entries.delete(entry.rowId);
+        this.options.log.warn({ rowId: entry.rowId, attempts: entry.attempts }, `${this.options.what} row no longer claimed by this worker; left to its holder`);
+      }
+    }
+  }
+
   private async claim(): Promise<void> {
     const room = Math.min(this.claimBatchMax, this.inFlightMax - this.entries.size);
     if (room <= 0) return;
@@ -161,7 +189,11 @@ export class OutboxJobs<Job> {
     }
     const notOurs: string[] = [];
     for (const row of rows) {
-      if (this.entries.has(row.id)) continue; // ours; its lease lapsed and is now renewed
+      const held = this.entries.get(row.id);
+      if (held !== undefined) {
+        held.claimExpiresAtMs = row.claimExpiresAtMs; // ours; its lease lapsed and is claimed again
+        continue;
+      }
       const job = this.options.parse(row);
       if (job === 'release') {
         notOurs.push(row.id);
@@ -172,7 +204,7 @@ export class OutboxJobs<Job> {
         this.malformed.add(row.id);
         continue;
       }
-      this.entries.set(row.id, { rowId: row.id, job, attempts: 0, nextAttemptAtMs: 0, lastError: null, running: false });
+      this.entries.set(row.id, { rowId: row.id, job, attempts: 0, nextAttemptAtMs: 0, lastError: null, running: false, claimExpiresAtMs: row.claimExpiresAtMs });
     }
     if (notOurs.length > 0) await store.outboxRelease(notOurs, owner);
   }

@@ -166,6 +166,12 @@ export interface SnapshotStore {
   outboxPending(topic: string, limit: number, afterSeq?: number): Promise<OutboxRow[]>;
   /** Claims up to `limit` rows that are not done and not under a live claim, in commit order. */
   outboxClaim(topic: string, owner: string, limit: number, leaseMs: number, nowMs: number): Promise<OutboxRow[]>;
+  /**
+   * Extends to `nowMs + leaseMs` the claims `owner` still holds on these rows (live, or lapsed with
+   * nobody having claimed the row since), and answers their ids. A row another owner claimed, a
+   * released row and a row marked done are left alone and not answered: the caller has lost it.
+   */
+  outboxRenew(ids: readonly string[], owner: string, leaseMs: number, nowMs: number): Promise<string[]>;
   /** Drops the claims that `owner` holds on these rows (others' claims are left alone). */
   outboxRelease(ids: readonly string[], owner: string): Promise<void>;
   /** Deletes the rows: they are never returned again. Unknown ids are ignored. */

@@ -181,6 +181,31 @@ for (const busKind of ['memory', 'redis'] as const satisfies readonly BusKind[])
       }
     });
 
+    // Two watcher processes run delivery workers. One that stalls past its claim (a long GC, a
+    // frozen VM) finds the row taken by the other when it wakes: it must leave it, not keep
+    // working it side by side (each send would then rest on the adapter's journal alone).
+    test('a worker that lost its claim to another leaves the row to it; one transfer, delivered by the new holder', async () => {
+      await chain.setKnobs('STELLAR', { sendPendingPolls: 3 });
+      try {
+        const { id, wallet } = await paidTransaction();
+        const { worker: stalled } = worker();
+        const { worker: taker } = worker();
+        await stalled.tick();
+        assert.deepEqual([stalled.stats().inFlight, stalled.stats().attempts], [1, 1]);
+        nowMs += 61_000; // past the 60 s claim, without a tick of the stalled worker
+        await taker.tick();
+        assert.equal(taker.stats().inFlight, 1, 'the lapsed row is claimed by the other worker');
+        await stalled.tick();
+        assert.deepEqual([stalled.stats().inFlight, stalled.stats().attempts], [0, 1], 'the stalled worker forgot the row and made no attempt');
+        await tickUntil(taker, async () => (await partnerView(id)).status === 'PAYMENT_COMPLETED');
+        assert.equal(await sendsTo(wallet), 1);
+        await stalled.stop();
+        await taker.stop();
+      } finally {
+        await chain.setKnobs('STELLAR', { sendPendingPolls: 0 });
+      }
+    });
+
     test('the inventory ran dry after acceptance: PAYMENT_FAILED without any send, the figure untouched', async () => {
       const inventory = new StoredOnrampInventory({ store: harness.store });
       const before = await inventory.available('STELLAR', 'USDC');

@@ -292,6 +292,23 @@ function contract(adapter: Adapter): void {
       assert.deepEqual((await store.outboxClaim('t', 'owner-d', 10, 100, 10_000)).map((row) => row.id), ids.slice(2));
     }));
 
+    test('outbox renew: the owner keeps its claims, live or lapsed but untaken; rows taken, released or done are lost to it', () => withStore(adapter, {}, async (store) => {
+      for (let version = 0; version < 4; version += 1) assert.equal(await store.commit(write('a', version, { topics: ['t'] })), 'ok');
+      const ids = [1, 2, 3, 4].map((version) => outboxRowId('a', version, 0));
+      assert.equal((await store.outboxClaim('t', 'owner-a', 10, 100, 1_000)).length, 4);
+      assert.deepEqual(await store.outboxRenew(ids.slice(0, 2), 'owner-a', 100, 1_050), ids.slice(0, 2));
+      // Renewed to 1,150: at 1,120 the first two are still under owner-a's claim, the other two are free.
+      assert.deepEqual((await store.outboxClaim('t', 'owner-b', 10, 100, 1_120)).map((row) => row.id), ids.slice(2));
+      // Lapsed at 1,150 but nobody claimed them since: still owner-a's to renew.
+      assert.deepEqual(await store.outboxRenew(ids, 'owner-a', 100, 1_200), ids.slice(0, 2));
+      await store.outboxRelease([ids[0] ?? ''], 'owner-a');
+      await store.outboxMarkDone([ids[1] ?? '']);
+      assert.deepEqual(await store.outboxRenew([...ids, 'a:99:0'], 'owner-a', 100, 1_210), []);
+      assert.deepEqual(await store.outboxRenew(ids.slice(2), 'owner-b', 100, 1_210), ids.slice(2));
+      assert.deepEqual(await store.outboxRenew([], 'owner-b', 100, 1_210), []);
+      assert.deepEqual((await store.outboxClaim('t', 'owner-c', 10, 100, 1_300)).map((row) => row.id), [ids[0]], 'only the released row is free');
+    }));
+
     test('outbox backlog: rows not done and rows under a live claim, per topic, counted up to a cap, and the oldest row\'s commit time', () => withStore(adapter, {}, async (store) => {
       const counts = async (topic: string, nowMs: number, countMax: number) => {
         const { rows, claimed, capped } = await store.outboxBacklog(topic, nowMs, countMax);
