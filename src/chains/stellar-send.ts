@@ -13,6 +13,9 @@
 //       and its hash is not on chain: it is dead for good, and the replacement takes a fresh one.
 //   The account is read BEFORE the hashes are looked up: if the attempt consumed the sequence, the
 //   hash lookup that follows sees it (Horizon ingests a ledger's transactions and accounts together).
+//   Behind a load balancer the two reads can reach different Horizon nodes, the lookup a lagging
+//   one; so (b) replaces only once the attempt has stayed unfound for `consumedSettleMs` since the
+//   consumed sequence was first seen (recorded in the journal), answering 'pending' until then.
 // - 'confirmed' only for a hash Horizon reports as successful in a closed ledger; anything not yet
 //   seen is 'pending'.
 import { Account, Asset, Keypair, Memo, Operation, StrKey, TransactionBuilder, xdr } from '@stellar/stellar-sdk';
@@ -27,6 +30,8 @@ import type { JsonObject } from '../store/store.ts';
 export const sendFeeStroopsDefault = 10_000;
 /** An envelope is valid this long after signing; then it is replaced (same sequence number). */
 export const sendValiditySecondsDefault = 300;
+/** How long a consumed sequence number's attempt must stay unfound before it is replaced (lagging Horizon nodes). */
+export const sendConsumedSettleMsDefault = 30_000;
 /** Attempts per idempotency key (replacements of dead envelopes included); then operations take over. */
 export const sendAttemptsMax = 8;
 /** The journal key stays under the store's 256-byte identifier limit with the longest suffix. */
@@ -42,6 +47,7 @@ export interface StellarSenderOptions {
   readonly log: Logger;
   readonly feeStroops?: number;
   readonly validitySeconds?: number;
+  readonly consumedSettleMs?: number;
   /** Test hook: runs after the first envelope is recorded and before it is submitted (a crash there). */
   readonly afterRecord?: (idempotencyKey: string) => Promise<void>;
 }
@@ -101,6 +107,7 @@ export class StellarSender {
   private readonly signer: Keypair | null;
   private readonly feeStroops: number;
   private readonly validitySeconds: number;
+  private readonly consumedSettleMs: number;
   /** Sends of one process run one at a time: Core holds one transaction per source account anyway. */
   private queue: Promise<unknown> = Promise.resolve();
 
@@ -108,6 +115,7 @@ export class StellarSender {
     this.signer = options.signerSecret === null ? null : Keypair.fromSecret(options.signerSecret);
     this.feeStroops = options.feeStroops ?? sendFeeStroopsDefault;
     this.validitySeconds = options.validitySeconds ?? sendValiditySecondsDefault;
+    this.consumedSettleMs = options.consumedSettleMs ?? sendConsumedSettleMsDefault;
   }
 
   /** The hot wallet's account id (null when no signer is configured). */
@@ -193,12 +201,26 @@ export class StellarSender {
     }
     if (accountSequence === null) return failed('the hot wallet account does not exist on the network', true);
     if (accountSequence >= latest.sequence) {
+      if (!(await this.unfoundLongEnough(plan, latest))) return { status: 'pending', onChainId: latest.hash };
       return this.replace(plan, attempts, null, replacementsLeft, 'sequence number consumed by another transaction');
     }
     if (Math.floor(this.options.clock.nowMs() / 1000) > latest.maxTimeSeconds) {
       return this.replace(plan, attempts, latest.sequence, replacementsLeft, 'envelope expired unsubmitted');
     }
     return this.submit(plan, attempts, replacementsLeft);
+  }
+
+  /**
+   * Whether the attempt has stayed unfound on chain for `consumedSettleMs` since its sequence number
+   * was first seen consumed (that first sighting is recorded in the journal, so every process and
+   * retry counts from the same moment).
+   */
+  private async unfoundLongEnough(plan: Plan, latest: Attempt): Promise<boolean> {
+    const nowMs = this.options.clock.nowMs();
+    const sighting = await this.options.journal.putIfAbsent(`${plan.journalKey}#${latest.number}#consumed`, { seenAtMs: nowMs });
+    const seenAtMs = sighting.status === 'inserted' ? nowMs : sighting.doc['seenAtMs'];
+    if (typeof seenAtMs !== 'number') throw new Error('malformed Stellar send journal record: consumed sequence sighting');
+    return nowMs - seenAtMs >= this.consumedSettleMs;
   }
 
   /** Records a new attempt (same sequence number, or a fresh one) and submits it. */

@@ -47,6 +47,7 @@ export interface StellarChainOptions {
     readonly journal?: SendJournal;
     readonly feeStroops?: number;
     readonly validitySeconds?: number;
+    readonly consumedSettleMs?: number;
     readonly afterRecord?: (idempotencyKey: string) => Promise<void>;
   };
 }
@@ -96,6 +97,7 @@ export function createStellarChain(options: StellarChainOptions): StellarChain {
     log: options.log,
     ...(options.send?.feeStroops === undefined ? {} : { feeStroops: options.send.feeStroops }),
     ...(options.send?.validitySeconds === undefined ? {} : { validitySeconds: options.send.validitySeconds }),
+    ...(options.send?.consumedSettleMs === undefined ? {} : { consumedSettleMs: options.send.consumedSettleMs }),
     ...(options.send?.afterRecord === undefined ? {} : { afterRecord: options.send.afterRecord }),
   });
   const watcher = new StellarWatcher({ ...options.watcher, horizon, store: options.store, accounts, assets, clock: options.clock, log: options.log });

@@ -147,7 +147,12 @@ test('two processes that signed with the same sequence number: the loser is told
   };
   const one = refund({ destination });
   const two = refund({ destination });
-  const [a, b] = await Promise.all([chainWith(wallet, { afterRecord: barrier }).adapter.send(one), chainWith(wallet, { afterRecord: barrier }).adapter.send(two)]);
+  const [firstA, firstB] = await Promise.all([chainWith(wallet, { afterRecord: barrier }).adapter.send(one), chainWith(wallet, { afterRecord: barrier }).adapter.send(two)]);
+  // The loser's envelope is dead (its sequence number taken), but it is replaced only once it has
+  // stayed unfound for the settling window (a lagging Horizon node could be hiding it): pending now.
+  assert.deepEqual([firstA.status, firstB.status].sort(), ['confirmed', 'pending']);
+  nowMs += 31_000;
+  const [a, b] = [await chainWith(wallet).adapter.send(one), await chainWith(wallet).adapter.send(two)];
   assert.equal(a.status, 'confirmed');
   assert.equal(b.status, 'confirmed');
   assert.ok(a.status === 'confirmed' && b.status === 'confirmed');
@@ -185,6 +190,8 @@ test('after a hot wallet rotation a recorded envelope still lands; a dead one is
   const dead = refund({ destination });
   await assert.rejects(chainWith(oldWallet, { afterRecord: crashAfterRecord }).adapter.send(dead), /simulated crash/);
   await chainWith(oldWallet).adapter.send(refund({ destination })); // takes the recorded sequence number
+  assert.equal((await chainWith(newWallet).adapter.send(dead)).status, 'pending', 'within the settling window');
+  nowMs += 31_000;
   const result = await chainWith(newWallet).adapter.send(dead);
   assert.deepEqual(result, { status: 'failed', reason: 'the hot wallet changed since this send was signed; resolve it by hand', retryable: false });
   assert.equal(fake.creditsTo(destination).length, 2);
@@ -226,6 +233,9 @@ test('a recorded envelope whose sequence number another transaction took is repl
 
   const chain = chainWith(wallet);
   assert.equal((await chain.adapter.send(refund({ destination }))).status, 'confirmed'); // takes the same sequence number
+  // Not replaced at once: a lagging Horizon node could still be hiding the attempt (next test).
+  assert.deepEqual(await chain.adapter.send(stuck), { status: 'pending', onChainId: dead.hash });
+  nowMs += 31_000;
   const retried = await chain.adapter.send(stuck);
   assert.equal(retried.status, 'confirmed');
   assert.ok(retried.status === 'confirmed');
@@ -236,6 +246,36 @@ test('a recorded envelope whose sequence number another transaction took is repl
 
   assert.deepEqual(await chain.adapter.send(stuck), retried);
   assert.equal(fake.creditsTo(destination).length, 2);
+});
+
+test('an attempt that landed but that a lagging Horizon node does not show yet is not paid a second time', async () => {
+  const wallet = newHotWallet();
+  const request = refund({ destination: newHotWallet().publicKey() });
+  await assert.rejects(chainWith(wallet, { afterRecord: crashAfterRecord }).adapter.send(request), /simulated crash/);
+  const recorded = await recordedAttempt(request.idempotencyKey);
+  // The envelope reaches the ledger by another way (a submission whose answer was lost).
+  const landed = await fetch(`${fake.url}/transactions`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+    body: `tx=${encodeURIComponent(recorded.xdr)}`,
+  });
+  assert.equal(landed.status, 200);
+  assert.equal(fake.creditsTo(request.destination).length, 1);
+  const first = { status: 'pending', onChainId: recorded.hash };
+  const chain = chainWith(wallet);
+  fake.setLaggingLookups([recorded.hash]);
+  try {
+    // The account shows the sequence number consumed; the lookup does not find the transaction.
+    assert.deepEqual(await chain.adapter.send(request), first);
+    nowMs += 10_000;
+    assert.deepEqual(await chain.adapter.send(request), first, 'still within the settling window: no replacement');
+  } finally {
+    fake.setLaggingLookups([]);
+  }
+  nowMs += 60_000; // the lagging node has caught up by now
+  assert.deepEqual(await chain.adapter.send(request), { status: 'confirmed', onChainId: first.onChainId });
+  assert.equal(fake.creditsTo(request.destination).length, 1);
+  assert.equal(await store.get('chain_sends', `STELLAR:${request.idempotencyKey}#2`), null, 'no second envelope was ever signed');
 });
 
 test('an envelope that expired unsubmitted is replaced with the same sequence number', async () => {

@@ -128,6 +128,7 @@ export class FakeHorizon {
   private ledger = 1_000;
   private down = false;
   private streamsFrozen = false;
+  private laggingLookups: ReadonlySet<string> = new Set();
   private server: Server;
   private port = 0;
 
@@ -212,6 +213,15 @@ export class FakeHorizon {
     }
   }
 
+  /**
+   * Plays a Horizon behind a load balancer whose transaction lookups reach a node that lags: while
+   * set, `GET /transactions/{hash}` answers 404 for these hashes although they are in a ledger
+   * (and the accounts, served by a node ahead, show their sequence numbers consumed).
+   */
+  setLaggingLookups(hashes: readonly string[]): void {
+    this.laggingLookups = new Set(hashes);
+  }
+
   hasTransaction(hash: string): boolean {
     return this.transactions.has(hash);
   }
@@ -259,6 +269,7 @@ export class FakeHorizon {
       return this.page(response, url, (row) => row.accounts.includes(id), `/accounts/${id}/payments`);
     }
     if (collection === 'transactions' && id !== undefined && sub === undefined) {
+      if (this.laggingLookups.has(id)) return this.notFound(response);
       const transaction = this.transactions.get(id);
       return transaction === undefined ? this.notFound(response) : this.json(response, 200, this.transactionJson(transaction));
     }
