@@ -425,6 +425,11 @@ export class ActorRuntime {
       const reply = outcome.reply ?? null;
       if (!dedupeByState) appliedCommands.push({ commandId: command.commandId, reply });
       if (command.replyTo && outcome.reply !== undefined) replies.push({ to: command.replyTo, payload: outcome.reply });
+      else if (isRefusal(outcome.reply)) {
+        // A command relayed by another actor has nobody waiting for its answer: a refusal (e.g. a
+        // transaction refusing a deposit, `too_many_deposits`) would otherwise go unseen.
+        this.log('warn', 'a command with no one to answer was refused; check it by hand', { actorId: id, kind: command.kind, commandId: command.commandId, reply: outcome.reply });
+      }
       for (const deferred of outcome.replies ?? []) replies.push(deferred);
       for (const [index, send] of (outcome.send ?? []).entries()) {
         const envelope: CommandEnvelope = {
@@ -579,4 +584,9 @@ export class ActorRuntime {
   private log(level: LogLevel, message: string, fields?: Record<string, unknown>): void {
     this.options.log?.(level, message, fields);
   }
+}
+
+/** A domain refusal (`{ ok: false, … }`, the shape the transaction actor answers). */
+function isRefusal(reply: JsonValue | undefined): boolean {
+  return typeof reply === 'object' && reply !== null && !Array.isArray(reply) && reply['ok'] === false;
 }

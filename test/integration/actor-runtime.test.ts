@@ -34,6 +34,7 @@ function alarmBehavior(): ActorBehavior<AlarmState> {
     handle(state, command) {
       if (command.kind === 'arm') return { state: { dueAtMs: (command.payload as { dueAtMs: number }).dueAtMs, fired: 0 }, reply: 'armed' };
       if (command.kind === 'timer' && state !== null) return { state: { ...state, fired: state.fired + 1 } };
+      if (command.kind === 'refuse') return { reply: { ok: false, code: 'refused_for_the_test' } };
       return { reply: 'ignored' };
     },
   };
@@ -59,6 +60,7 @@ let bus: MemoryBus;
 let role: ShardRole;
 let client: ActorClient;
 let requester: Requester;
+const logged: Array<{ level: string; message: string; fields: Record<string, unknown> | undefined }> = [];
 const keyPrefix = 'rt:';
 
 before(async () => {
@@ -76,6 +78,7 @@ before(async () => {
     shardCount: 4,
     clock: { nowMs: () => Date.now() },
     readBlockMs: 100,
+    log: (level, message, fields) => logged.push({ level, message, fields }),
   });
   requester = await Requester.start({ bus, replyStream: replyStreamKey(keyPrefix, 'client'), blockMs: 100 });
   client = new ActorClient({ bus, requester, keyPrefix, shardCount: 4, nowMs: () => Date.now() });
@@ -106,6 +109,21 @@ test('a command that wrote nothing, repeated with the same id, is answered again
   for (let index = 0; index < 2; index += 1) replies.push(await client.ask('alarm', `refusing-${commandId}`, 'poke', null, { commandId, timeoutMs: 3_000 }));
   assert.deepEqual(replies, ['ignored', 'ignored']);
   assert.equal(await store.load(`alarm/refusing-${commandId}`), null, 'nothing was written');
+});
+
+// Commands one actor relays to another have nobody waiting for the answer: a refusal must reach
+// operations through the log rather than vanish.
+test('a refused command that nobody waits for is logged as a warning with its actor and code', async () => {
+  const commandId = randomUUID();
+  await client.tell('alarm', `unheard-${commandId}`, 'refuse', null, commandId);
+  await eventually(() => assert.ok(logged.some((entry) => entry.fields?.['commandId'] === commandId)));
+  const entry = logged.find((item) => item.fields?.['commandId'] === commandId);
+  assert.equal(entry?.level, 'warn');
+  assert.deepEqual(entry?.fields, { actorId: `alarm/unheard-${commandId}`, kind: 'refuse', commandId, reply: { ok: false, code: 'refused_for_the_test' } });
+  // Asked (someone waits): answered, not logged.
+  const askedId = randomUUID();
+  assert.deepEqual(await client.ask('alarm', `heard-${askedId}`, 'refuse', null, { commandId: askedId }), { ok: false, code: 'refused_for_the_test' });
+  assert.equal(logged.some((item) => item.fields?.['commandId'] === askedId), false);
 });
 
 test('an actor deduplicated by its state: a repeated command gets the first reply, from the one snapshot, with no dedupe-log copy', async () => {
