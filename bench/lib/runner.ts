@@ -523,6 +523,11 @@ async function runWorkerSweep(context: SweepContext): Promise<void> {
   }
 }
 
+/** A point of the `system` baseline (its own scenario) at `connections`. */
+function isBaselinePoint(point: HttpPoint, system: string, connections: number): boolean {
+  return point.system === system && point.scenario === baselineScenario[system] && point.connections === connections;
+}
+
 /**
  * Adds each service point's throughput ratio to every baseline measured at the same concurrency
  * (the meaningful pairs: quote/mixed ÷ bare uWS and transport, get ÷ bare uWS, hot-cap ÷ the
@@ -533,8 +538,7 @@ async function runWorkerSweep(context: SweepContext): Promise<void> {
  */
 export function withRatios(points: readonly HttpPoint[]): HttpPoint[] {
   const baselineFor = (system: string, connections: number, before: number): HttpPoint | undefined => {
-    const matches = (point: HttpPoint): boolean =>
-      point.system === system && point.scenario === baselineScenario[system] && point.connections === connections;
+    const matches = (point: HttpPoint): boolean => isBaselinePoint(point, system, connections);
     return points.slice(0, before).findLast(matches) ?? points.find(matches);
   };
   return points.map((point, index) => {
@@ -615,8 +619,7 @@ function cpuExplanation(service: readonly HttpPoint[], transport: readonly HttpP
 export function targets(points: readonly HttpPoint[], capChecks: readonly CapCheck[], mainTopology: string, fdatasyncP50Ms: number | null = null): TargetCheck[] {
   const at = (scenario: string, connections: number): HttpPoint[] =>
     points.filter((point) => point.scenario === scenario && point.system === 'service' && point.connections === connections && point.topology === mainTopology);
-  const baseline = (system: string, connections: number): HttpPoint[] =>
-    points.filter((point) => point.system === system && point.scenario === baselineScenario[system] && point.connections === connections);
+  const baseline = (system: string, connections: number): HttpPoint[] => points.filter((point) => isBaselinePoint(point, system, connections));
   const quote64 = at('quote', 64);
   const quote1 = at('quote', 1);
   const hot64 = at('hot-cap', 64);

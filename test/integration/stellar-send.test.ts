@@ -92,6 +92,15 @@ function submissionsOf(hashes: readonly string[]): string[] {
   return fake.submissions.filter((entry) => entry.hash !== null && hashes.includes(entry.hash)).map((entry) => entry.outcome);
 }
 
+/** Submits a signed envelope to Horizon directly, outside the sender (as another client would). */
+function submitToHorizon(envelopeXdr: string): Promise<Response> {
+  return fetch(`${fake.url}/transactions`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+    body: `tx=${encodeURIComponent(envelopeXdr)}`,
+  });
+}
+
 async function recordedAttempt(key: string, suffix = ''): Promise<{ hash: string; xdr: string }> {
   const doc = await store.get('chain_sends', `STELLAR:${key}${suffix}`);
   assert.ok(doc !== null && typeof doc.hash === 'string' && typeof doc.xdr === 'string', `journal record for ${key}${suffix}`);
@@ -254,11 +263,7 @@ test('an attempt that landed but that a lagging Horizon node does not show yet i
   await assert.rejects(chainWith(wallet, { afterRecord: crashAfterRecord }).adapter.send(request), /simulated crash/);
   const recorded = await recordedAttempt(request.idempotencyKey);
   // The envelope reaches the ledger by another way (a submission whose answer was lost).
-  const landed = await fetch(`${fake.url}/transactions`, {
-    method: 'POST',
-    headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
-    body: `tx=${encodeURIComponent(recorded.xdr)}`,
-  });
+  const landed = await submitToHorizon(recorded.xdr);
   assert.equal(landed.status, 200);
   assert.equal(fake.creditsTo(request.destination).length, 1);
   const first = { status: 'pending', onChainId: recorded.hash };
@@ -294,11 +299,7 @@ test('an envelope that expired unsubmitted is replaced with the same sequence nu
     assert.equal(secondDoc?.sequence, firstDoc?.sequence); // at most one of the two could ever land
     assert.equal(fake.creditsTo(request.destination).length, 1);
     // The expired envelope is dead twice over: too late, and its sequence number is now used.
-    const lateSubmission = await fetch(`${fake.url}/transactions`, {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
-      body: `tx=${encodeURIComponent(expired.xdr)}`,
-    });
+    const lateSubmission = await submitToHorizon(expired.xdr);
     assert.equal(lateSubmission.status, 400);
     assert.equal(fake.creditsTo(request.destination).length, 1);
   } finally {
