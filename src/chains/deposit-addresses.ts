@@ -1,0 +1,45 @@
+// Per-transaction deposit addresses (Solana, Celo). With one shared deposit address, nothing tied a
+// transfer to the transaction a partner named in POST /payments/notify, so a partner who saw another
+// partner's transfer on chain could claim it for its own transaction. Each transaction now gets its
+// own address, derived without I/O from the transaction id (nothing is stored before the answer);
+// a transfer funds a transaction only if it reached that transaction's address. Funds that land
+// there are swept to the hot wallet, which pays every fee (nothing must be held at the address).
+//
+// Stellar keeps its one account: the memo already binds a payment to one transaction.
+import type { CryptoAsset } from '../domain/assets.ts';
+import type { SendResult, VerifyResult } from './chains.ts';
+
+export interface SweepRequest {
+  /** The transaction whose address is swept (its address is `addressFor(transactionId)`). */
+  readonly transactionId: string;
+  readonly asset: CryptoAsset;
+  /** A retry with the same key never moves funds twice (same journal rules as ChainAdapter.send). */
+  readonly idempotencyKey: string;
+}
+
+/**
+ * What a network with per-transaction addresses offers besides ChainAdapter. Implemented by the
+ * Solana and Celo adapters and by the sandbox chain for those networks.
+ */
+export interface PerTransactionDeposits {
+  readonly network: 'SOLANA' | 'CELO';
+  /**
+   * The address a partner funds for `transactionId` (payment_context.depositAddress). Pure and
+   * deterministic: the same id gives the same address in every process, on every restart.
+   * Solana: the owner (wallet) address; deposits go to its associated token account for the mint.
+   * Celo: the counterfactual (CREATE2) forwarder address; no code needs to exist there yet.
+   */
+  addressFor(transactionId: string): string;
+  /**
+   * The transfers of a configured asset INTO `address` made by chain transaction `onChainId`
+   * (outcomes as ChainAdapter.verify). A transfer to any other address is not reported here.
+   */
+  verifyInto(onChainId: string, address: string): Promise<VerifyResult>;
+  /**
+   * Chain transaction ids that moved a configured asset into `address`, newest first, at most
+   * `limit`: how the watcher finds deposits nobody notified.
+   */
+  transfersInto(address: string, limit: number): Promise<readonly string[]>;
+  /** Moves the whole balance of `asset` held at the transaction's address to the hot wallet. */
+  sweep(request: SweepRequest): Promise<SendResult>;
+}
