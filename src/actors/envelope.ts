@@ -88,6 +88,14 @@ export interface ActorBehavior<State> {
    * lets `handle` answer repeats. Leave it unset for any actor where that does not hold.
    */
   readonly dedupeByState?: boolean;
+  /**
+   * Kinds of command whose reply may come later than their handling (the acceptance saga answers
+   * once every counter has replied): their first handling stores no reply. A repeat of such a
+   * command (same id) that someone waits for is handed to `handle` again instead of being answered
+   * from that empty record, so `handle` must answer it from the state (or add the new asker to
+   * those waiting) and change nothing else.
+   */
+  readonly deferredReplyKinds?: ReadonlySet<string>;
 }
 
 /** The kind of the command the runtime sends when an actor's timer is due. */

@@ -402,19 +402,23 @@ export class ActorRuntime {
     const seenInBatch = new Set<string>();
 
     for (const command of commands) {
+      // A repeat of a command whose answer is deferred goes back to `handle` (see `asksAgain`).
+      let repeat = false;
       if (!dedupeByState) {
-        if (seenInBatch.has(command.commandId) || actor.recentCommandIds.has(command.commandId)) {
-          await this.replayStoredReply(actor, command, replies, appliedCommands);
-          continue;
-        }
+        const applied = seenInBatch.has(command.commandId) || actor.recentCommandIds.has(command.commandId);
         // An actor that has never been written (version 0) has no dedupe log to ask.
-        const stored = actor.version === 0 ? undefined : await this.options.store.getAppliedReply(id, command.commandId);
-        if (stored !== undefined) {
-          if (command.replyTo && stored !== null) replies.push({ to: command.replyTo, payload: stored });
-          this.remember(actor, command.commandId);
-          continue;
+        const stored = applied || actor.version === 0 ? undefined : await this.options.store.getAppliedReply(id, command.commandId);
+        if (applied || stored !== undefined) {
+          const known = applied ? await this.storedReply(actor, command, appliedCommands) : stored;
+          if (!asksAgain(behavior, command, known)) {
+            if (command.replyTo && known !== undefined && known !== null) replies.push({ to: command.replyTo, payload: known });
+            if (!applied) this.remember(actor, command.commandId);
+            continue;
+          }
+          repeat = true;
+        } else {
+          seenInBatch.add(command.commandId);
         }
-        seenInBatch.add(command.commandId);
       }
       const nowMs = this.options.clock.nowMs();
       const outcome = behavior.handle(state, command, { nowMs, commandId: command.commandId });
@@ -423,7 +427,7 @@ export class ActorRuntime {
         changed = true;
       }
       const reply = outcome.reply ?? null;
-      if (!dedupeByState) appliedCommands.push({ commandId: command.commandId, reply });
+      if (!dedupeByState && !repeat) appliedCommands.push({ commandId: command.commandId, reply });
       if (command.replyTo && outcome.reply !== undefined) replies.push({ to: command.replyTo, payload: outcome.reply });
       else if (isRefusal(outcome.reply)) {
         // A command relayed by another actor has nobody waiting for its answer: a refusal (e.g. a
@@ -514,18 +518,16 @@ export class ActorRuntime {
     return { kind: 'applied', replies: step.replies, outbox: step.outboxRows };
   }
 
-  private async replayStoredReply(
+  /** The reply recorded for a command applied earlier (in this batch, in memory, or in the store). */
+  private async storedReply(
     actor: ActiveActor,
     command: CommandEnvelope,
-    replies: PendingReply[],
     appliedCommands: ReadonlyArray<{ commandId: string; reply: JsonValue }>,
-  ): Promise<void> {
-    if (!command.replyTo) return;
+  ): Promise<JsonValue | null | undefined> {
+    if (!command.replyTo) return undefined;
     const inBatch = appliedCommands.find((item) => item.commandId === command.commandId);
-    const stored = inBatch
-      ? inBatch.reply
-      : (actor.unwrittenReplies.get(command.commandId) ?? (await this.options.store.getAppliedReply(actor.id, command.commandId)));
-    if (stored !== undefined && stored !== null) replies.push({ to: command.replyTo, payload: stored });
+    if (inBatch) return inBatch.reply;
+    return actor.unwrittenReplies.get(command.commandId) ?? (await this.options.store.getAppliedReply(actor.id, command.commandId));
   }
 
   /** `unwrittenReply`: the reply of a command that wrote nothing (the store has none to replay). */
@@ -587,6 +589,15 @@ export class ActorRuntime {
 }
 
 /** A domain refusal (`{ ok: false, … }`, the shape the transaction actor answers). */
+/**
+ * Whether a repeat of an applied command goes back to `handle`: its first handling recorded no
+ * reply because the reply comes later (a saga), and someone waits for this repeat. Answered from
+ * the empty record, the repeat would wait forever though the first one's outcome exists.
+ */
+function asksAgain(behavior: ActorBehavior<unknown>, command: CommandEnvelope, stored: JsonValue | null | undefined): boolean {
+  return command.replyTo !== undefined && stored === null && behavior.deferredReplyKinds?.has(command.kind) === true;
+}
+
 function isRefusal(reply: JsonValue | undefined): boolean {
   return typeof reply === 'object' && reply !== null && !Array.isArray(reply) && reply['ok'] === false;
 }

@@ -48,6 +48,8 @@ export const outboxTopicPayouts = 'payouts';
 export const outboxTopicRefundsPix = 'refunds.pix';
 export const outboxTopicRefundsChain = 'refunds.chain';
 export const outboxTopicDeliveries = 'deliveries';
+/** Askers of one acceptance kept while its saga runs (retries of one request); the oldest go first. */
+const acceptWaitersMax = 16;
 
 /** What the edge sends to accept a quote (it has checked auth, scoping, shapes and the account). */
 export interface AcceptPayload {
@@ -470,6 +472,9 @@ export function transactionBehavior(deps: TransactionActorDeps): ActorBehavior<T
     encode: (state) => toJsonValue(state),
     decode: (json) => fromJsonValue<TransactionActorState>(json),
     timerAtMs: (state) => (state.phase === 'live' && state.tx.status === 'AWAITING_PAYMENT' ? state.tx.expiresAtMs : null),
+    // The saga answers `accept` once the counters have replied; a repeat (an Idempotency-Key retry
+    // after a timeout or failover) joins those waiting, or gets the outcome once there is one.
+    deferredReplyKinds: new Set(['accept']),
     handle(state, command, ctx) {
       const transactionId = command.actorKey;
       if (command.kind === 'accept') {
@@ -477,7 +482,7 @@ export function transactionBehavior(deps: TransactionActorDeps): ActorBehavior<T
           return startAcceptance(fromJsonValue<AcceptPayload>(command.payload), command, ctx.nowMs, deps.limits(), transactionId);
         }
         if (state.phase === 'reserving') {
-          return command.replyTo ? { state: { ...state, waiting: [...state.waiting, command.replyTo] } } : {};
+          return command.replyTo ? { state: { ...state, waiting: [...state.waiting, command.replyTo].slice(-acceptWaitersMax) } } : {};
         }
         return { reply: state.phase === 'rejected' ? state.reply : reply(acceptedReply(state)) };
       }
