@@ -35,6 +35,7 @@ import {
 } from './envelope.ts';
 import { decodeEnvelope, encodeEnvelope } from './codec.ts';
 import type { ActorCommit, ActorStore, BatchCommitResult, OutboxRowWrite } from './actor-store.ts';
+import { ActorFault, errorText, releaseWrites, replayCommandKind, replayDeadLettersMax, type DeadLetter, type QuarantineRecord, type QuarantineStore } from './quarantine.ts';
 
 export interface RuntimeClock {
   nowMs(): number;
@@ -64,6 +65,11 @@ export interface RuntimeOptions {
   readonly afterCommit?: (actorId: string) => void;
   /** Called after a durable write that set or cleared an actor's timer. */
   readonly onTimer?: (actorId: string, dueAtMs: number | null) => void;
+  /**
+   * Where actors that cannot be applied are set aside (src/actors/quarantine.ts). Without it, such
+   * an actor's commands stay pending and are retried, as for an infrastructure failure.
+   */
+  readonly quarantine?: QuarantineStore;
 }
 
 interface ActiveActor {
@@ -95,6 +101,11 @@ interface PendingReply {
 /** What became of one actor's commands in a batch. */
 type ActorOutcome =
   | { readonly kind: 'applied'; readonly replies: PendingReply[]; readonly outbox: OutboxRowWrite[] }
+  /**
+   * Not applied: the actor is quarantined; these commands go to its dead letters. `error` is set
+   * when this batch put it there (null: it already was).
+   */
+  | { readonly kind: 'quarantined'; readonly error: string | null }
   /** Not applied (write refused, actor blocked, shard not owned): the entries stay pending. */
   | { readonly kind: 'retry' }
   /** Not applied because applying threw (a bug or broken infrastructure): the entries stay pending. */
@@ -110,6 +121,8 @@ interface PreparedWrite {
   readonly timerAtMs: number | null | undefined;
   readonly replies: PendingReply[];
   readonly outboxRows: OutboxRowWrite[];
+  /** Set when this write applies a quarantined actor's dead letters: it is released once durable. */
+  readonly releases?: true;
 }
 type PreparedStep = PreparedWrite | { readonly kind: 'done'; readonly outcome: ActorOutcome };
 
@@ -139,6 +152,10 @@ export class ActorRuntime {
   private readonly lanes = new Map<string, Promise<void>>();
   /** Actors whose write was refused or threw: nothing more is applied until their shard recovers. */
   private readonly blocked = new Set<string>();
+  /** Quarantined actors of the owned shards: their commands go to their dead letters. */
+  private readonly quarantined = new Map<string, QuarantineRecord>();
+  /** Orders this runtime's dead letters within a millisecond. */
+  private deadLetterSeq = 0;
   private readonly batchSizeMax: number;
   private readonly actorsInMemoryMax: number;
   private readonly streamLengthMax: number;
@@ -174,7 +191,23 @@ export class ActorRuntime {
     for (const id of this.actors.keys()) {
       if (shardOf(id, this.options.shardCount) === shard) this.actors.delete(id);
     }
+    for (const id of this.quarantined.keys()) {
+      if (shardOf(id, this.options.shardCount) === shard) this.quarantined.delete(id);
+    }
     this.unblockShard(shard);
+  }
+
+  /**
+   * Learns which actors of `shard` are quarantined (the worker calls it when it takes the shard,
+   * before applying any of its commands), so their commands keep going to their dead letters.
+   */
+  async restoreQuarantine(shard: number): Promise<void> {
+    if (this.options.quarantine === undefined) return;
+    for (const record of await this.options.quarantine.quarantinedOf(shard, replayDeadLettersMax)) this.quarantined.set(record.actorId, record);
+  }
+
+  quarantinedCount(): number {
+    return this.quarantined.size;
   }
 
   /**
@@ -243,9 +276,25 @@ export class ActorRuntime {
     let failed = 0;
     let index = 0;
     let firstFailure: { actorId: string; error: unknown } | null = null;
+    const deadLettered: Array<Promise<void>> = [];
     for (const [id, items] of byActor) {
       const outcome = outcomes[index];
       index += 1;
+      if (outcome?.kind === 'quarantined') {
+        deadLettered.push(
+          this.deadLetter(id, outcome.error, items.map((item) => item.command)).then(
+            () => {
+              for (const item of items) ack(item.entry);
+            },
+            (error: unknown) => {
+              // Not recorded: the entries stay pending and come back through recovery.
+              this.log('error', 'dead-lettering commands of a quarantined actor failed; they stay pending', { actorId: id, error: String(error) });
+              for (const item of items) pending.push(item.entry);
+            },
+          ),
+        );
+        continue;
+      }
       if (outcome === undefined || outcome.kind !== 'applied') {
         if (outcome?.kind === 'failed') {
           failed += items.length;
@@ -260,6 +309,7 @@ export class ActorRuntime {
       for (const item of items) ack(item.entry);
     }
 
+    await Promise.all(deadLettered);
     if (firstFailure !== null) {
       // One line per batch (a broken store fails every actor): the first failure and how many.
       this.log('error', 'applying commands failed; they stay pending and will be retried', {
@@ -345,11 +395,76 @@ export class ActorRuntime {
       return { kind: 'done', outcome: { kind: 'retry' } };
     }
     try {
-      return await this.prepare(id, { shard, token: fence }, commands);
+      // A replay asked for an actor this worker did not know as quarantined (its record was written
+      // elsewhere): the record decides.
+      const quarantine = this.options.quarantine;
+      if (quarantine !== undefined && !this.quarantined.has(id) && commands.some((command) => command.kind === replayCommandKind)) {
+        const record = await quarantine.record(id);
+        if (record !== null) this.quarantined.set(id, record);
+      }
+      if (this.quarantined.has(id)) return await this.prepareQuarantined(id, { shard, token: fence }, commands);
+      // A replay asked for an actor that is not (or no longer) quarantined has nothing to do.
+      const ordinary = commands.filter((command) => command.kind !== replayCommandKind);
+      return await this.prepare(id, { shard, token: fence }, ordinary);
     } catch (error) {
       this.actors.delete(id);
+      if (error instanceof ActorFault && this.options.quarantine !== undefined) return { kind: 'done', outcome: this.enterQuarantine(id, shard, error) };
       this.blocked.add(id);
       return { kind: 'done', outcome: { kind: 'failed', error } };
+    }
+  }
+
+  /** From now on the actor's commands are dead-lettered (set synchronously: later batches see it). */
+  private enterQuarantine(id: string, shard: number, fault: ActorFault): ActorOutcome {
+    const nowMs = this.options.clock.nowMs();
+    const error = errorText(fault);
+    const since = this.quarantined.get(id)?.sinceMs ?? nowMs;
+    this.quarantined.set(id, { actorId: id, shard, error, sinceMs: since, lastErrorAtMs: nowMs });
+    return { kind: 'quarantined', error };
+  }
+
+  /**
+   * A quarantined actor's commands are dead-lettered, unless one of them asks for a replay: then
+   * the actor is reloaded from its snapshot and its dead letters are applied first, followed by
+   * this batch's other commands, in one write that also releases it.
+   */
+  private async prepareQuarantined(id: string, fence: { readonly shard: number; readonly token: number }, commands: readonly CommandEnvelope[]): Promise<PreparedStep> {
+    const quarantine = this.options.quarantine;
+    const others = commands.filter((command) => command.kind !== replayCommandKind);
+    if (quarantine === undefined || others.length === commands.length) return { kind: 'done', outcome: { kind: 'quarantined', error: null } };
+    const letters = await quarantine.deadLetters(id, replayDeadLettersMax);
+    if (letters.length >= replayDeadLettersMax) {
+      // Too many to release in one write: the operator replays again once these are in.
+      this.log('error', 'a quarantined actor has more dead letters than one replay applies; not replayed', { actorId: id, deadLettersMax: replayDeadLettersMax });
+      return { kind: 'done', outcome: { kind: 'quarantined', error: null } };
+    }
+    this.actors.delete(id);
+    const step = await this.prepare(id, fence, [...letters.map((letter) => letter.envelope), ...others], releaseWrites(id, letters));
+    this.log('info', 'replaying a quarantined actor', { actorId: id, deadLetters: letters.length });
+    if (step.kind === 'write') return { ...step, releases: true };
+    // Nothing to write (only reads): released at once, nothing durable to remove but its records.
+    return step;
+  }
+
+  /** Writes the commands of a quarantined actor to its dead letters (and logs its quarantine once). */
+  private async deadLetter(id: string, error: string | null, commands: readonly CommandEnvelope[]): Promise<void> {
+    const record = this.quarantined.get(id);
+    if (this.options.quarantine === undefined || record === undefined) throw new Error(`${id} is not quarantined`);
+    const nowMs = this.options.clock.nowMs();
+    const letters: DeadLetter[] = commands
+      .filter((command) => command.kind !== replayCommandKind)
+      .map((command) => {
+        this.deadLetterSeq = (this.deadLetterSeq + 1) % 1_000_000_000;
+        const order = `${String(nowMs).padStart(15, '0')}.${String(this.deadLetterSeq).padStart(9, '0')}`;
+        return { order, commandId: command.commandId, kind: command.kind, atMs: nowMs, envelope: command };
+      });
+    await this.options.quarantine.quarantine(record, letters);
+    if (error !== null) {
+      this.log('error', 'actor quarantined: its commands are dead-lettered until an operator replays them', {
+        actorId: id,
+        error,
+        deadLettered: letters.length,
+      });
     }
   }
 
@@ -363,7 +478,7 @@ export class ActorRuntime {
     const actor: ActiveActor = {
       id,
       behavior,
-      state: snapshot === null ? null : behavior.decode(snapshot.state),
+      state: snapshot === null ? null : decodeOrFault(behavior, id, snapshot.state),
       version: snapshot?.version ?? 0,
       lastUsedMs: this.options.clock.nowMs(),
       recentCommandIds: new Set(),
@@ -384,6 +499,7 @@ export class ActorRuntime {
     id: string,
     fence: { readonly shard: number; readonly token: number },
     commands: readonly CommandEnvelope[],
+    extraReadModels: readonly ReadModelWrite[] = [],
   ): Promise<PreparedStep> {
     const first = commands[0];
     if (first === undefined) return { kind: 'done', outcome: { kind: 'applied', replies: [], outbox: [] } };
@@ -399,6 +515,7 @@ export class ActorRuntime {
     const appliedCommands: Array<{ commandId: string; reply: JsonValue }> = [];
     const outbox: OutboxMessage[] = [];
     const readModels = new Map<string, ReadModelWrite>();
+    for (const write of extraReadModels) readModels.set(`${write.collection}\u0000${write.id}`, write);
     const seenInBatch = new Set<string>();
 
     for (const command of commands) {
@@ -421,7 +538,7 @@ export class ActorRuntime {
         }
       }
       const nowMs = this.options.clock.nowMs();
-      const outcome = behavior.handle(state, command, { nowMs, commandId: command.commandId });
+      const outcome = handleOrFault(behavior, id, state, command, nowMs);
       if (outcome.state !== undefined) {
         state = outcome.state;
         changed = true;
@@ -507,6 +624,7 @@ export class ActorRuntime {
       return { kind: 'retry' };
     }
     this.options.afterCommit?.(actor.id);
+    if (step.releases === true) this.quarantined.delete(actor.id);
     actor.state = step.state;
     actor.version = commit.newVersion;
     actor.lastUsedMs = this.options.clock.nowMs();
@@ -588,7 +706,22 @@ export class ActorRuntime {
   }
 }
 
-/** A domain refusal (`{ ok: false, … }`, the shape the transaction actor answers). */
+function decodeOrFault(behavior: ActorBehavior<unknown>, id: string, json: JsonValue): unknown {
+  try {
+    return behavior.decode(json);
+  } catch (error) {
+    throw new ActorFault('decode', id, error);
+  }
+}
+
+function handleOrFault(behavior: ActorBehavior<unknown>, id: string, state: unknown, command: CommandEnvelope, nowMs: number): ReturnType<ActorBehavior<unknown>['handle']> {
+  try {
+    return behavior.handle(state, command, { nowMs, commandId: command.commandId });
+  } catch (error) {
+    throw new ActorFault('handle', id, error);
+  }
+}
+
 /**
  * Whether a repeat of an applied command goes back to `handle`: its first handling recorded no
  * reply because the reply comes later (a saga), and someone waits for this repeat. Answered from
@@ -598,6 +731,7 @@ function asksAgain(behavior: ActorBehavior<unknown>, command: CommandEnvelope, s
   return command.replyTo !== undefined && stored === null && behavior.deferredReplyKinds?.has(command.kind) === true;
 }
 
+/** A domain refusal (`{ ok: false, … }`, the shape the transaction actor answers). */
 function isRefusal(reply: JsonValue | undefined): boolean {
   return typeof reply === 'object' && reply !== null && !Array.isArray(reply) && reply['ok'] === false;
 }

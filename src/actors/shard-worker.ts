@@ -438,7 +438,11 @@ export class ShardWorker {
     const { bus, group, workerId, keyPrefix } = this.options;
     const batchSize = this.options.runtime.batchSize;
     for (const shard of [...this.needsRecovery]) {
-      if (this.acquiredSinceRecovery.delete(shard)) this.options.runtime.dropShard(shard);
+      if (this.acquiredSinceRecovery.delete(shard)) {
+        this.options.runtime.dropShard(shard);
+        // Before any of the shard's commands: a quarantined actor's commands keep their order.
+        await this.options.runtime.restoreQuarantine(shard);
+      }
       // Actors blocked by a refused write apply again: their pending commands come first.
       this.options.runtime.unblockShard(shard);
       const stream = commandStreamKey(keyPrefix, shard);

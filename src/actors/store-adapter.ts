@@ -5,14 +5,16 @@ import type { ActorCommit, ActorStore, BatchCommitResult, CommitResult, OutboxRo
 import type { JsonValue } from './envelope.ts';
 import { outboxTopicCommands } from './runtime.ts';
 import type { WorkerStore } from './shard-worker.ts';
+import { quarantineReadModelIndexes } from './quarantine.ts';
 
 export const timersCollection = 'timers';
 /** One document per shard worker, refreshed every lease round (admin: ListWorkers). */
 export const workerStatsCollection = 'worker_stats';
 
-/** Read-model indexes the runtime itself needs (timers per shard). */
+/** Read-model indexes the runtime itself needs (timers per shard, quarantined actors and their dead letters). */
 export const runtimeReadModelIndexes: readonly ReadModelIndex[] = [
   { collection: timersCollection, name: 'by_shard_due', equal: ['shard'], orderBy: 'dueAtMs' },
+  ...quarantineReadModelIndexes,
 ];
 
 export interface RuntimeStore extends ActorStore, WorkerStore {

@@ -14,6 +14,9 @@ const usage = `usage: npm run admin -- <command> [arguments]
   destination <stage|test|activate|discard> <partner> [url]
   rotate-secret <partner>                  stage a new webhook secret (printed once)
   activate-secret <partner>                sign with the staged secret from now on
+  quarantined                              actors set aside because they could not be applied
+  quarantine <actor id>                    one quarantined actor: its error and dead-lettered commands
+  replay <actor id>                        after the fix: apply its dead letters again, in order
   set-rate <COP|BRL> <rate>                sandbox: fiat units per USD stablecoin
   sandbox-rail <BREB|PIX> [--liquidity N] [--latency MS] [--failure-rate R] [--outage on|off]`;
 
@@ -114,6 +117,23 @@ export async function runCli(argv: string[], env: NodeJS.ProcessEnv, print: (tex
         const reply = await client.call('ActivateWebhookSecret', { partner_id: args[0] });
         print(table([reply], ['ok', 'message', 'live_url']));
         return reply.ok === true ? 0 : 1;
+      }
+      case 'quarantined': {
+        const reply = await client.call('ListQuarantined', { limit: 1_000 });
+        print(table(reply.actors as Array<Record<string, unknown>>, ['actor_id', 'shard', 'since_ms', 'last_error_at_ms', 'error']));
+        return 0;
+      }
+      case 'quarantine': {
+        need(1);
+        const reply = await client.call('InspectQuarantined', { actor_id: args[0] });
+        print(table([reply], ['actor_id', 'shard', 'since_ms', 'last_error_at_ms', 'error']));
+        print(table(reply.dead_letters as Array<Record<string, unknown>>, ['order', 'command_id', 'kind', 'at_ms']));
+        return 0;
+      }
+      case 'replay': {
+        need(1);
+        print(String((await client.call('ReplayQuarantined', { actor_id: args[0] })).message));
+        return 0;
       }
       case 'set-rate': {
         need(2);

@@ -14,6 +14,7 @@ import {
 import { commandStreamKey, shardLeaseName } from '../bus/shards.ts';
 import { commandGroup } from '../service/shard-role.ts';
 import { workerStatsCollection } from '../actors/store-adapter.ts';
+import { listQuarantined, quarantineDetail, requestReplay, type QuarantineRecord } from '../actors/quarantine.ts';
 import { isOneOf, fiatCurrencies, networks, paymentMethods } from '../domain/assets.ts';
 import { parseAmount, decimalFromExactString } from '../domain/money.ts';
 import { sha256Hex } from '../edge/auth.ts';
@@ -62,6 +63,20 @@ export interface AdminCapabilities {
   readonly reconciler?: Reconciler;
   readonly webhooks?: { readonly deliveries: DeliveryLog; readonly destinations: DestinationsApi };
   readonly sandboxRail?: SandboxRailControls;
+}
+
+function quarantinedActorReply(
+  record: QuarantineRecord,
+  letters: ReadonlyArray<{ readonly order: string; readonly commandId: string; readonly kind: string; readonly atMs: number }>,
+): Record<string, unknown> {
+  return {
+    actor_id: record.actorId,
+    shard: record.shard,
+    error: record.error,
+    since_ms: String(record.sinceMs),
+    last_error_at_ms: String(record.lastErrorAtMs),
+    dead_letters: letters.map((letter) => ({ order: letter.order, command_id: letter.commandId, kind: letter.kind, at_ms: String(letter.atMs) })),
+  };
 }
 
 /** A failure to report to the caller with a gRPC status (never a stack trace). */
@@ -217,6 +232,24 @@ export function adminHandlers(ctx: ServiceContext, capabilities: AdminCapabiliti
       const result = await webhooks().destinations.rotateSecret(partner.id);
       if (!result.ok) throw new AdminError(grpcStatus.FAILED_PRECONDITION, result.reason);
       return { partner_id: partner.id, secret: result.secret };
+    },
+    async ListQuarantined(request) {
+      const limit = Math.min(Math.max(Number(request.limit ?? 100) || 100, 1), 1_000);
+      const actors = await listQuarantined(ctx.store, limit);
+      return { actors: actors.map((record) => quarantinedActorReply(record, [])) };
+    },
+    async InspectQuarantined(request) {
+      const actorId = required(request, 'actor_id');
+      const detail = await quarantineDetail(ctx.store, actorId, 1_000);
+      if (detail === null) throw new AdminError(grpcStatus.NOT_FOUND, `${actorId} is not quarantined`);
+      return quarantinedActorReply(detail, detail.deadLetters);
+    },
+    async ReplayQuarantined(request) {
+      const actorId = required(request, 'actor_id');
+      if ((await quarantineDetail(ctx.store, actorId, 1)) === null) throw new AdminError(grpcStatus.NOT_FOUND, `${actorId} is not quarantined`);
+      await requestReplay({ bus: ctx.bus, keyPrefix: ctx.keyPrefix, shardCount: ctx.shardCount, nowMs: ctx.clock.nowMs() }, actorId);
+      ctx.log.warn({ actorId }, 'operator asked to replay a quarantined actor');
+      return { ok: true, message: `replay of ${actorId} requested; check it with quarantine ${actorId}` };
     },
     async SetRate(request) {
       if (!ctx.env.sandbox) throw new AdminError(grpcStatus.FAILED_PRECONDITION, 'rates are set by the rates feed outside sandbox mode');

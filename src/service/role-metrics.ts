@@ -95,6 +95,17 @@ export function healthMetrics(report: HealthReport): MetricFamily[] {
   ];
 }
 
+export function shardMetrics(runtime: { actorCount(): number; quarantinedCount(): number }): MetricFamily[] {
+  return [
+    gauge('shard_actors_in_memory', 'Actors this shard worker holds in memory.', runtime.actorCount()),
+    gauge(
+      'shard_actors_quarantined',
+      'Actors of the owned shards set aside because their snapshot or a command could not be applied; their commands are dead-lettered (an alert: npm run admin -- quarantined).',
+      runtime.quarantinedCount(),
+    ),
+  ];
+}
+
 export function payoutMetrics(stats: PayoutWorkerStats): MetricFamily[] {
   return [
     counter('payout_attempts_total', 'Rail calls by this payout worker since it started.', stats.attempts),

@@ -15,7 +15,7 @@ import { createOnrampServices } from '../onramp/onramp-services.ts';
 import { settlesWithin, shutdownBudget, stopPhases, type StopPhase } from './shutdown.ts';
 import type { HealthCheck } from './health.ts';
 import { startHealthListener, type HealthListener } from './health-listener.ts';
-import { deliveryMetrics, payoutMetrics, refundMetrics, watcherMetrics, type MetricFamily } from './role-metrics.ts';
+import { deliveryMetrics, payoutMetrics, refundMetrics, shardMetrics, watcherMetrics, type MetricFamily } from './role-metrics.ts';
 
 export interface RunningRole {
   readonly name: Role;
@@ -116,7 +116,7 @@ export async function startService(env: EnvConfig, overrides: ContextOverrides =
         batchesInFlightMax: env.SHARD_BATCHES_IN_FLIGHT,
         log: (level, message, fields) => ctx.log[level](fields ?? {}, message),
       });
-      roles.push({ name: 'shard', phase: 'shard', stop: () => shard.stop(), health: () => shard.worker.health() });
+      roles.push({ name: 'shard', phase: 'shard', stop: () => shard.stop(), health: () => shard.worker.health(), metrics: () => shardMetrics(shard.runtime) });
     }
     if (runs(env, 'edge')) {
       // Acceptance needs a fresh liquidity reading: the cached view refreshes in the background.

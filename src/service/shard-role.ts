@@ -4,6 +4,7 @@ import type { Leases } from '../bus/leases.ts';
 import type { ActorBehavior, LogLevel } from '../actors/envelope.ts';
 import { ActorRuntime } from '../actors/runtime.ts';
 import { ShardWorker } from '../actors/shard-worker.ts';
+import { quarantineOnStore } from '../actors/quarantine.ts';
 import { runtimeStore } from '../actors/store-adapter.ts';
 import type { SnapshotStore } from '../store/store.ts';
 
@@ -57,6 +58,7 @@ export async function startShardRole(options: ShardRoleOptions): Promise<ShardRo
       });
     },
     onTimer: (actorId, dueAtMs) => worker?.scheduleTimer(actorId, dueAtMs),
+    quarantine: quarantineOnStore(options.store),
     ...(options.batchSizeMax !== undefined ? { batchSizeMax: options.batchSizeMax } : {}),
     ...(options.afterCommit ? { afterCommit: options.afterCommit } : {}),
     ...(options.log ? { log: options.log } : {}),

@@ -11,6 +11,11 @@ import { runCli } from '../../src/grpc/admin-cli.ts';
 import { partnerOverridesCollection } from '../../src/service/partner-overrides.ts';
 import { sha256Hex } from '../../src/edge/auth.ts';
 import { eventually } from '../support/eventually.ts';
+import { randomUUID } from 'node:crypto';
+import { shardOf } from '../../src/bus/shards.ts';
+import type { CommandEnvelope } from '../../src/actors/envelope.ts';
+import { quarantineOnStore } from '../../src/actors/quarantine.ts';
+import { loadQuote } from '../../src/actors/quote-actor.ts';
 
 const opsKey = 'ops-key-for-the-admin-test-0123456789';
 const demoKey = 'demo-key-for-the-admin-test-0123456789';
@@ -102,4 +107,35 @@ test('the CLI prints the shard table', async () => {
   assert.equal(lines[0]?.split('\n').length, 8 + 2);
   const missingKey = await runCli(['shards'], {}, (text) => lines.push(text));
   assert.equal(missingKey, 2);
+});
+
+test('quarantined actors: listed, inspected (kinds and ids, no payloads) and replayed through the CLI; NOT_FOUND once released', async () => {
+  // A quote whose creation was dead-lettered (as if its actor had been quarantined by a bug).
+  const quoteId = randomUUID();
+  const actorId = `quote/${quoteId}`;
+  const command: CommandEnvelope = {
+    commandId: randomUUID(),
+    actorType: 'quote',
+    actorKey: quoteId,
+    kind: 'create',
+    payload: { partnerId: 'demo', request: { kind: 'payout', amount: 100_000, cryptoCurrency: 'USDC', network: 'STELLAR', paymentMethod: 'BREB', targetCurrency: 'COP' } },
+    sentAtMs: Date.now(),
+  };
+  await quarantineOnStore(service.ctx.store).quarantine(
+    { actorId, shard: shardOf(actorId, 8), error: 'TypeError: the bug', sinceMs: 1, lastErrorAtMs: 2 },
+    [{ order: '000000000000001.000000001', commandId: command.commandId, kind: 'create', atMs: 2, envelope: command }],
+  );
+  const env = { OPS_API_KEY: opsKey, ADMIN_ADDR: `127.0.0.1:${service.adminPort}` };
+  const lines: string[] = [];
+  assert.equal(await runCli(['quarantined'], env, (text) => lines.push(text)), 0);
+  assert.match(lines.join('\n'), new RegExp(`${actorId}\\s+\\d+\\s+1\\s+2\\s+TypeError: the bug`));
+  lines.length = 0;
+  assert.equal(await runCli(['quarantine', actorId], env, (text) => lines.push(text)), 0);
+  assert.match(lines.join('\n'), new RegExp(`000000000000001.000000001\\s+${command.commandId}\\s+create`));
+  assert.doesNotMatch(lines.join('\n'), /BREB|100000/, 'no command payload is shown');
+
+  assert.equal(await runCli(['replay', actorId], env, (text) => lines.push(text)), 0);
+  await eventually(async () => assert.ok(await loadQuote(service.ctx.store, quoteId), 'the dead-lettered creation was applied'));
+  await eventually(async () => assert.rejects(admin.call('InspectQuarantined', { actor_id: actorId }), (error: { code?: number }) => error.code === 5));
+  await assert.rejects(admin.call('ReplayQuarantined', { actor_id: actorId }), (error: { code?: number }) => error.code === 5);
 });
