@@ -36,6 +36,9 @@ const decimals = 6;
 const confirmations = 3;
 const signerEnv = 'TEST_CELO_HOT_WALLET';
 const artifact = JSON.parse(readFileSync(new URL('../fixtures/erc20/TestToken.json', import.meta.url), 'utf8')) as { abi: Abi; bytecode: Hex };
+const oddTokens = JSON.parse(readFileSync(new URL('../fixtures/erc20/OddTokens.json', import.meta.url), 'utf8')) as {
+  contracts: { contractName: 'NoReturnToken' | 'FalseReturnToken'; abi: Abi; bytecode: Hex }[];
+};
 
 let anvil: PrivateAnvil;
 let publicClient: PublicClient;
@@ -598,6 +601,48 @@ describe('sweep: a deposit address emptied into the hot wallet, once per idempot
       assert.match(result.reason, pattern);
     }
     await new CeloAdapter(adapterOptions()).checkDepositFactory();
+  });
+});
+
+describe('sweep: tokens that bend ERC-20', () => {
+  async function deployOdd(name: 'NoReturnToken' | 'FalseReturnToken'): Promise<{ address: Address; abi: Abi }> {
+    const odd = oddTokens.contracts.find((contract) => contract.contractName === name);
+    assert.ok(odd !== undefined);
+    const hash = await wallet(deployer).deployContract({ abi: odd.abi, bytecode: odd.bytecode });
+    const receipt = await publicClient.waitForTransactionReceipt({ hash, timeout: 10_000, pollingInterval: 50 });
+    assert.ok(receipt.contractAddress != null);
+    return { address: receipt.contractAddress, abi: odd.abi };
+  }
+
+  test('a transfer without a return value is swept; one that returns false is refused and the funds stay', async () => {
+    const noReturn = await deployOdd('NoReturnToken');
+    const falseReturn = await deployOdd('FalseReturnToken');
+    const adapter = new CeloAdapter(adapterOptions({
+      assets: { USDC: { contract: noReturn.address, decimals }, USDT: { contract: falseReturn.address, decimals } },
+    }));
+    const transactionId = randomUUID();
+    const address = adapter.addressFor(transactionId);
+    for (const token of [noReturn, falseReturn]) {
+      assert.equal(await forcedWrite(deployer, { address: token.address, abi: token.abi, functionName: 'mint', args: [address, 9_000_000n] }), 'success');
+    }
+    await mine(confirmations - 1);
+    const swept = await adapter.sweep(sweepOf(transactionId, `sweep-no-return-${transactionId}`, 'USDC'));
+    assert.notEqual(swept.status, 'failed', show(swept));
+    assert.equal(await balanceOf(noReturn.address, address), 0n);
+    assert.equal(await balanceOf(noReturn.address, hotWallet.address), 9_000_000n);
+
+    const nonce = await publicClient.getTransactionCount({ address: hotWallet.address });
+    assert.deepEqual(await adapter.sweep(sweepOf(transactionId, `sweep-false-${transactionId}`, 'USDT')), {
+      status: 'failed', reason: 'the sweep would revert (does the token refuse to move the balance?)', retryable: true,
+    });
+    assert.equal(await publicClient.getTransactionCount({ address: hotWallet.address }), nonce, 'nothing was signed');
+    // Forced on chain by someone else, it reverts as a whole: no sweep is ever reported for funds that stayed.
+    const salt = depositSalt(transactionId);
+    assert.equal(
+      await forcedWrite(partner, { address: forwarderFactory, abi: depositForwarderFactoryAbi as Abi, functionName: 'sweep', args: [salt, falseReturn.address] }),
+      'reverted',
+    );
+    assert.equal(await balanceOf(falseReturn.address, address), 9_000_000n);
   });
 });
 
