@@ -1,29 +1,38 @@
-// The Celo adapter: verifies ERC-20 deposits (USDC, USDT) that partners report and sends tokens
-// from the hot wallet, with viem 2 and its `celo` chain (chain id configurable). Decisions:
-// docs/solana-celo.md.
+// The Celo adapter: verifies ERC-20 deposits (USDC, USDT) that partners report, gives each
+// transaction its own deposit address (a CREATE2 forwarder, contracts/), finds and sweeps what
+// reaches those addresses, and sends tokens from the hot wallet, with viem 2 and its `celo` chain
+// (chain id configurable). Decisions: docs/solana-celo.md.
 //
-// verify: the receipt must be `confirmations` blocks deep (the head counts as 1) and still on the
-// canonical chain; a reverted transaction is invalid; every `Transfer(from, to, value)` log that
-// an accepted token contract emitted with `to` = the deposit address is a transfer; the sender is
+// verify / verifyInto: the receipt must be `confirmations` blocks deep (the head counts as 1) and
+// still on the canonical chain; a reverted transaction is invalid; every `Transfer(from, to,
+// value)` log that an accepted token contract emitted with `to` = the deposit address (verify: the
+// legacy shared addresses; verifyInto: the one address asked about) is a transfer; the sender is
 // the log's `from`. USDT stays USDT here (conversion to USDC happens elsewhere).
-// send: an ERC-20 `transfer` signed by the hot wallet with a nonce allocated in this process
-// (serialised) from the node's pending count; the signed bytes, hash and nonce are recorded in
-// the send journal before broadcast; retries rebroadcast the same bytes; a new transaction (new
-// nonce) is built only when the recorded one can never be mined (its nonce was used by another
-// transaction at confirmation depth) or it reverted at depth.
+// transfersInto: Transfer logs of the accepted tokens into an address, over a bounded block window
+// that ends at the confirmation depth, newest first.
+// send and sweep: one transaction signed by the hot wallet (an ERC-20 `transfer`; the factory's
+// `sweep`) with a nonce allocated in this process (serialised) from the node's pending count; the
+// signed bytes, hash and nonce are recorded in the send journal before broadcast; retries
+// rebroadcast the same bytes; a new transaction (new nonce) is built only when the recorded one
+// can never be mined (its nonce was used by another transaction at confirmation depth) or it
+// reverted at depth.
 import {
-  BaseError, ExecutionRevertedError, TransactionReceiptNotFoundError, createPublicClient, decodeEventLog, encodeFunctionData,
-  erc20Abi, http, keccak256,
+  BaseError, ContractFunctionRevertedError, ContractFunctionZeroDataError, ExecutionRevertedError, TransactionReceiptNotFoundError,
+  createPublicClient, decodeEventLog, encodeFunctionData, erc20Abi, getAbiItem, http, keccak256,
 } from 'viem';
 import type { Address, Hex, PublicClient, TransactionReceipt } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import type { PrivateKeyAccount } from 'viem/accounts';
 import { celo } from 'viem/chains';
 import type { CryptoAsset } from '../domain/assets.ts';
+import { isCanonicalUuid } from '../domain/ids.ts';
 import { fromBaseUnits, rescale } from '../domain/money.ts';
 import type { JsonObject } from '../store/store.ts';
 import type { ChainAdapter, ObservedTransfer, SendJournal, SendRequest, SendResult, VerifyResult } from './chains.ts';
 import type { CeloChainConfig } from './config.ts';
+import type { PerTransactionDeposits, SweepRequest } from './deposit-addresses.ts';
+import { depositForwarderFactoryAbi } from './celo-contracts.ts';
+import { depositSalt, forwarderAddress, forwarderInitCodeHash, sweepCallData } from './celo-forwarders.ts';
 import {
   SerialQueue, erc20TransferTopic, isTransactionHash, parseAddress, privateKeyFromSecret, sameAddress, uint256Max, zeroAddress,
 } from './celo-helpers.ts';
@@ -46,6 +55,12 @@ export interface CeloAdapterOptions {
   readonly depositAddress: string;
   /** Rotated-out deposit addresses: deposits to them still verify (transactions created before a rotation). */
   readonly previousDepositAddresses?: readonly string[];
+  /** The DepositForwarderFactory (scripts/celo-deploy-factory.ts): per-transaction addresses derive from it. */
+  readonly depositFactory: string;
+  /** transfersInto looks this many blocks back from the confirmed head. Default 10,000 (≈ 3 h at 1 s blocks). */
+  readonly depositScanBlocks?: number;
+  /** Blocks per eth_getLogs request (RPC providers cap the range). Default 10,000. */
+  readonly logBlocksPerRequestMax?: number;
   readonly assets: Readonly<Partial<Record<CryptoAsset, CeloAssetConfig>>>;
   /** Blocks a transaction must be deep (its own block counts as 1; 0 means 1) before it counts. Default 3. */
   readonly confirmations?: number;
@@ -69,12 +84,23 @@ interface AssetContract {
   readonly decimals: number;
 }
 
-interface PreparedSend {
-  readonly request: SendRequest;
-  readonly token: AssetContract;
-  readonly amountBaseUnits: bigint;
-  readonly destination: Address;
+/**
+ * One journaled, idempotent transaction from the hot wallet: a send (the token's `transfer`) or a
+ * sweep (the factory's `sweep`). Both go through the same attempt machinery.
+ */
+interface PreparedCall {
+  readonly kind: 'celo-transfer' | 'celo-sweep';
+  readonly idempotencyKey: string;
+  /** The contract called (token or factory) and the calldata. */
+  readonly to: Address;
+  readonly data: Hex;
   readonly fingerprint: SendFingerprint;
+  /** How answers name it: "the transfer reverted on chain", "the sweep …". */
+  readonly noun: 'transfer' | 'sweep';
+  /** The answer when estimating gas reverts (nothing is signed). */
+  readonly wouldRevert: string;
+  /** Checked before a NEW transaction is signed (never before a recorded one is rebroadcast). */
+  readonly precondition: (() => Promise<SendResult | null>) | null;
   readonly journal: SendJournal;
   readonly signer: PrivateKeyAccount;
 }
@@ -93,12 +119,23 @@ const mismatchReasons: ReadonlyArray<readonly [Mismatch, string]> = [
 const rpcTimeoutMsDefault = 10_000;
 const confirmationsDefault = 3;
 const gasLimitPercentDefault = 130n;
+const depositScanBlocksDefault = 10_000;
+const depositScanBlocksMax = 1_000_000;
+const logBlocksPerRequestMaxDefault = 10_000;
+const transfersIntoLimitMax = 1_000;
+/** What a sweep fingerprint says instead of an amount: the balance at execution, whatever it is. */
+const wholeBalance = 'whole balance';
+const transferEvent = getAbiItem({ abi: erc20Abi, name: 'Transfer' });
 
-export class CeloAdapter implements ChainAdapter {
+export class CeloAdapter implements ChainAdapter, PerTransactionDeposits {
   readonly network = 'CELO' as const;
   private readonly client: PublicClient;
   private readonly chainId: number;
+  /** The legacy shared deposit address and its rotated-out predecessors (verify). */
   private readonly depositAddresses: readonly Address[];
+  private readonly depositFactory: Address;
+  private readonly depositScanBlocks: bigint;
+  private readonly logBlocksPerRequestMax: bigint;
   private readonly tokens: readonly AssetContract[];
   private readonly confirmations: bigint;
   private readonly signer: PrivateKeyAccount | null;
@@ -110,6 +147,7 @@ export class CeloAdapter implements ChainAdapter {
   /** The next nonce this process has not handed out yet (the node's pending count may lag it). */
   private nextNonce = 0;
   private chainChecked: Promise<void> | null = null;
+  private factoryChecked: Promise<void> | null = null;
 
   constructor(options: CeloAdapterOptions) {
     if (!/^https?:\/\//.test(options.rpcUrl)) throw new Error('CELO rpcUrl must be an http(s) URL');
@@ -122,6 +160,13 @@ export class CeloAdapter implements ChainAdapter {
       }
       return address;
     });
+    const factory = parseAddress(options.depositFactory);
+    if (factory === null || factory === zeroAddress) throw new Error('CELO depositFactory is not an address');
+    this.depositFactory = factory;
+    const scanBlocks = options.depositScanBlocks ?? depositScanBlocksDefault;
+    this.depositScanBlocks = BigInt(boundedInteger(scanBlocks, 1, depositScanBlocksMax, 'depositScanBlocks'));
+    const perRequest = options.logBlocksPerRequestMax ?? logBlocksPerRequestMaxDefault;
+    this.logBlocksPerRequestMax = BigInt(boundedInteger(perRequest, 1, depositScanBlocksMax, 'logBlocksPerRequestMax'));
     this.tokens = Object.entries(options.assets).map(([asset, config]) => {
       const contract = config === undefined ? null : parseAddress(config.contract);
       if (config === undefined || contract === null) throw new Error(`CELO assets.${asset}.contract is not an address`);
@@ -172,10 +217,58 @@ export class CeloAdapter implements ChainAdapter {
     }
   }
 
+  /**
+   * Rejects unless `depositFactory` is a deployed DepositForwarderFactory whose forwarder is the one
+   * this build derives addresses from: otherwise the addresses handed to partners would not be the
+   * ones the factory deploys, and whatever reached them could never be swept. Run once on success
+   * (by transfersInto and sweep); the composition root may await it at start. Rejects with a
+   * DepositFactoryError for a wrong factory, with the RPC error when the node cannot answer.
+   */
+  async checkDepositFactory(): Promise<void> {
+    this.factoryChecked ??= (async () => {
+      await this.ensureChain();
+      const factory = this.depositFactory;
+      const code = await this.client.getCode({ address: factory });
+      if (code === undefined || code === '0x') {
+        throw new DepositFactoryError(`CELO depositFactory ${factory} has no code on chain ${this.chainId} (deploy it: npm run celo:deploy-factory)`);
+      }
+      let reported: Hex | null = null;
+      try {
+        reported = await this.client.readContract({ address: factory, abi: depositForwarderFactoryAbi, functionName: 'forwarderInitCodeHash' });
+      } catch (error) {
+        // A contract without that function reverts or answers nothing; anything else is the network.
+        const notOurs = (cause: unknown): boolean =>
+          cause instanceof ExecutionRevertedError || cause instanceof ContractFunctionRevertedError || cause instanceof ContractFunctionZeroDataError;
+        if (!(error instanceof BaseError && error.walk(notOurs) !== null)) throw error;
+      }
+      if (reported !== forwarderInitCodeHash) {
+        throw new DepositFactoryError(`CELO depositFactory ${factory} does not deploy this build's forwarder: its addresses would not be ours`);
+      }
+    })();
+    try {
+      await this.factoryChecked;
+    } catch (error) {
+      this.factoryChecked = null;
+      throw error;
+    }
+  }
+
   // ---- verify ----
 
   /** Rejects only when the RPC node cannot be reached, or serves another chain. */
   async verify(onChainId: string): Promise<VerifyResult> {
+    return this.verifyTransfersTo(onChainId, this.depositAddresses);
+  }
+
+  /** verify for one per-transaction address (PerTransactionDeposits). */
+  async verifyInto(onChainId: string, address: string): Promise<VerifyResult> {
+    const recipient = parseAddress(address);
+    if (recipient === null || recipient === zeroAddress) return { status: 'invalid', reason: 'not a Celo deposit address' };
+    return this.verifyTransfersTo(onChainId, [recipient]);
+  }
+
+  /** The one verification: transfers of accepted tokens to one of `recipients`, at depth, canonical. */
+  private async verifyTransfersTo(onChainId: string, recipients: readonly Address[]): Promise<VerifyResult> {
     if (!isTransactionHash(onChainId)) return { status: 'invalid', reason: 'not a transaction hash (0x + 64 hex digits)' };
     await this.ensureChain();
     const receipt = await this.receiptOrNull(onChainId);
@@ -193,7 +286,7 @@ export class CeloAdapter implements ChainAdapter {
     const transfers: ObservedTransfer[] = [];
     const observedAtMs = Number(block.timestamp) * 1000;
     for (const log of receipt.logs) {
-      const transfer = this.transferOf(log, mismatches);
+      const transfer = this.transferOf(log, recipients, mismatches);
       if (transfer === null) continue;
       transfers.push({
         network: 'CELO',
@@ -212,9 +305,9 @@ export class CeloAdapter implements ChainAdapter {
     return { status: 'found', transfers };
   }
 
-  /** An accepted token's Transfer to the deposit address, or null (noting why not). */
+  /** An accepted token's Transfer to one of `recipients`, or null (noting why not). */
   private transferOf(
-    log: TransactionReceipt['logs'][number], mismatches: Set<Mismatch>,
+    log: TransactionReceipt['logs'][number], recipients: readonly Address[], mismatches: Set<Mismatch>,
   ): { token: AssetContract; from: Address; value: bigint } | null {
     // ERC-721 shares the event signature but indexes the token id: 4 topics, not 3.
     if (log.topics[0]?.toLowerCase() !== erc20TransferTopic || log.topics.length !== 3) return null;
@@ -225,7 +318,7 @@ export class CeloAdapter implements ChainAdapter {
       return null;
     }
     const token = this.tokens.find((candidate) => sameAddress(candidate.contract, log.address));
-    const toDeposit = this.depositAddresses.some((address) => sameAddress(args.to, address));
+    const toDeposit = recipients.some((address) => sameAddress(args.to, address));
     if (token === undefined) {
       if (toDeposit) mismatches.add('wrong_token');
       return null;
@@ -246,17 +339,123 @@ export class CeloAdapter implements ChainAdapter {
     }
   }
 
+  // ---- per-transaction deposit addresses ----
+
+  /** The forwarder address of a transaction (pure; see celo-forwarders.ts for the derivation). */
+  addressFor(transactionId: string): Address {
+    return forwarderAddress(this.depositFactory, depositSalt(transactionId));
+  }
+
+  /**
+   * Hashes of the transactions whose accepted-token Transfer logs credit `address`, newest first,
+   * at most `limit`, looking back `depositScanBlocks` from the newest block at confirmation depth
+   * (in requests of at most `logBlocksPerRequestMax` blocks, stopping once `limit` are found).
+   * Older deposits are found by notify or reconcile (verifyInto has no window).
+   */
+  async transfersInto(address: string, limit: number): Promise<readonly string[]> {
+    const recipient = parseAddress(address);
+    if (recipient === null) throw new Error('transfersInto: not a Celo address');
+    if (!Number.isInteger(limit) || limit < 1 || limit > transfersIntoLimitMax) {
+      throw new RangeError(`transfersInto: limit must be in [1, ${transfersIntoLimitMax}]`);
+    }
+    await this.checkDepositFactory();
+    const newest = (await this.client.getBlockNumber()) - this.confirmations + 1n;
+    if (newest < 0n) return [];
+    const oldest = maxBigInt(newest - this.depositScanBlocks + 1n, 0n);
+    const hashes: Hex[] = [];
+    // Newest range first, so the usual case (a recent deposit) costs one request.
+    for (let toBlock = newest; toBlock >= oldest && hashes.length < limit; toBlock -= this.logBlocksPerRequestMax) {
+      const fromBlock = maxBigInt(toBlock - this.logBlocksPerRequestMax + 1n, oldest);
+      const logs = await this.client.getLogs({
+        address: this.tokens.map((token) => token.contract),
+        event: transferEvent,
+        args: { to: recipient },
+        fromBlock,
+        toBlock,
+        strict: true,
+      });
+      const positions = logs.flatMap((log) => (
+        // ERC-721's Transfer has 4 topics; a removed log was reorganised away.
+        log.removed || log.topics.length !== 3 ? [] : [{ block: log.blockNumber, index: log.logIndex, hash: log.transactionHash }]
+      ));
+      positions.sort((a, b) => (a.block === b.block ? b.index - a.index : a.block < b.block ? 1 : -1));
+      for (const { hash } of positions) {
+        if (!hashes.includes(hash)) hashes.push(hash);
+      }
+    }
+    return hashes.slice(0, limit);
+  }
+
+  /**
+   * Moves the whole balance of `asset` at the transaction's address to the factory's treasury (the
+   * hot wallet), with one `factory.sweep(salt, token)` from the hot wallet, journaled exactly like
+   * `send` (same keyspace: sweep keys must not collide with send keys). The hot wallet pays the
+   * gas; the address needs none. A key sweeps once: a later deposit to the same address needs a
+   * new key. No balance is not an error (the sweep moves nothing).
+   */
+  async sweep(request: SweepRequest): Promise<SendResult> {
+    const prepared = this.prepareSweep(request);
+    if ('status' in prepared) return prepared;
+    return this.execute(prepared);
+  }
+
+  private prepareSweep(request: SweepRequest): PreparedCall | SendResult {
+    if (!isCanonicalUuid(request.transactionId)) return failed('not a canonical transaction id', false);
+    const token = this.tokens.find((candidate) => candidate.asset === request.asset);
+    if (token === undefined) return failed(`${request.asset} is not configured on CELO`, false);
+    if (this.journal === null) return failed('no send journal configured', false);
+    if (this.signer === null) return failed('the CELO hot wallet key is not configured', false);
+    const signer = this.signer;
+    const salt = depositSalt(request.transactionId);
+    return {
+      kind: 'celo-sweep',
+      idempotencyKey: request.idempotencyKey,
+      to: this.depositFactory,
+      data: sweepCallData(salt, token.contract),
+      fingerprint: { asset: token.asset, amountBaseUnits: wholeBalance, destination: forwarderAddress(this.depositFactory, salt) },
+      noun: 'sweep',
+      wouldRevert: 'the sweep would revert (does the token refuse to move the balance?)',
+      precondition: async () => this.sweepPrecondition(signer),
+      journal: this.journal,
+      signer,
+    };
+  }
+
+  /**
+   * Before signing a sweep: the factory is ours, and its treasury is this hot wallet. A treasury
+   * that is not (a rotation half done, or an admin key in the wrong hands) stops automatic sweeps:
+   * the service must never pay to move deposits to an address it does not hold.
+   */
+  private async sweepPrecondition(signer: PrivateKeyAccount): Promise<SendResult | null> {
+    try {
+      await this.checkDepositFactory();
+    } catch (error) {
+      // Retryable: fixing CHAINS_FILE and restarting makes the same key sweep.
+      if (error instanceof DepositFactoryError) return failed(error.message, true);
+      throw error;
+    }
+    const factory = this.depositFactory;
+    const treasury = await this.client.readContract({ address: factory, abi: depositForwarderFactoryAbi, functionName: 'treasury' });
+    if (sameAddress(treasury, signer.address)) return null;
+    return failed(`the deposit factory's treasury ${treasury} is not this hot wallet; sweeping waits for the factory admin (setTreasury)`, true);
+  }
+
   // ---- send ----
 
   async send(request: SendRequest): Promise<SendResult> {
     const prepared = this.prepare(request);
     if ('status' in prepared) return prepared;
+    return this.execute(prepared);
+  }
+
+  /** Journaled, idempotent execution of one call from the hot wallet (send or sweep). */
+  private async execute(prepared: PreparedCall): Promise<SendResult> {
     // Once a signed transaction is recorded, an infrastructure error is 'pending', never
     // 'failed': it may be mined, and only this key may try again.
     let inFlight: string | null = null;
     try {
       await this.ensureChain();
-      const attempts = await loadAttempts(prepared.journal, 'CELO', request.idempotencyKey, this.attemptsMax);
+      const attempts = await loadAttempts(prepared.journal, 'CELO', prepared.idempotencyKey, this.attemptsMax);
       const first = attempts[0];
       if (first !== undefined && !sameFingerprint(first, prepared.fingerprint)) {
         return failed('idempotency key already used with a different asset, amount or destination', false);
@@ -278,7 +477,7 @@ export class CeloAdapter implements ChainAdapter {
     }
   }
 
-  private prepare(request: SendRequest): PreparedSend | SendResult {
+  private prepare(request: SendRequest): PreparedCall | SendResult {
     if (request.network !== 'CELO') return failed(`this adapter sends on CELO, not ${request.network}`, false);
     const token = this.tokens.find((candidate) => candidate.asset === request.asset);
     if (token === undefined) return failed(`${request.asset} is not configured on CELO`, false);
@@ -292,17 +491,20 @@ export class CeloAdapter implements ChainAdapter {
     if (this.journal === null) return failed('no send journal configured', false);
     if (this.signer === null) return failed('the CELO hot wallet key is not configured', false);
     return {
-      request,
-      token,
-      amountBaseUnits: atDecimals.units,
-      destination,
+      kind: 'celo-transfer',
+      idempotencyKey: request.idempotencyKey,
+      to: token.contract,
+      data: encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [destination, atDecimals.units] }),
       fingerprint: fingerprintOf(request, atDecimals.units, destination),
+      noun: 'transfer',
+      wouldRevert: 'the transfer would revert (is the hot wallet funded with the token?)',
+      precondition: null,
       journal: this.journal,
       signer: this.signer,
     };
   }
 
-  private async advance(prepared: PreparedSend, attempts: JsonObject[], onAttempt: (hash: string) => void): Promise<SendResult> {
+  private async advance(prepared: PreparedCall, attempts: JsonObject[], onAttempt: (hash: string) => void): Promise<SendResult> {
     const receipts: (TransactionReceipt | null)[] = [];
     for (const attempt of attempts) receipts.push(await this.receiptOrNull(stringField(attempt, 'hash') as Hex));
     const head = await this.client.getBlockNumber();
@@ -318,7 +520,7 @@ export class CeloAdapter implements ChainAdapter {
     if (receipt !== null) {
       // Reverted: final only at depth (a reorganisation could still replay it differently).
       if (head - receipt.blockNumber + 1n < this.confirmations) return { status: 'pending', onChainId: hash };
-      return this.afterFinalFailure(prepared, attempts, 'the transfer reverted on chain', onAttempt);
+      return this.afterFinalFailure(prepared, attempts, `the ${prepared.noun} reverted on chain`, onAttempt);
     }
     if (await this.nonceTakenByAnother(latest, head)) return this.nextAttempt(prepared, attempts, onAttempt);
     return this.broadcastAndReport(latest);
@@ -338,18 +540,18 @@ export class CeloAdapter implements ChainAdapter {
   }
 
   private async afterFinalFailure(
-    prepared: PreparedSend, attempts: JsonObject[], reason: string, onAttempt: (hash: string) => void,
+    prepared: PreparedCall, attempts: JsonObject[], reason: string, onAttempt: (hash: string) => void,
   ): Promise<SendResult> {
     const attempt = attempts.length - 1;
     const retryable = attempts.length < this.attemptsMax;
-    const firstReport = await acknowledgeFailure(prepared.journal, 'CELO', prepared.request.idempotencyKey, attempt, reason);
+    const firstReport = await acknowledgeFailure(prepared.journal, 'CELO', prepared.idempotencyKey, attempt, reason);
     if (firstReport || !retryable) {
       return failed(retryable ? `${reason}; a retry with the same key sends a new transaction` : `${reason}; no attempts left`, retryable);
     }
     return this.nextAttempt(prepared, attempts, onAttempt);
   }
 
-  private async nextAttempt(prepared: PreparedSend, attempts: JsonObject[], onAttempt: (hash: string) => void): Promise<SendResult> {
+  private async nextAttempt(prepared: PreparedCall, attempts: JsonObject[], onAttempt: (hash: string) => void): Promise<SendResult> {
     if (attempts.length >= this.attemptsMax) return failed(`no transaction was mined after ${attempts.length} attempts`, false);
     const built = await this.newAttempt(prepared, attempts.length);
     if (built.kind === 'refused') return built.result;
@@ -359,17 +561,19 @@ export class CeloAdapter implements ChainAdapter {
 
   /**
    * Signs and records attempt n with a fresh nonce; returns the recorded attempt (another
-   * caller's, if it won the race), or a failure when the transfer would revert (nothing signed).
+   * caller's, if it won the race), or a refusal when the precondition fails or the call would
+   * revert (nothing signed).
    */
-  private async newAttempt(prepared: PreparedSend, attempt: number): Promise<BuiltAttempt> {
-    const { signer, token } = prepared;
-    const data = encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [prepared.destination, prepared.amountBaseUnits] });
+  private async newAttempt(prepared: PreparedCall, attempt: number): Promise<BuiltAttempt> {
+    const { signer, to, data } = prepared;
+    const refusal = prepared.precondition === null ? null : await prepared.precondition();
+    if (refusal !== null) return { kind: 'refused', result: refusal };
     let gasEstimate: bigint;
     try {
-      gasEstimate = await this.client.estimateGas({ account: signer.address, to: token.contract, data });
+      gasEstimate = await this.client.estimateGas({ account: signer.address, to, data });
     } catch (error) {
       if (error instanceof BaseError && error.walk((cause) => cause instanceof ExecutionRevertedError) !== null) {
-        return { kind: 'refused', result: failed('the transfer would revert (is the hot wallet funded with the token?)', true) };
+        return { kind: 'refused', result: failed(prepared.wouldRevert, true) };
       }
       throw error;
     }
@@ -380,7 +584,7 @@ export class CeloAdapter implements ChainAdapter {
       const serialized = await signer.signTransaction({
         chainId: this.chainId,
         type: 'eip1559',
-        to: token.contract,
+        to,
         data,
         value: 0n,
         nonce,
@@ -389,7 +593,7 @@ export class CeloAdapter implements ChainAdapter {
         maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
       });
       const record: JsonObject = {
-        kind: 'celo-transfer',
+        kind: prepared.kind,
         attempt,
         request: prepared.fingerprint,
         hash: keccak256(serialized),
@@ -399,7 +603,7 @@ export class CeloAdapter implements ChainAdapter {
         chainId: this.chainId,
         recordedAtMs: this.nowMs(),
       };
-      const stored = await recordAttempt(prepared.journal, 'CELO', prepared.request.idempotencyKey, attempt, record);
+      const stored = await recordAttempt(prepared.journal, 'CELO', prepared.idempotencyKey, attempt, record);
       if (stored === record) this.nextNonce = nonce + 1;
       return { kind: 'recorded', record: stored } as const;
     });
@@ -446,6 +650,8 @@ export function celoAdapterFromConfig(config: CeloChainConfig, dependencies: Cel
     chainId: config.chainId,
     depositAddress: config.depositAddress,
     ...(config.previousDepositAddresses === undefined ? {} : { previousDepositAddresses: config.previousDepositAddresses }),
+    depositFactory: config.depositFactory,
+    ...(config.depositScanBlocks === undefined ? {} : { depositScanBlocks: config.depositScanBlocks }),
     confirmations: config.confirmations,
     assets,
     signerSecretEnv: config.signerSecretEnv,
@@ -453,6 +659,20 @@ export function celoAdapterFromConfig(config: CeloChainConfig, dependencies: Cel
     ...(dependencies.env === undefined ? {} : { env: dependencies.env }),
     ...(dependencies.nowMs === undefined ? {} : { nowMs: dependencies.nowMs }),
   });
+}
+
+/** The configured depositFactory is not a factory this build can use (nothing deployed, another forwarder). */
+export class DepositFactoryError extends Error {
+  override readonly name = 'DepositFactoryError';
+}
+
+function maxBigInt(a: bigint, b: bigint): bigint {
+  return a > b ? a : b;
+}
+
+function boundedInteger(value: number, min: number, max: number, name: string): number {
+  if (!Number.isInteger(value) || value < min || value > max) throw new Error(`CELO ${name} must be an integer in [${min}, ${max}]`);
+  return value;
 }
 
 function loadSigner(envName: string | undefined, env: Readonly<Record<string, string | undefined>>): PrivateKeyAccount | null {

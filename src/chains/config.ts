@@ -5,7 +5,9 @@
 // the environment variable that holds each (`signerSecretEnv`), and values that look like a key are
 // refused so a pasted secret cannot slip in. One addition to DESIGN's shape: an optional
 // `previousDepositAddresses` per network (rotated-out addresses that adapters keep watching and
-// verifying, so a transaction created before a rotation can still be funded).
+// verifying, so a transaction created before a rotation can still be funded). CELO also names its
+// `depositFactory` (required: per-transaction deposit addresses derive from it) and may bound the
+// deposit watcher's look-back with `depositScanBlocks`.
 //
 // `resolveChainSetups` turns the file (or its absence) into one `ChainSetup` per offered network:
 // the deposit address, the CAIP chain id, the suggested public RPC URL and the deposit assets with
@@ -218,6 +220,10 @@ export const celoChainSchema = z.strictObject({
   chainId: z.number().int().min(1).max(2 ** 53 - 1),
   depositAddress: evmAddress,
   previousDepositAddresses: previousAddresses(evmAddress),
+  /** The DepositForwarderFactory every per-transaction deposit address derives from (docs/solana-celo.md). */
+  depositFactory: evmAddress.refine((text) => !/^0x0{40}$/.test(text), 'must not be the zero address'),
+  /** How far back (blocks, from the confirmed head) the deposit watcher looks for transfers into an address. */
+  depositScanBlocks: z.number().int().min(1).max(1_000_000).optional(),
   confirmations: z.number().int().min(0).max(1_000),
   assets: z.strictObject({ USDC: evmToken.optional(), USDT: evmToken.optional() }).refine(atLeastOneAsset, 'must name at least one asset'),
   signerSecretEnv,

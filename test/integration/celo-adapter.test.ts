@@ -1,19 +1,26 @@
 // The Celo adapter against a real EVM node: anvil (chain id 42220) started for this file, real
-// OpenZeppelin ERC-20 contracts deployed from test/fixtures/erc20/TestToken.json, real transfers
-// looked up through viem, sends journalled in a real LMDB store. Blocks are mined on demand
-// (anvil_mine) to reach the confirmation depth.
+// OpenZeppelin ERC-20 contracts deployed from test/fixtures/erc20/TestToken.json, the deposit
+// forwarder factory deployed as an operator does (scripts/celo-deploy-factory.ts), real transfers
+// looked up through viem, sends and sweeps journalled in a real LMDB store. Blocks are mined on
+// demand (anvil_mine) to reach the confirmation depth.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { execFile } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { promisify } from 'node:util';
 import { createPublicClient, createTestClient, createWalletClient, erc20Abi, http, parseEther } from 'viem';
 import type { Abi, Address, Hex, PublicClient } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import type { PrivateKeyAccount } from 'viem/accounts';
 import { celo } from 'viem/chains';
 import { CeloAdapter, celoAdapterFromConfig } from '../../src/chains/celo.ts';
+import { depositForwarderAbi, depositForwarderFactoryAbi } from '../../src/chains/celo-contracts.ts';
+import { depositSalt } from '../../src/chains/celo-forwarders.ts';
+import { deployDepositFactory } from '../../scripts/celo-deploy-factory.ts';
 import type { LiveChainFactory } from '../../src/chains/chain-services.ts';
 import { parseChainsFile } from '../../src/chains/config.ts';
 import type { CeloAdapterOptions } from '../../src/chains/celo.ts';
@@ -29,6 +36,9 @@ const decimals = 6;
 const confirmations = 3;
 const signerEnv = 'TEST_CELO_HOT_WALLET';
 const artifact = JSON.parse(readFileSync(new URL('../fixtures/erc20/TestToken.json', import.meta.url), 'utf8')) as { abi: Abi; bytecode: Hex };
+const oddTokens = JSON.parse(readFileSync(new URL('../fixtures/erc20/OddTokens.json', import.meta.url), 'utf8')) as {
+  contracts: { contractName: 'NoReturnToken' | 'FalseReturnToken'; abi: Abi; bytecode: Hex }[];
+};
 
 let anvil: PrivateAnvil;
 let publicClient: PublicClient;
@@ -43,12 +53,15 @@ let deposit: Address;
 let usdc: Address;
 let usdt: Address;
 let otherToken: Address;
+let factoryAdmin: PrivateKeyAccount;
+let forwarderFactory: Address;
 
 function adapterOptions(overrides: Partial<CeloAdapterOptions> = {}): CeloAdapterOptions {
   return {
     rpcUrl: anvil.url,
     chainId: 42220,
     depositAddress: deposit,
+    depositFactory: forwarderFactory,
     confirmations,
     assets: { USDC: { contract: usdc, decimals }, USDT: { contract: usdt, decimals } },
     signerSecretEnv: signerEnv,
@@ -118,12 +131,16 @@ before(async () => {
   hotKey = generatePrivateKey();
   hotWallet = privateKeyToAccount(hotKey);
   deposit = newAddress();
-  for (const account of [deployer, partner, hotWallet]) await testClient.setBalance({ address: account.address, value: parseEther('100') });
+  factoryAdmin = privateKeyToAccount(generatePrivateKey());
+  for (const account of [deployer, partner, hotWallet, factoryAdmin]) {
+    await testClient.setBalance({ address: account.address, value: parseEther('100') });
+  }
   usdc = await deployToken('USDC');
   usdt = await deployToken('USDT');
   otherToken = await deployToken('FAKE');
   for (const token of [usdc, usdt, otherToken]) await tokenTransfer(deployer, token, partner.address, 1_000_000_000n);
   await tokenTransfer(deployer, usdc, hotWallet.address, 100_000_000n);
+  forwarderFactory = (await deployDepositFactory({ rpcUrl: anvil.url, chainId: 42220, hotWalletKey: hotKey, admin: factoryAdmin.address })).factory;
 });
 
 after(async () => {
@@ -212,6 +229,7 @@ describe('verify: a reported Celo deposit', () => {
         rpcUrl: anvil.url,
         chainId: 42220,
         depositAddress: deposit,
+        depositFactory: forwarderFactory,
         confirmations,
         assets: { USDC: { contract: usdc, decimals }, USDT: { contract: usdt, decimals } },
         signerSecretEnv: signerEnv,
@@ -373,5 +391,279 @@ describe('send: tokens from the hot wallet, once per idempotency key', () => {
       assert.doesNotMatch(error.message, /not a key/);
       return true;
     });
+  });
+});
+
+function sweepOf(transactionId: string, idempotencyKey: string, asset: SendRequest['asset'] = 'USDC'): { transactionId: string; asset: SendRequest['asset']; idempotencyKey: string } {
+  return { transactionId, asset, idempotencyKey };
+}
+
+async function nativeBalance(address: Address): Promise<bigint> {
+  return publicClient.getBalance({ address });
+}
+
+/** Sends a transaction that is mined even if it reverts (explicit gas skips estimation). */
+async function forcedWrite(from: PrivateKeyAccount, request: { address: Address; abi: Abi; functionName: string; args: readonly unknown[] }): Promise<'success' | 'reverted'> {
+  const hash = await wallet(from).writeContract({ ...request, gas: 500_000n } as Parameters<ReturnType<typeof wallet>['writeContract']>[0]);
+  return (await mined(hash)).status;
+}
+
+describe('per-transaction deposit addresses: where a partner funds a transaction', () => {
+  test('addressFor is where the factory deploys the forwarder; stable across processes; one per transaction', async () => {
+    const adapter = new CeloAdapter(adapterOptions());
+    const transactionId = randomUUID();
+    const address = adapter.addressFor(transactionId);
+    assert.equal(new CeloAdapter(adapterOptions()).addressFor(transactionId), address, 'another process computes the same address');
+    assert.notEqual(adapter.addressFor(randomUUID()), address);
+    const onChain = await publicClient.readContract({
+      address: forwarderFactory, abi: depositForwarderFactoryAbi, functionName: 'forwarderAddress', args: [depositSalt(transactionId)],
+    });
+    assert.equal(onChain, address);
+    assert.equal(await publicClient.getCode({ address }), undefined, 'nothing is deployed before a sweep');
+    await adapter.sweep(sweepOf(transactionId, `sweep-deploy-${transactionId}`));
+    assert.ok(((await publicClient.getCode({ address })) ?? '0x').length > 2, 'the sweep deployed the forwarder at that address');
+    // Two spellings of one id must never give two addresses: only the canonical form is accepted.
+    assert.throws(() => adapter.addressFor(transactionId.toUpperCase()), /not a canonical transaction id/);
+  });
+
+  test("a deposit is found by verifyInto for its transaction's address only, and listed by transfersInto", async () => {
+    const adapter = new CeloAdapter(adapterOptions());
+    const mine1 = adapter.addressFor(randomUUID());
+    const other = adapter.addressFor(randomUUID());
+    const hash = await tokenTransfer(partner, usdc, mine1, 12_500_000n);
+    assert.equal((await adapter.verifyInto(hash, mine1)).status, 'not_found', 'not before the confirmation depth');
+    assert.deepEqual(await adapter.transfersInto(mine1, 10), [], 'not listed before the confirmation depth');
+    await mine(confirmations - 1);
+    const found = await adapter.verifyInto(hash, mine1.toLowerCase());
+    assert.ok(found.status === 'found', show(found));
+    assert.equal(found.transfers.length, 1);
+    assert.equal(found.transfers[0]?.asset, 'USDC');
+    assert.equal(toFixedString(found.transfers[0].amount), '12.500000');
+    assert.equal(found.transfers[0].sender, partner.address);
+    assert.equal(found.transfers[0].onChainId, hash);
+    assert.deepEqual(await adapter.verifyInto(hash, other), {
+      status: 'invalid', reason: 'the transfer goes to another address than the deposit address',
+    });
+    assert.equal((await adapter.verify(hash)).status, 'invalid', 'the legacy shared address did not receive it');
+    assert.deepEqual(await adapter.transfersInto(mine1, 10), [hash]);
+    assert.deepEqual(await adapter.transfersInto(other, 10), []);
+    assert.deepEqual(await adapter.verifyInto(hash, 'not-an-address'), { status: 'invalid', reason: 'not a Celo deposit address' });
+  });
+
+  test('transfersInto lists newest first, at most limit, one entry per transaction, configured tokens only', async () => {
+    const adapter = new CeloAdapter(adapterOptions());
+    const address = adapter.addressFor(randomUUID());
+    const older = await tokenTransfer(partner, usdt, address, 1_000_000n);
+    await tokenTransfer(partner, otherToken, address, 1_000_000n);
+    const newer = await tokenTransfer(partner, usdc, address, 2_000_000n);
+    await mine(confirmations - 1);
+    assert.deepEqual(await adapter.transfersInto(address, 10), [newer, older]);
+    assert.deepEqual(await adapter.transfersInto(address, 1), [newer]);
+    await assert.rejects(adapter.transfersInto(address, 0), RangeError);
+  });
+
+  test('transfersInto looks back depositScanBlocks from the confirmed head; verifyInto has no window', async () => {
+    const adapter = new CeloAdapter(adapterOptions({ depositScanBlocks: 5, logBlocksPerRequestMax: 2 }));
+    const address = adapter.addressFor(randomUUID());
+    const hash = await tokenTransfer(partner, usdc, address, 1_000_000n);
+    await mine(confirmations - 1);
+    assert.deepEqual(await adapter.transfersInto(address, 10), [hash], 'found across several bounded requests');
+    await mine(5);
+    assert.deepEqual(await adapter.transfersInto(address, 10), [], 'older than the window');
+    assert.equal((await adapter.verifyInto(hash, address)).status, 'found');
+  });
+});
+
+describe('sweep: a deposit address emptied into the hot wallet, once per idempotency key', () => {
+  test('moves the whole balance to the hot wallet, which pays the gas; the address never holds CELO; a later deposit is swept too', async () => {
+    const adapter = new CeloAdapter(adapterOptions());
+    const transactionId = randomUUID();
+    const address = adapter.addressFor(transactionId);
+    await tokenTransfer(partner, usdc, address, 7_250_001n);
+    await mine(confirmations - 1);
+    const hotTokensBefore = await balanceOf(usdc, hotWallet.address);
+    const hotNativeBefore = await nativeBalance(hotWallet.address);
+    assert.equal(await nativeBalance(address), 0n);
+    const first = await adapter.sweep(sweepOf(transactionId, `sweep-${transactionId}-1`));
+    assert.ok(first.status === 'pending', show(first));
+    await mine(confirmations - 1);
+    assert.deepEqual(await adapter.sweep(sweepOf(transactionId, `sweep-${transactionId}-1`)), { status: 'confirmed', onChainId: first.onChainId });
+    assert.equal(await balanceOf(usdc, address), 0n);
+    assert.equal(await balanceOf(usdc, hotWallet.address), hotTokensBefore + 7_250_001n);
+    const receipt = await publicClient.getTransactionReceipt({ hash: first.onChainId as Hex });
+    assert.equal(receipt.from.toLowerCase(), hotWallet.address.toLowerCase());
+    assert.equal(receipt.to?.toLowerCase(), forwarderFactory.toLowerCase());
+    assert.equal(await nativeBalance(hotWallet.address), hotNativeBefore - receipt.gasUsed * receipt.effectiveGasPrice, 'the hot wallet paid the gas');
+    assert.equal(await nativeBalance(address), 0n);
+
+    // The same address funded again (a second deposit) is swept by the next key, through the same forwarder.
+    await tokenTransfer(partner, usdc, address, 3_000_000n);
+    await mine(confirmations - 1);
+    const second = await adapter.sweep(sweepOf(transactionId, `sweep-${transactionId}-2`));
+    assert.ok(second.status !== 'failed', show(second));
+    assert.notEqual(second.onChainId, first.onChainId);
+    await mine(confirmations - 1);
+    assert.equal((await adapter.sweep(sweepOf(transactionId, `sweep-${transactionId}-2`))).status, 'confirmed');
+    assert.equal(await balanceOf(usdc, address), 0n);
+    assert.equal(await balanceOf(usdc, hotWallet.address), hotTokensBefore + 10_250_001n);
+    assert.equal(await nativeBalance(address), 0n);
+  });
+
+  test('repeated, concurrent and restarted sweeps with one key send one transaction', async () => {
+    const adapter = new CeloAdapter(adapterOptions());
+    const transactionId = randomUUID();
+    const address = adapter.addressFor(transactionId);
+    await tokenTransfer(partner, usdt, address, 4_000_000n);
+    await mine(confirmations - 1);
+    const nonceBefore = await publicClient.getTransactionCount({ address: hotWallet.address });
+    const key = `sweep-race-${transactionId}`;
+    const results = await Promise.all([1, 2, 3].map(async () => adapter.sweep(sweepOf(transactionId, key, 'USDT'))));
+    const ids = new Set(results.map((result) => (result.status === 'failed' ? result.reason : result.onChainId)));
+    assert.equal(ids.size, 1, show(results));
+    await mine(confirmations);
+    const [onChainId] = [...ids];
+    assert.deepEqual(await new CeloAdapter(adapterOptions()).sweep(sweepOf(transactionId, key, 'USDT')), { status: 'confirmed', onChainId });
+    assert.equal(await publicClient.getTransactionCount({ address: hotWallet.address }), nonceBefore + 1);
+    assert.equal(await balanceOf(usdt, address), 0n);
+  });
+
+  test('the same key for another transaction or asset is refused, not swept', async () => {
+    const adapter = new CeloAdapter(adapterOptions());
+    const transactionId = randomUUID();
+    const key = `sweep-content-${transactionId}`;
+    assert.notEqual((await adapter.sweep(sweepOf(transactionId, key))).status, 'failed');
+    const refusal = { status: 'failed', reason: 'idempotency key already used with a different asset, amount or destination', retryable: false };
+    assert.deepEqual(await adapter.sweep(sweepOf(randomUUID(), key)), refusal);
+    assert.deepEqual(await adapter.sweep(sweepOf(transactionId, key, 'USDT')), refusal);
+    assert.deepEqual(await adapter.sweep(sweepOf('not-a-transaction-id', 'sweep-bad-id')), {
+      status: 'failed', reason: 'not a canonical transaction id', retryable: false,
+    });
+  });
+
+  test('nobody can send the funds anywhere but the treasury, calling the forwarder or the factory directly', async () => {
+    const adapter = new CeloAdapter(adapterOptions());
+    const transactionId = randomUUID();
+    const salt = depositSalt(transactionId);
+    const address = adapter.addressFor(transactionId);
+    const partnerBefore = await balanceOf(usdc, partner.address);
+    await tokenTransfer(partner, usdc, address, 5_000_000n);
+    const hotBefore = await balanceOf(usdc, hotWallet.address);
+    // Anyone may call sweep (they pay the gas), but the funds go to the treasury, the hot wallet.
+    assert.equal(await forcedWrite(partner, { address: forwarderFactory, abi: depositForwarderFactoryAbi as Abi, functionName: 'sweep', args: [salt, usdc] }), 'success');
+    assert.equal(await balanceOf(usdc, hotWallet.address), hotBefore + 5_000_000n);
+    // The forwarder obeys its factory only.
+    await tokenTransfer(partner, usdc, address, 1_000_000n);
+    assert.equal(await forcedWrite(partner, { address, abi: depositForwarderAbi as Abi, functionName: 'forward', args: [usdc, partner.address] }), 'reverted');
+    assert.equal(await balanceOf(usdc, address), 1_000_000n);
+    // Only the admin may move the treasury or hand over its role.
+    for (const [functionName, args] of [['setTreasury', [partner.address]], ['transferAdmin', [partner.address]], ['acceptAdmin', []]] as const) {
+      assert.equal(await forcedWrite(partner, { address: forwarderFactory, abi: depositForwarderFactoryAbi as Abi, functionName, args }), 'reverted', functionName);
+    }
+    assert.equal(await publicClient.readContract({ address: forwarderFactory, abi: depositForwarderFactoryAbi, functionName: 'treasury' }), hotWallet.address);
+    assert.equal(await balanceOf(usdc, partner.address), partnerBefore - 6_000_000n, 'the partner got nothing back');
+    // The service's own sweep still empties it.
+    const swept = await adapter.sweep(sweepOf(transactionId, `sweep-after-attack-${transactionId}`));
+    assert.notEqual(swept.status, 'failed', show(swept));
+    assert.equal(await balanceOf(usdc, address), 0n);
+  });
+
+  test('a rotated hot wallet: the admin moves the treasury, old addresses sweep to the new wallet, the old key is refused', async () => {
+    const oldKey = generatePrivateKey();
+    const newKey = generatePrivateKey();
+    const [oldHot, newHot] = [privateKeyToAccount(oldKey), privateKeyToAccount(newKey)];
+    for (const account of [oldHot, newHot]) await testClient.setBalance({ address: account.address, value: parseEther('10') });
+    const rotating = (await deployDepositFactory({ rpcUrl: anvil.url, chainId: 42220, hotWalletKey: oldKey, admin: factoryAdmin.address })).factory;
+    const before = new CeloAdapter(adapterOptions({ depositFactory: rotating, env: { [signerEnv]: oldKey } }));
+    const after = new CeloAdapter(adapterOptions({ depositFactory: rotating, env: { [signerEnv]: newKey } }));
+    const transactionId = randomUUID();
+    const address = before.addressFor(transactionId);
+    assert.equal(after.addressFor(transactionId), address, 'a hot wallet rotation moves no deposit address');
+    await tokenTransfer(partner, usdc, address, 2_500_000n);
+    assert.equal(await forcedWrite(factoryAdmin, { address: rotating, abi: depositForwarderFactoryAbi as Abi, functionName: 'setTreasury', args: [newHot.address] }), 'success');
+    const oldNonce = await publicClient.getTransactionCount({ address: oldHot.address });
+    const refused = await before.sweep(sweepOf(transactionId, `sweep-rotated-old-${transactionId}`));
+    assert.ok(refused.status === 'failed' && refused.retryable, show(refused));
+    assert.match(refused.reason, /treasury/);
+    assert.equal(await publicClient.getTransactionCount({ address: oldHot.address }), oldNonce, 'the old key signed nothing');
+    const swept = await after.sweep(sweepOf(transactionId, `sweep-rotated-new-${transactionId}`));
+    assert.notEqual(swept.status, 'failed', show(swept));
+    assert.equal(await balanceOf(usdc, newHot.address), 2_500_000n);
+    assert.equal(await balanceOf(usdc, oldHot.address), 0n);
+  });
+
+  test('a depositFactory that is not our factory is refused before any address is trusted or swept', async () => {
+    for (const [notFactory, pattern] of [[newAddress(), /has no code/], [usdc, /forwarder/]] as const) {
+      const adapter = new CeloAdapter(adapterOptions({ depositFactory: notFactory }));
+      await assert.rejects(adapter.checkDepositFactory(), pattern);
+      await assert.rejects(adapter.transfersInto(adapter.addressFor(randomUUID()), 10), pattern);
+      const result = await adapter.sweep(sweepOf(randomUUID(), `sweep-wrong-factory-${randomUUID()}`));
+      assert.ok(result.status === 'failed', show(result));
+      assert.match(result.reason, pattern);
+    }
+    await new CeloAdapter(adapterOptions()).checkDepositFactory();
+  });
+});
+
+describe('sweep: tokens that bend ERC-20', () => {
+  async function deployOdd(name: 'NoReturnToken' | 'FalseReturnToken'): Promise<{ address: Address; abi: Abi }> {
+    const odd = oddTokens.contracts.find((contract) => contract.contractName === name);
+    assert.ok(odd !== undefined);
+    const hash = await wallet(deployer).deployContract({ abi: odd.abi, bytecode: odd.bytecode });
+    const receipt = await publicClient.waitForTransactionReceipt({ hash, timeout: 10_000, pollingInterval: 50 });
+    assert.ok(receipt.contractAddress != null);
+    return { address: receipt.contractAddress, abi: odd.abi };
+  }
+
+  test('a transfer without a return value is swept; one that returns false is refused and the funds stay', async () => {
+    const noReturn = await deployOdd('NoReturnToken');
+    const falseReturn = await deployOdd('FalseReturnToken');
+    const adapter = new CeloAdapter(adapterOptions({
+      assets: { USDC: { contract: noReturn.address, decimals }, USDT: { contract: falseReturn.address, decimals } },
+    }));
+    const transactionId = randomUUID();
+    const address = adapter.addressFor(transactionId);
+    for (const token of [noReturn, falseReturn]) {
+      assert.equal(await forcedWrite(deployer, { address: token.address, abi: token.abi, functionName: 'mint', args: [address, 9_000_000n] }), 'success');
+    }
+    await mine(confirmations - 1);
+    const swept = await adapter.sweep(sweepOf(transactionId, `sweep-no-return-${transactionId}`, 'USDC'));
+    assert.notEqual(swept.status, 'failed', show(swept));
+    assert.equal(await balanceOf(noReturn.address, address), 0n);
+    assert.equal(await balanceOf(noReturn.address, hotWallet.address), 9_000_000n);
+
+    const nonce = await publicClient.getTransactionCount({ address: hotWallet.address });
+    assert.deepEqual(await adapter.sweep(sweepOf(transactionId, `sweep-false-${transactionId}`, 'USDT')), {
+      status: 'failed', reason: 'the sweep would revert (does the token refuse to move the balance?)', retryable: true,
+    });
+    assert.equal(await publicClient.getTransactionCount({ address: hotWallet.address }), nonce, 'nothing was signed');
+    // Forced on chain by someone else, it reverts as a whole: no sweep is ever reported for funds that stayed.
+    const salt = depositSalt(transactionId);
+    assert.equal(
+      await forcedWrite(partner, { address: forwarderFactory, abi: depositForwarderFactoryAbi as Abi, functionName: 'sweep', args: [salt, falseReturn.address] }),
+      'reverted',
+    );
+    assert.equal(await balanceOf(falseReturn.address, address), 9_000_000n);
+  });
+});
+
+describe('deploying the factory (npm run celo:deploy-factory)', () => {
+  test('prints the factory address for CHAINS_FILE; the hot wallet is the treasury and the admin is separate', async () => {
+    const key = generatePrivateKey();
+    const operator = privateKeyToAccount(key);
+    await testClient.setBalance({ address: operator.address, value: parseEther('1') });
+    const root = fileURLToPath(new URL('../..', import.meta.url));
+    const { stdout } = await promisify(execFile)(process.execPath, [
+      '--import', 'tsx', join(root, 'scripts', 'celo-deploy-factory.ts'), '--rpc-url', anvil.url, '--admin', factoryAdmin.address,
+    ], { cwd: root, env: { ...process.env, CELO_SIGNER_KEY: key }, timeout: 60_000 });
+    assert.ok(!stdout.includes(key.slice(2)), 'the key is never printed');
+    const printed = JSON.parse(stdout.slice(0, stdout.lastIndexOf('}') + 1)) as { depositFactory: Address; treasury: Address; admin: Address };
+    assert.equal(printed.treasury, operator.address);
+    assert.equal(printed.admin, factoryAdmin.address);
+    const adapter = new CeloAdapter(adapterOptions({ depositFactory: printed.depositFactory }));
+    await adapter.checkDepositFactory();
+    await assert.rejects(
+      deployDepositFactory({ rpcUrl: anvil.url, chainId: 42220, hotWalletKey: key, admin: operator.address }),
+      /must not be the hot wallet/,
+    );
   });
 });

@@ -50,6 +50,7 @@ function designExample(): Record<string, unknown> {
       publicRpcUrl: 'https://forno.celo.org',
       chainId: 42220,
       depositAddress: '0x1111111111111111111111111111111111111111',
+      depositFactory: '0x2222222222222222222222222222222222222222',
       confirmations: 3,
       assets: {
         USDC: { contract: '0xcebA9300f2b948710d2653dD7B07f33A8B32118C', decimals: 6 },
@@ -88,6 +89,24 @@ describe('chains file', () => {
     assert.ok(parseChainsFile(file).ok, 'a valid previous address is accepted');
     (file.CELO as Record<string, unknown>).previousDepositAddresses = ['0x33'];
     assert.ok(errorsOf(file).some((line) => line.startsWith('CELO.previousDepositAddresses.0:')));
+  });
+
+  test('CELO names its deposit forwarder factory (per-transaction addresses); the scan window is bounded', () => {
+    const file = designExample();
+    const celo = file.CELO as Record<string, unknown>;
+    delete celo.depositFactory;
+    assert.ok(errorsOf(file).some((line) => line.startsWith('CELO.depositFactory:')), 'a live Celo without a factory is refused');
+    for (const bad of ['0x22', '0x0000000000000000000000000000000000000000', 42]) {
+      celo.depositFactory = bad;
+      assert.ok(errorsOf(file).some((line) => line.startsWith('CELO.depositFactory:')), JSON.stringify(bad));
+    }
+    celo.depositFactory = '0x2222222222222222222222222222222222222222';
+    celo.depositScanBlocks = 50_000;
+    assert.ok(parseChainsFile(file).ok);
+    for (const bad of [0, 1.5, 2_000_000]) {
+      celo.depositScanBlocks = bad;
+      assert.ok(errorsOf(file).some((line) => line.startsWith('CELO.depositScanBlocks:')), JSON.stringify(bad));
+    }
   });
 
   test('unknown fields are refused, naming where they are', () => {
