@@ -12,8 +12,12 @@ import { freePort, stopChild } from './processes.ts';
 export interface PrivateRedis {
   readonly url: string;
   readonly port: number;
-  /** The server's PID (tests freeze it with SIGSTOP to play an unreachable Redis). */
+  /** The server's PID (tests freeze it with SIGSTOP to play an unreachable Redis); a restart changes it. */
   readonly pid: number;
+  /** Kills the server with SIGKILL (a crash: no shutdown save) and waits for it to exit. */
+  crash(): Promise<void>;
+  /** Starts the server again on the same port and directory (with AOF, it reloads its data). */
+  restart(): Promise<void>;
   /** Stops the server (SIGTERM, then SIGKILL after a bound) and removes its working directory. */
   stop(): Promise<void>;
 }
@@ -61,9 +65,8 @@ async function pingOnce(port: number): Promise<boolean> {
 }
 
 
-async function startOnce(options: StartRedisOptions): Promise<PrivateRedis> {
-  const port = await freePort();
-  const dir = mkdtempSync(join(tmpdir(), 'test-redis-'));
+/** One redis-server process on `port` in `dir`, answering PING; rejects (and kills it) otherwise. */
+async function spawnServer(port: number, dir: string, options: StartRedisOptions): Promise<ChildProcess> {
   const args = [
     '--port', String(port),
     '--bind', '127.0.0.1',
@@ -81,17 +84,26 @@ async function startOnce(options: StartRedisOptions): Promise<PrivateRedis> {
   });
   const spawnFailed = new Promise<never>((_, reject) => child.once('error', reject));
   spawnFailed.catch(() => undefined);
-  const cleanup = async (): Promise<void> => {
-    await stopChild(child, stopTimeoutMs);
-    rmSync(dir, { recursive: true, force: true });
-  };
   try {
     const deadlineMs = Date.now() + (options.startTimeoutMs ?? startTimeoutMsDefault);
     await Promise.race([waitForPong(port, child, deadlineMs), spawnFailed]);
+    return child;
   } catch (error) {
-    await cleanup();
+    await stopChild(child, stopTimeoutMs);
     const detail = stderr.trim() === '' ? '' : `: ${stderr.trim()}`;
     throw new Error(`could not start redis-server${detail}`, { cause: error });
+  }
+}
+
+async function startOnce(options: StartRedisOptions): Promise<PrivateRedis> {
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'test-redis-'));
+  let child: ChildProcess;
+  try {
+    child = await spawnServer(port, dir, options);
+  } catch (error) {
+    rmSync(dir, { recursive: true, force: true });
+    throw error;
   }
   // A test runner that dies without calling stop() must not leave the server behind.
   const onExit = (): void => {
@@ -102,9 +114,23 @@ async function startOnce(options: StartRedisOptions): Promise<PrivateRedis> {
   return {
     url: `redis://127.0.0.1:${port}`,
     port,
-    pid: child.pid ?? -1,
+    get pid() {
+      return child.pid ?? -1;
+    },
+    crash: async () => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGKILL');
+      await exited;
+    },
+    restart: async () => {
+      if (stopped !== undefined) throw new Error('redis-server was stopped');
+      child = await spawnServer(port, dir, options);
+    },
     stop: async () => {
-      stopped ??= cleanup().finally(() => process.off('exit', onExit));
+      stopped ??= stopChild(child, stopTimeoutMs)
+        .then(() => rmSync(dir, { recursive: true, force: true }))
+        .finally(() => process.off('exit', onExit));
       return stopped;
     },
   };

@@ -28,6 +28,8 @@ export interface ServiceFleetOptions {
   readonly shards?: number;
   /** Extra environment of every process. */
   readonly env?: Readonly<Record<string, string>>;
+  /** Extra `redis-server` arguments (e.g. AOF, for a test that crashes Redis). */
+  readonly redisArgs?: readonly string[];
 }
 
 export interface FleetProcess {
@@ -52,6 +54,8 @@ export interface StopResult {
 
 export interface ServiceFleet {
   readonly redisUrl: string;
+  /** The fleet's private Redis (a chaos test crashes and restarts it). */
+  readonly redis: PrivateRedis;
   readonly keyPrefix: string;
   readonly dataDir: string;
   readonly storeDir: string;
@@ -63,6 +67,8 @@ export interface ServiceFleet {
   start(role: FleetRole, name: string): Promise<FleetProcess>;
   /** SIGTERM and wait for the exit (SIGKILL after `killAfterMs`). */
   terminate(process: FleetProcess, killAfterMs?: number): Promise<StopResult>;
+  /** SIGKILL (a crash: nothing is finished or handed back) and wait for the exit. */
+  kill(process: FleetProcess): Promise<void>;
   running(): FleetProcess[];
   /** Stops every process (SIGTERM, bounded), Redis, and removes the data directory. */
   stop(): Promise<void>;
@@ -79,7 +85,7 @@ function secretKey(label: string): string {
 
 export async function startServiceFleet(options: ServiceFleetOptions): Promise<ServiceFleet> {
   const dataDir = mkdtempSync(join(tmpdir(), 'service-fleet-'));
-  const redis: PrivateRedis = await startRedis();
+  const redis: PrivateRedis = await startRedis(options.redisArgs === undefined ? {} : { extraArgs: options.redisArgs });
   const opsApiKey = secretKey('ops');
   const apiKeys: Record<string, string> = {};
   const webhookSecrets: Record<string, string> = {};
@@ -117,6 +123,7 @@ export async function startServiceFleet(options: ServiceFleetOptions): Promise<S
 
   const fleet: ServiceFleet = {
     redisUrl: redis.url,
+    redis,
     keyPrefix: baseEnv['KEY_PREFIX'] ?? '',
     dataDir,
     storeDir: join(dataDir, 'store'),
@@ -186,6 +193,13 @@ export async function startServiceFleet(options: ServiceFleetOptions): Promise<S
       const startedAtMs = Date.now();
       await stopChild(target.child, killAfterMs);
       return { code: target.child.exitCode, signal: target.child.signalCode, stopMs: Date.now() - startedAtMs };
+    },
+    async kill(target) {
+      const { child } = target;
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGKILL');
+      await exited;
     },
     running: () => [...processes],
     async stop() {
