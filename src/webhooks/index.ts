@@ -12,7 +12,7 @@ import { Destinations, type DestinationsApi, type PartnerWebhookSource } from '.
 import { defaultDispatcherLimits, WebhookDispatcher, type DispatcherLimits, type DispatcherLogger } from './dispatcher.ts';
 import { createEventLogReader, type EventLogReader } from './event-log.ts';
 import { defaultDeliveryPolicy, type DeliveryPolicy } from './policy.ts';
-import { defaultTransportLimits, type TransportLimits } from './transport.ts';
+import { checkTransportLimits, defaultTransportLimits, type TransportLimits } from './transport.ts';
 import type { HealthCheck } from '../service/health.ts';
 import type { MetricFamily } from '../service/role-metrics.ts';
 
@@ -63,6 +63,7 @@ export function createWebhookServices(ctx: WebhookContext, options: WebhookOptio
   const mode = { sandbox: ctx.env.sandbox };
   const policy: DeliveryPolicy = { ...defaultDeliveryPolicy, ...options.policy };
   const transport: TransportLimits = { ...defaultTransportLimits, ...options.transport };
+  checkTransportLimits(transport);
   const limits: DispatcherLimits = { ...defaultDispatcherLimits, ...options.limits };
   const destinations = new Destinations({ store: ctx.store, partners: ctx.partners, mode, clock: ctx.clock, transport });
   const createDispatcher = (overrides: { readonly owner?: string } = {}): WebhookDispatcher =>
