@@ -103,4 +103,176 @@ describe('fair webhook delivery', () => {
       await tarpit.close();
     }
   });
+
+  test("a tarpit with 400 events queued for one partner does not delay another partner's delivery beyond a second", async () => {
+    const store = await freshStore();
+    const tarpit = await startTarpit();
+    const share = 8;
+    // The clock stands still: the tarpit's failed events never come due again during the test.
+    const clock = manualClock(Date.now());
+    const webhooks = services(store, [partner('slow', tarpit.url), partner('fast', receiver.url)], clock, { limits: { pollIntervalMs: 20, inFlightPerPartnerMax: share } });
+    const role = await webhooks.startWebhooksRole();
+    try {
+      for (let index = 0; index < 400; index += 1) await commitWebhooks(store, newTransaction('slow'), [created]);
+      role.wake();
+      await eventually(() => assert.ok(tarpit.open() >= share, `the tarpit holds ${tarpit.open()} attempts`), 20_000);
+
+      const fast = newTransaction('fast');
+      await commitWebhooks(store, fast, [created]);
+      role.wake();
+      await eventually(async () => assert.equal((await webhooks.deliveries.list('fast', { status: 'delivered', limit: 1 })).total, 1, 'the other partner got its event'), 1_000);
+      assert.equal(receiver.requests.filter((request) => request.transactionId === fast.transactionId).length, 1);
+      assert.ok(tarpit.maxOpen() <= share, `the slow partner had ${tarpit.maxOpen()} attempts in flight, more than its share of ${share}`);
+    } finally {
+      await tarpit.close(); // ends the attempts stuck on it, so stop() does not wait for their timeouts
+      await role.stop();
+    }
+  });
+
+  test('the breaker opens after consecutive failures; while open no event spends an attempt; a successful probe closes it and the queue drains in order', async () => {
+    const store = await freshStore();
+    const clock = manualClock(Date.UTC(2025, 5, 1, 12));
+    let status = 503;
+    receiver.requests.length = 0;
+    receiver.respondWith((request) => (request.path === '/breaker' ? { status } : { status: 200 }));
+    const webhooks = services(store, [partner('acme', `${receiver.origin}/breaker`)], clock, {
+      random: () => 0.5,
+      limits: { inFlightPerPartnerMax: 2 },
+      breaker: { failuresMax: 3, openMsBase: 10_000, openMsMax: 40_000 },
+    });
+    const dispatcher = webhooks.createDispatcher();
+    const round = async (): Promise<void> => {
+      await dispatcher.runRound();
+      await dispatcher.idle();
+    };
+    const sent = (): number => receiver.requestsTo('/breaker').length;
+    const breaker = (state: string): number | undefined => sample(dispatcher.metrics(), 'webhook_breaker_state', { partner: 'acme', state });
+    const attemptsSpent = async (): Promise<number> => {
+      const page = await webhooks.deliveries.list('acme', { limit: 100 });
+      return page.deliveries.reduce((sum, delivery) => sum + delivery.attempts.length, 0);
+    };
+    try {
+      const transactions: FedTransaction[] = Array.from({ length: 5 }, () => newTransaction('acme'));
+      for (const tx of transactions) await commitWebhooks(store, tx, [created]);
+      for (const tx of transactions) await commitWebhooks(store, tx, [expired]);
+      const startMs = clock.now;
+
+      await round();
+      assert.equal(sent(), 2, 'the partner gets its share of 2 attempts at once');
+      await round();
+      assert.equal(sent(), 4, 'two more: the third consecutive failure opens the breaker, the fourth was already on its way');
+      assert.equal(breaker('open'), 1);
+      assert.equal(breaker('closed'), 0);
+      assert.equal(await attemptsSpent(), 4);
+
+      // Every event's own backoff (about 2 s, then 4 s) comes due while the breaker is open: the
+      // partner's queue waits, and no event spends an attempt.
+      for (const atMs of [2_000, 5_000, 9_999]) {
+        clock.now = startMs + atMs;
+        await round();
+        await round();
+      }
+      assert.equal(sent(), 4, 'nothing is attempted while the breaker is open');
+      assert.equal(await attemptsSpent(), 4);
+
+      // Half-open: exactly one probe, with the oldest event that is due.
+      clock.now = startMs + 10_000;
+      await round();
+      await round();
+      assert.equal(sent(), 5, 'one probe');
+      assert.equal(receiver.requestsTo('/breaker').at(-1)?.sequence, 1, 'the probe is the oldest event due');
+      assert.equal(breaker('open'), 1, 'the failed probe opens the breaker again');
+      // …for twice as long.
+      clock.now = startMs + 10_000 + 19_999;
+      await round();
+      assert.equal(sent(), 5);
+      clock.now = startMs + 30_000;
+      await round();
+      await round();
+      assert.equal(sent(), 6, 'the second probe, after 20 s');
+
+      // The endpoint recovers: the next probe (after 40 s) succeeds, the breaker closes, the queue drains.
+      status = 200;
+      clock.now = startMs + 70_000;
+      await round();
+      assert.equal(sent(), 7);
+      assert.equal(breaker('closed'), 1);
+      for (let index = 0; index < 20 && (await webhooks.deliveries.list('acme', { status: 'pending', limit: 1 })).total > 0; index += 1) await round();
+
+      const page = await webhooks.deliveries.list('acme', { limit: 100 });
+      assert.equal(page.total, 10);
+      assert.deepEqual(page.deliveries.map((delivery) => delivery.status), Array.from({ length: 10 }, () => 'delivered'), 'no event was given up');
+      const first = page.deliveries.find((delivery) => delivery.sequence === 1);
+      assert.deepEqual(first?.attempts.map((attempt) => attempt.httpStatus), [503, 503, 503, 200], 'the probe event spent only the attempts it made');
+      for (const delivery of page.deliveries) assert.ok(delivery.attempts.length <= 5, `event ${delivery.sequence}: ${delivery.attempts.length} attempts`);
+      // In order per transaction: the created event was delivered before its update was first tried.
+      const arrivals = receiver.requestsTo('/breaker');
+      for (const tx of transactions) {
+        const ofTx = arrivals.filter((request) => request.transactionId === tx.transactionId);
+        const createdDelivered = ofTx.findIndex((request) => request.event === 'transaction.created' && request.status === 200);
+        const updatedFirst = ofTx.findIndex((request) => request.event === 'transaction.updated');
+        assert.ok(createdDelivered >= 0 && updatedFirst > createdDelivered, `${tx.transactionId}: updated before created was delivered`);
+      }
+      assert.equal(sample(dispatcher.metrics(), 'webhook_attempts_in_flight', { partner: 'acme' }) ?? 0, 0);
+    } finally {
+      receiver.respondWith(null);
+      await dispatcher.stop();
+    }
+  });
+
+  test('destination tests go through while the live pool is saturated, and take no live slot', async () => {
+    const store = await freshStore();
+    const tarpit = await startTarpit();
+    const clock = manualClock(Date.now());
+    const long = { attemptTimeoutMs: 60_000, connectTimeoutMs: 60_000, firstByteTimeoutMs: 60_000 };
+    const webhooks = services(store, [partner('acme', tarpit.url), partner('other', tarpit.url)], clock, {
+      transport: long,
+      limits: { inFlightMax: 2, inFlightPerPartnerMax: 2, leaseMs: 120_000, pollIntervalMs: 20 },
+    });
+    const dispatcher = webhooks.createDispatcher();
+    dispatcher.start();
+    try {
+      for (let index = 0; index < 10; index += 1) await commitWebhooks(store, newTransaction('acme'), [created]);
+      dispatcher.wake();
+      await eventually(() => {
+        assert.equal(dispatcher.inFlightCount(), 2, 'every live slot is taken');
+        assert.equal(tarpit.open(), 2);
+      }, 10_000);
+
+      for (const id of ['acme', 'other']) {
+        assert.ok((await webhooks.destinations.stageDraft(id, `${receiver.origin}/draft-${id}`)).ok);
+        const tested = await within(2_000, webhooks.destinations.testDraft(id), `the test delivery of ${id}`);
+        assert.ok(tested.ok && tested.test.ok, `${id}: ${JSON.stringify(tested)}`);
+        assert.equal(receiver.requestsTo(`/draft-${id}`).length, 1);
+      }
+      assert.equal(dispatcher.inFlightCount(), 2, 'the tests took no live slot');
+    } finally {
+      await tarpit.close();
+      await dispatcher.stop();
+    }
+  });
+
+  test('destination tests have a bounded pool: beyond it a test is refused at once as busy', async () => {
+    const store = await freshStore();
+    const tarpit = await startTarpit();
+    const webhooks = services(store, [partner('acme', receiver.url)], manualClock(Date.now()), {
+      transport: { attemptTimeoutMs: 60_000, connectTimeoutMs: 60_000, firstByteTimeoutMs: 60_000 },
+      destinationTests: { inFlightMax: 2, queuedMax: 3 },
+    });
+    try {
+      assert.ok((await webhooks.destinations.stageDraft('acme', tarpit.url)).ok);
+      const running = Array.from({ length: 5 }, () => webhooks.destinations.testDraft('acme'));
+      const refused = await within(2_000, webhooks.destinations.testDraft('acme'), 'a test beyond the pool');
+      assert.equal(refused.ok, false);
+      assert.equal(!refused.ok && refused.code, 'test_busy');
+      await eventually(() => assert.equal(tarpit.open(), 2));
+      assert.equal(tarpit.maxOpen(), 2, 'at most the pool size of tests in flight');
+      await tarpit.close();
+      const results = await within(5_000, Promise.all(running), 'the queued tests');
+      assert.ok(results.every((result) => result.ok && !result.test.ok), 'each queued test ran and reported the failure');
+      assert.equal(tarpit.connections(), 2, 'the queued tests ran after the tarpit closed: refused connections, not new ones');
+    } finally {
+      await tarpit.close();
+    }
+  });
 });

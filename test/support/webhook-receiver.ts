@@ -1,8 +1,9 @@
 // A real local HTTP receiver for webhook tests: node:http on 127.0.0.1 and a free port. Each test
 // scripts how it answers (status sequence, delays, redirects, response body sizes, Retry-After) and
 // reads back what arrived (headers, raw body, timing, how many deliveries of one event or one
-// transaction were in progress at once). Also: feeding the outbox exactly as a transaction actor
-// does (one versioned commit per transaction step, rows on topic 'webhooks' keyed by transaction).
+// transaction were in progress at once). A tarpit: an endpoint that accepts connections and never
+// answers. Also: feeding the outbox exactly as a transaction actor does (one versioned commit per
+// transaction step, rows on topic 'webhooks' keyed by transaction).
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { randomUUID } from 'node:crypto';
