@@ -350,13 +350,14 @@ export class WebhookDispatcher {
         if (rows.length > 0) await store.outboxRelease(rows.map((row) => row.id), owner);
         return;
       }
-      await this.takeClaimed(rows, perPartition, perPartner);
-      if (rows.length < room) return;
+      const overflow = await this.takeClaimed(rows, perPartition, perPartner);
+      // Parking is full: another page would only claim and hand back the same rows again.
+      if (rows.length < room || overflow > 0) return;
     }
   }
 
-  /** Holds, parks or hands back freshly claimed rows (see the header). */
-  private async takeClaimed(rows: readonly OutboxRow[], perPartition: Map<string, number>, perPartner: Map<string, number>): Promise<void> {
+  /** Holds, parks or hands back freshly claimed rows (see the header); answers how many were handed back. */
+  private async takeClaimed(rows: readonly OutboxRow[], perPartition: Map<string, number>, perPartner: Map<string, number>): Promise<number> {
     const { limits, store, owner } = this.deps;
     const malformed: string[] = [];
     const overflow: string[] = [];
@@ -388,6 +389,7 @@ export class WebhookDispatcher {
       await store.outboxMarkDone(malformed);
     }
     if (overflow.length > 0) await store.outboxRelease(overflow, owner);
+    return overflow.length;
   }
 
   /**
@@ -467,9 +469,13 @@ export class WebhookDispatcher {
     const { limits } = this.deps;
     const free = limits.inFlightMax - this.attempts.size;
     if (free <= 0) return;
-    // Skip the head scan when every held row is known to be waiting for a later retry.
+    // Skip the head scan when every held row is known to be waiting: for a later retry, or for its
+    // partner's open breaker.
     const nowMs = this.deps.clock.nowMs();
-    const anyDue = [...this.held.values()].some((held) => !held.running && (held.delivery === null || held.delivery.nextAttemptAtMs <= nowMs));
+    await this.recheckWaitingDestinations(nowMs);
+    const anyDue = [...this.held.values()].some(
+      (held) => !held.running && (held.delivery === null || held.delivery.nextAttemptAtMs <= nowMs) && !this.lanes.waiting(held.partnerId, nowMs),
+    );
     if (!anyDue) return;
     const heads = await this.partitionHeads();
     const byPartner = new Map<string, Held[]>();
@@ -485,7 +491,7 @@ export class WebhookDispatcher {
     const demands: PartnerDemand[] = [];
     for (const [partnerId, candidates] of byPartner) {
       if (this.stopped) return;
-      const room = Math.min(await this.roomOf(partnerId, nowMs), free);
+      const room = Math.min(this.lanes.room(partnerId, nowMs), free);
       if (room <= 0) continue;
       candidates.sort((a, b) => a.row.seq - b.row.seq);
       const picked: Held[] = [];
@@ -509,15 +515,17 @@ export class WebhookDispatcher {
   }
 
   /**
-   * How many attempts the partner's lane admits now. While its breaker keeps it waiting, the
-   * destination is read again: a URL an administrator changed is a new destination, with a closed
-   * breaker, so a fix takes effect at once instead of after the opening.
+   * Reads again the destination of every partner whose breaker keeps its held rows waiting: a URL
+   * an administrator changed is a new destination, with a closed breaker, so a fix takes effect
+   * at once instead of after the opening. One read per such partner and round.
    */
-  private async roomOf(partnerId: string, nowMs: number): Promise<number> {
-    if (!this.lanes.waiting(partnerId, nowMs)) return this.lanes.room(partnerId, nowMs);
-    const destination = await this.deps.resolveDestination(partnerId);
-    this.lanes.destination(partnerId, destination.ok ? destination.url : null);
-    return this.lanes.room(partnerId, nowMs);
+  private async recheckWaitingDestinations(nowMs: number): Promise<void> {
+    const waiting = new Set<string>();
+    for (const held of this.held.values()) if (this.lanes.waiting(held.partnerId, nowMs)) waiting.add(held.partnerId);
+    for (const partnerId of waiting) {
+      const destination = await this.deps.resolveDestination(partnerId);
+      this.lanes.destination(partnerId, destination.ok ? destination.url : null);
+    }
   }
 
   private launch(held: Held, started: StartedAttempt): void {

@@ -220,6 +220,43 @@ describe('fair webhook delivery', () => {
     }
   });
 
+  test('an administrator who activates a new URL while the breaker is open sees it tried at once, not after the opening', async () => {
+    const store = await freshStore();
+    const clock = manualClock(Date.UTC(2025, 5, 2, 12));
+    receiver.requests.length = 0;
+    receiver.respondWith((request) => ({ status: request.path === '/broken' ? 503 : 200 }));
+    const webhooks = services(store, [partner('acme', `${receiver.origin}/broken`)], clock, {
+      random: () => 0.5,
+      limits: { inFlightPerPartnerMax: 1 },
+      breaker: { failuresMax: 2, openMsBase: 60_000, openMsMax: 60_000 },
+    });
+    const dispatcher = webhooks.createDispatcher();
+    const round = async (): Promise<void> => {
+      await dispatcher.runRound();
+      await dispatcher.idle();
+    };
+    try {
+      for (let index = 0; index < 3; index += 1) await commitWebhooks(store, newTransaction('acme'), [created]);
+      await round();
+      await round();
+      assert.equal(receiver.requestsTo('/broken').length, 2, 'two failures open the breaker for a minute');
+      clock.now += 5_000;
+      await round();
+      assert.equal(receiver.requestsTo('/broken').length, 2, 'open: the queue waits');
+
+      assert.ok((await webhooks.destinations.stageDraft('acme', `${receiver.origin}/fixed`)).ok);
+      assert.ok((await webhooks.destinations.testDraft('acme')).ok);
+      assert.ok((await webhooks.destinations.activateDraft('acme')).ok);
+      for (let index = 0; index < 10 && (await webhooks.deliveries.list('acme', { status: 'pending', limit: 1 })).total > 0; index += 1) await round();
+      assert.equal((await webhooks.deliveries.list('acme', { status: 'delivered', limit: 10 })).total, 3, 'all delivered to the new URL, well within the opening');
+      assert.equal(receiver.requestsTo('/broken').length, 2);
+      assert.equal(receiver.requestsTo('/fixed').length, 4, 'the test delivery and the three events');
+    } finally {
+      receiver.respondWith(null);
+      await dispatcher.stop();
+    }
+  });
+
   test('destination tests go through while the live pool is saturated, and take no live slot', async () => {
     const store = await freshStore();
     const tarpit = await startTarpit();
