@@ -129,6 +129,31 @@ describe('fair webhook delivery', () => {
     }
   });
 
+  test("a backlog bigger than a dispatcher holds: the other partners' rows behind it are still reached", async () => {
+    const store = await freshStore();
+    const tarpit = await startTarpit();
+    const clock = manualClock(Date.now());
+    const limits = { pollIntervalMs: 20, heldRowsMax: 50, heldPerPartnerMax: 20, inFlightPerPartnerMax: 4, claimBatchMax: 25 };
+    const webhooks = services(store, [partner('slow', tarpit.url), partner('fast', receiver.url)], clock, { limits });
+    const dispatcher = webhooks.createDispatcher();
+    dispatcher.start();
+    try {
+      for (let index = 0; index < 200; index += 1) await commitWebhooks(store, newTransaction('slow'), [created]);
+      dispatcher.wake();
+      await eventually(() => assert.equal(tarpit.open(), limits.inFlightPerPartnerMax), 20_000);
+      const fast = Array.from({ length: 3 }, () => newTransaction('fast'));
+      for (const tx of fast) await commitWebhooks(store, tx, [created]);
+      dispatcher.wake();
+      await eventually(async () => assert.equal((await webhooks.deliveries.list('fast', { status: 'delivered', limit: 5 })).total, 3), 1_000);
+      assert.ok(dispatcher.heldCount() <= limits.heldRowsMax);
+      assert.ok((sample(dispatcher.metrics(), 'webhook_rows_parked', {}) ?? 0) > 0, "the slow partner's rows beyond its share are parked");
+      assert.ok(tarpit.maxOpen() <= limits.inFlightPerPartnerMax);
+    } finally {
+      await tarpit.close();
+      await dispatcher.stop();
+    }
+  });
+
   test('the breaker opens after consecutive failures; while open no event spends an attempt; a successful probe closes it and the queue drains in order', async () => {
     const store = await freshStore();
     const clock = manualClock(Date.UTC(2025, 5, 1, 12));
