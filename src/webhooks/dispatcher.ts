@@ -22,7 +22,7 @@
 // attempt is released and re-claimed later with a fresh claim; the due time lives in the store.
 // After a delivered or given-up attempt the delivery record is written, then the row is marked done.
 //
-// Parked rows: claimed rows beyond a partner's (or a partition's) held share are kept claimed but
+// Parked rows (parked-rows.ts): claimed rows beyond a partner's (or a partition's) held share are kept claimed but
 // not held (only their id, partner and claim expiry), so the next claims move past one partner's
 // backlog to the other partners' rows instead of claiming the same rows again. They are released
 // as soon as their partner has room again (the next claim takes them first: they are the oldest),
@@ -33,6 +33,7 @@ import { classify, nextStep, type AttemptResult, type DeliveryPolicy } from './p
 import { breakerSignal, type BreakerPolicy, type BreakerSignal } from './breaker.ts';
 import { shareSlots, type PartnerDemand } from './fair-share.ts';
 import { PartnerLanes, type StartedAttempt } from './partner-lanes.ts';
+import { ParkedRows } from './parked-rows.ts';
 import {
   attemptLogMax,
   deliveriesCollection,
@@ -135,18 +136,11 @@ interface Held {
   running: boolean;
 }
 
-/** A claimed row beyond its partner's or partition's held share (see the header). */
-interface Parked {
-  readonly partnerId: string;
-  readonly seq: number;
-  readonly claimExpiresAtMs: number;
-}
-
 const idsPerCallMax = 1_000;
 
 export class WebhookDispatcher {
   private readonly held = new Map<string, Held>();
-  private readonly parked = new Map<string, Parked>();
+  private readonly parked: ParkedRows;
   private readonly attempts = new Set<Promise<void>>();
   private readonly lanes: PartnerLanes;
   private recordCursor = 0;
@@ -171,6 +165,7 @@ export class WebhookDispatcher {
     }
     this.rounds = new LoopHealth(limits.pollIntervalMs);
     this.lanes = new PartnerLanes(deps.breaker, limits.inFlightPerPartnerMax);
+    this.parked = new ParkedRows(limits.parkedRowsMax);
   }
 
   /** The health listener's /metrics: attempts by outcome, finished deliveries, rows held and parked, per-partner lanes. */
@@ -227,9 +222,8 @@ export class WebhookDispatcher {
       this.deps.log.warn({ inFlight: this.attempts.size, waitMs }, 'webhook dispatcher stopping with attempts in flight; their rows are handed back');
     }
     this.loop = null;
-    const ids = [...this.held.keys(), ...this.parked.keys()];
+    const ids = [...this.held.keys(), ...this.parked.drain()];
     this.held.clear();
-    this.parked.clear();
     for (let index = 0; index < ids.length; index += idsPerCallMax) {
       await this.deps.store.outboxRelease(ids.slice(index, index + idsPerCallMax), this.deps.owner);
     }
@@ -362,7 +356,7 @@ export class WebhookDispatcher {
     const malformed: string[] = [];
     const overflow: string[] = [];
     for (const row of rows) {
-      this.parked.delete(row.id); // our own parked row whose claim lapsed and that we claimed again
+      this.parked.forget(row.id); // our own parked row whose claim lapsed and that we claimed again
       const payload = parseRowPayload(row.payload);
       if (payload === null) {
         malformed.push(row.id);
@@ -377,9 +371,7 @@ export class WebhookDispatcher {
         bump(perPartition, partition);
         bump(perPartner, partnerId);
         this.held.set(row.id, { row, payload, eventId, partition, partnerId, claimExpiresAtMs: row.claimExpiresAtMs, delivery: null, running: false });
-      } else if (this.parked.size < limits.parkedRowsMax) {
-        this.parked.set(row.id, { partnerId, seq: row.seq, claimExpiresAtMs: row.claimExpiresAtMs });
-      } else {
+      } else if (!this.parked.park(row.id, { partnerId, seq: row.seq, claimExpiresAtMs: row.claimExpiresAtMs })) {
         overflow.push(row.id);
       }
     }
@@ -392,34 +384,13 @@ export class WebhookDispatcher {
     return overflow.length;
   }
 
-  /**
-   * Hands back parked rows whose partner has room to hold them again (oldest first, so the next
-   * claim takes them before anything newer of that partner), and parked rows whose claim is about
-   * to run out (so the store's claim, not our map, says who has them).
-   */
+  /** Hands back the parked rows whose partner has room again, or whose claim runs out (parked-rows.ts). */
   private async releaseParked(): Promise<void> {
     if (this.parked.size === 0) return;
     const { limits } = this.deps;
-    const nowMs = this.deps.clock.nowMs();
     const perPartner = new Map<string, number>();
     for (const held of this.held.values()) bump(perPartner, held.partnerId);
-    const release: string[] = [];
-    const waiting = new Map<string, Array<[string, Parked]>>();
-    for (const entry of this.parked) {
-      const [id, parked] = entry;
-      if (parked.claimExpiresAtMs - nowMs < limits.claimMarginMs) release.push(id);
-      else if ((perPartner.get(parked.partnerId) ?? 0) < limits.heldPerPartnerMax) {
-        const list = waiting.get(parked.partnerId) ?? [];
-        list.push(entry);
-        waiting.set(parked.partnerId, list);
-      }
-    }
-    for (const [partnerId, list] of waiting) {
-      const room = limits.heldPerPartnerMax - (perPartner.get(partnerId) ?? 0);
-      list.sort((a, b) => a[1].seq - b[1].seq);
-      for (const [id] of list.slice(0, room)) release.push(id);
-    }
-    for (const id of release) this.parked.delete(id);
+    const release = this.parked.takeReleasable(this.deps.clock.nowMs(), limits.claimMarginMs, (partnerId) => limits.heldPerPartnerMax - (perPartner.get(partnerId) ?? 0));
     for (let index = 0; index < release.length; index += idsPerCallMax) {
       await this.deps.store.outboxRelease(release.slice(index, index + idsPerCallMax), this.deps.owner);
     }

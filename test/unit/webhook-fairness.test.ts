@@ -1,5 +1,6 @@
 // The pure parts of fair webhook delivery (docs/webhooks.md, "Fairness"): the per-partner breaker's
-// state machine, and how the free slots of a round are shared out across partners.
+// state machine, how the free slots of a round are shared out across partners, and which parked
+// rows go back to the store.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
@@ -14,6 +15,7 @@ import {
   type BreakerState,
 } from '../../src/webhooks/breaker.ts';
 import { shareSlots } from '../../src/webhooks/fair-share.ts';
+import { ParkedRows } from '../../src/webhooks/parked-rows.ts';
 
 const policy: BreakerPolicy = { failuresMax: 3, openMsBase: 5_000, openMsMax: 60_000 };
 
@@ -82,4 +84,22 @@ test('fair share: each slot goes to the partner with the fewest in flight, ties 
   assert.deepEqual(shareSlots([{ partnerId: 'a', inFlight: 0, ready: 2, lastServed: 0 }], 5), ['a', 'a'], 'no more than it can start');
   assert.deepEqual(shareSlots([], 5), []);
   assert.deepEqual(shareSlots([{ partnerId: 'a', inFlight: 0, ready: 2, lastServed: 0 }], 0), []);
+});
+
+test('parked rows: handed back oldest first as their partner has room, or when their claim is about to run out; parking is bounded', () => {
+  const parked = new ParkedRows(4);
+  assert.equal(parked.park('a-3', { partnerId: 'a', seq: 3, claimExpiresAtMs: 60_000 }), true);
+  assert.equal(parked.park('a-1', { partnerId: 'a', seq: 1, claimExpiresAtMs: 60_000 }), true);
+  assert.equal(parked.park('a-2', { partnerId: 'a', seq: 2, claimExpiresAtMs: 60_000 }), true);
+  assert.equal(parked.park('b-9', { partnerId: 'b', seq: 9, claimExpiresAtMs: 10_000 }), true);
+  assert.equal(parked.park('c-1', { partnerId: 'c', seq: 10, claimExpiresAtMs: 60_000 }), false, 'full: the caller hands the row back');
+  // Partner a can hold 2 more; b has no room but its claim runs out within the margin.
+  assert.deepEqual(parked.takeReleasable(6_000, 5_000, (partnerId) => (partnerId === 'a' ? 2 : 0)), ['b-9', 'a-1', 'a-2']);
+  assert.equal(parked.size, 1);
+  assert.deepEqual(parked.takeReleasable(6_000, 5_000, () => 0), [], 'no room, claims still long: nothing goes back');
+  parked.forget('a-3');
+  assert.equal(parked.size, 0);
+  assert.equal(parked.park('a-4', { partnerId: 'a', seq: 4, claimExpiresAtMs: 60_000 }), true);
+  assert.deepEqual(parked.drain(), ['a-4']);
+  assert.equal(parked.size, 0);
 });
