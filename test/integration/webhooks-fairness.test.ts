@@ -129,7 +129,7 @@ describe('fair webhook delivery', () => {
     }
   });
 
-  test("a backlog bigger than a dispatcher holds: the other partners' rows behind it are still reached", async () => {
+  test("a backlog bigger than a dispatcher holds: the other partners' rows behind it are still reached, and nothing of the backlog is lost", async () => {
     const store = await freshStore();
     const tarpit = await startTarpit();
     const clock = manualClock(Date.now());
@@ -148,6 +148,23 @@ describe('fair webhook delivery', () => {
       assert.ok(dispatcher.heldCount() <= limits.heldRowsMax);
       assert.ok((sample(dispatcher.metrics(), 'webhook_rows_parked', {}) ?? 0) > 0, "the slow partner's rows beyond its share are parked");
       assert.ok(tarpit.maxOpen() <= limits.inFlightPerPartnerMax);
+
+      // Nothing of the slow partner is lost: once it points at a working endpoint, every one of its
+      // events is delivered, the parked ones too (the clock jumps past every claim: held and parked
+      // rows are handed back and claimed again).
+      await tarpit.close();
+      assert.ok((await webhooks.destinations.stageDraft('slow', `${receiver.origin}/recovered`)).ok);
+      assert.ok((await webhooks.destinations.testDraft('slow')).ok);
+      assert.ok((await webhooks.destinations.activateDraft('slow')).ok);
+      clock.now += 120_000;
+      dispatcher.wake();
+      await eventually(async () => assert.equal((await webhooks.deliveries.list('slow', { status: 'delivered', limit: 1 })).total, 200), 30_000);
+      assert.equal((await webhooks.deliveries.list('slow', { status: 'failed', limit: 1 })).total, 0);
+      const events = await webhooks.events.list('slow', 0, 500);
+      const answered = new Set(receiver.requestsTo('/recovered').filter((request) => request.status === 200).map((request) => request.eventId));
+      assert.equal(events.events.length, 200);
+      for (const event of events.events) assert.ok(answered.has(event.id), `${event.id} delivered`);
+      assert.equal(sample(dispatcher.metrics(), 'webhook_rows_parked', {}), 0);
     } finally {
       await tarpit.close();
       await dispatcher.stop();
