@@ -22,11 +22,11 @@
 // attempt is released and re-claimed later with a fresh claim; the due time lives in the store.
 // After a delivered or given-up attempt the delivery record is written, then the row is marked done.
 //
-// Parked rows (parked-rows.ts): claimed rows beyond a partner's (or a partition's) held share are kept claimed but
-// not held (only their id, partner and claim expiry), so the next claims move past one partner's
-// backlog to the other partners' rows instead of claiming the same rows again. They are released
-// as soon as their partner has room again (the next claim takes them first: they are the oldest),
-// or when their claim runs out, and on stop.
+// Parked rows (parked-rows.ts): claimed rows beyond a partner's (or a partition's) held share are
+// kept claimed but not held (only their id, partner and claim expiry), so the next claims move past
+// one partner's backlog to the other partners' rows instead of claiming the same rows again. They
+// are released as soon as their partner has room again (the next claim takes them first: they are
+// the oldest), or when their claim runs out, and on stop.
 import type { OutboxRow, SnapshotStore } from '../store/store.ts';
 import { recordPartnerRows, type RowToRecord } from './event-log.ts';
 import { classify, nextStep, type AttemptResult, type DeliveryPolicy } from './policy.ts';
