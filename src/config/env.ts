@@ -61,6 +61,13 @@ const envSchema = z.object({
   /** A role's loop with no successful round for this long makes /readyz answer 503 (see docs/operations.md). */
   HEALTH_UNREADY_AFTER_MS: z.coerce.number().int().min(1_000).max(600_000).default(15_000),
   SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(600_000).default(20_000),
+  /**
+   * Webhook attempts (docs/webhooks.md "Retries"): the connection must be ready (DNS, TCP, TLS)
+   * within WEBHOOK_CONNECT_TIMEOUT_MS, and the partner must start answering within
+   * WEBHOOK_FIRST_BYTE_TIMEOUT_MS of that; the whole attempt stays bounded by 10 s.
+   */
+  WEBHOOK_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).max(10_000).default(3_000),
+  WEBHOOK_FIRST_BYTE_TIMEOUT_MS: z.coerce.number().int().min(100).max(10_000).default(5_000),
   /** The payout role's internal gRPC link (Payout, Liquidity); PAYOUT_GRPC_URL is where other roles reach it. */
   PAYOUT_GRPC_PORT: z.coerce.number().int().min(0).max(65_535).default(50052),
   PAYOUT_GRPC_URL: z.string().regex(/^[A-Za-z0-9.:[\]_-]+$/, 'host:port').optional(),

@@ -77,7 +77,7 @@ export async function startService(env: EnvConfig, overrides: ContextOverrides =
     // and createRailServices refuses to start without one rather than pay nobody).
     rails = env.sandbox ? createRailServices(ctx) : null;
     const railServices = rails;
-    const webhooks = createWebhookServices(ctx);
+    const webhooks = createWebhookServices(ctx, { transport: { connectTimeoutMs: env.WEBHOOK_CONNECT_TIMEOUT_MS, firstByteTimeoutMs: env.WEBHOOK_FIRST_BYTE_TIMEOUT_MS } });
     // The crypto side: real adapters for configured networks, the sandbox chain for the rest.
     // Verification and reconciliation go over the chains link when the watcher runs apart (CHAINS_GRPC_URL).
     const linked =

@@ -9,12 +9,18 @@
 // from then on the store wins.
 //
 // Secrets are never returned except once, by `rotateSecret`, to the administrator who asked.
+//
+// Test deliveries run in a pool of their own (slot-pool.ts), apart from the dispatcher's live
+// slots: a test is never stuck behind live traffic (a partner whose live endpoint hangs can still
+// test a new URL) and never takes a live slot; a burst of tests beyond the pool and its queue is
+// refused at once (`test_busy`).
 import { randomUUID } from 'node:crypto';
 import type { JsonValue, SnapshotStore } from '../store/store.ts';
 import { classify, type AttemptErrorCode } from './policy.ts';
 import { destinationFromDoc, destinationsCollection, destinationToDoc, type DestinationRecord, type TestSummary } from './records.ts';
 import { deliveryHeaders, generateSecret } from './signing.ts';
 import { casUpdate } from './store-cas.ts';
+import { SlotPool, type SlotPoolLimits } from './slot-pool.ts';
 import { sendWebhook, type TransportLimits } from './transport.ts';
 import { checkDestinationUrl, type UrlPolicyMode } from './url-policy.ts';
 
@@ -39,7 +45,7 @@ export interface DestinationView {
   readonly updatedAtMs: number | null;
 }
 
-export type DestinationErrorCode = 'unknown_partner' | 'invalid_url' | 'no_draft' | 'draft_not_tested' | 'no_pending_secret' | 'secret_unavailable';
+export type DestinationErrorCode = 'unknown_partner' | 'invalid_url' | 'no_draft' | 'draft_not_tested' | 'no_pending_secret' | 'secret_unavailable' | 'test_busy';
 
 export type DestinationResult<T> = ({ readonly ok: true } & T) | { readonly ok: false; readonly code: DestinationErrorCode; readonly reason: string };
 
@@ -47,7 +53,7 @@ export interface DestinationsApi {
   get(partnerId: string): Promise<DestinationResult<{ destination: DestinationView }>>;
   /** Stages a draft URL (replacing any earlier draft). The live URL is unchanged. */
   stageDraft(partnerId: string, url: string): Promise<DestinationResult<{ destination: DestinationView }>>;
-  /** Sends one `webhook.test` delivery to the draft URL (signed with the staged secret if any, else the live one). */
+  /** Sends one `webhook.test` delivery to the draft URL (signed with the staged secret if any, else the live one); `test_busy` when too many tests are running. */
   testDraft(partnerId: string): Promise<DestinationResult<{ test: TestSummary; destination: DestinationView }>>;
   /** The draft becomes the live URL; only after its latest test succeeded (2xx). */
   activateDraft(partnerId: string): Promise<DestinationResult<{ destination: DestinationView }>>;
@@ -65,14 +71,22 @@ export interface DestinationDeps {
   readonly mode: UrlPolicyMode;
   readonly clock: { nowMs(): number };
   readonly transport: TransportLimits;
+  /** The test deliveries' own pool. */
+  readonly tests: SlotPoolLimits;
 }
+
+export const defaultDestinationTestLimits: SlotPoolLimits = { inFlightMax: 4, queuedMax: 16 };
 
 export function destinationActorKey(partnerId: string): string {
   return `webhook-destination/${partnerId}`;
 }
 
 export class Destinations implements DestinationsApi {
-  constructor(private readonly deps: DestinationDeps) {}
+  private readonly tests: SlotPool;
+
+  constructor(private readonly deps: DestinationDeps) {
+    this.tests = new SlotPool(deps.tests);
+  }
 
   /** What the dispatcher delivers to, read at every attempt. */
   async resolve(partnerId: string): Promise<ResolvedDestination> {
@@ -103,7 +117,9 @@ export class Destinations implements DestinationsApi {
     if (draft === null) return { ok: false, code: 'no_draft', reason: 'No draft URL is staged' };
     const secret = loaded.pendingSecret?.secret ?? loaded.secret;
     if (secret === null) return { ok: false, code: 'secret_unavailable', reason: 'No signing secret is configured; rotate one first' };
-    const test = await this.sendTest(draft.url, secret);
+    const pooled = await this.tests.run(() => this.sendTest(draft.url, secret));
+    if (!pooled.ok) return { ok: false, code: 'test_busy', reason: 'Too many destination tests are running; try again shortly' };
+    const test = pooled.value;
     const saved = await this.change(partnerId, (current) =>
       // Record the result only on the draft that was tested (another admin may have staged a new one).
       current.draft !== null && current.draft.url === draft.url && current.draft.stagedAtMs === draft.stagedAtMs

@@ -3,23 +3,37 @@
 // One round (every `pollIntervalMs`, or sooner when woken):
 //   1. record  — read new outbox rows in commit order and give each event its per-partner sequence
 //                in the event log (event-log.ts), BEFORE any delivery;
-//   2. claim   — claim up to `claimBatchMax` rows (store claims: while a claim is live no other
-//                dispatcher gets the row; if this process dies the claim expires and another
-//                dispatcher takes the row: at-least-once);
+//   2. claim   — claim up to `claimPagesPerRoundMax` pages of `claimBatchMax` rows (store claims:
+//                while a claim is live no other dispatcher gets the row; if this process dies the
+//                claim expires and another dispatcher takes the row: at-least-once). A partner
+//                holds at most `heldPerPartnerMax` rows; its rows beyond that are parked (below);
 //   3. heads   — read the pending rows (claimed by anyone) in commit order up to the last row we
 //                hold, to learn each partition's oldest unfinished row;
 //   4. start   — an attempt starts only for a row that is the oldest unfinished row of its partition
 //                (so event N+1 of a transaction never starts before N is delivered or given up),
 //                whose next attempt is due, whose event is recorded, and whose claim still covers a
-//                whole attempt (claim left ≥ attemptTimeoutMs + claimMarginMs).
-// Waiting rows (backoff, or behind an earlier event of their partition) stay claimed but idle: they
-// cost no slot of `inFlightMax`, so other partitions go on. A row whose claim no longer covers an
+//                whole attempt (claim left ≥ attemptTimeoutMs + claimMarginMs); and only as far as
+//                its partner's lane lets it (partner-lanes.ts: at most `inFlightPerPartnerMax` in
+//                flight, nothing while the partner's breaker is open, one probe when half-open).
+//                The free slots of `inFlightMax` go out fairly across partners (fair-share.ts).
+// Waiting rows (backoff, behind an earlier event of their partition, or behind their partner's
+// open breaker) stay claimed but idle: they cost no slot of `inFlightMax`, so others go on, and an
+// event spends an attempt only when it is actually sent. A row whose claim no longer covers an
 // attempt is released and re-claimed later with a fresh claim; the due time lives in the store.
 // After a delivered or given-up attempt the delivery record is written, then the row is marked done.
-import { performance } from 'node:perf_hooks';
+//
+// Parked rows (parked-rows.ts): claimed rows beyond a partner's (or a partition's) held share are
+// kept claimed but not held (only their id, partner and claim expiry), so the next claims move past
+// one partner's backlog to the other partners' rows instead of claiming the same rows again. They
+// are released as soon as their partner has room again (the next claim takes them first: they are
+// the oldest), or when their claim runs out, and on stop.
 import type { OutboxRow, SnapshotStore } from '../store/store.ts';
 import { recordPartnerRows, type RowToRecord } from './event-log.ts';
 import { classify, nextStep, type AttemptResult, type DeliveryPolicy } from './policy.ts';
+import { breakerSignal, type BreakerPolicy, type BreakerSignal } from './breaker.ts';
+import { shareSlots, type PartnerDemand } from './fair-share.ts';
+import { PartnerLanes, type StartedAttempt } from './partner-lanes.ts';
+import { ParkedRows } from './parked-rows.ts';
 import {
   attemptLogMax,
   deliveriesCollection,
@@ -48,14 +62,21 @@ export interface DispatcherLimits {
   /** Slack for clock skew between dispatchers and for the work around an attempt. */
   readonly claimMarginMs: number;
   readonly pollIntervalMs: number;
-  /** Rows claimed per round. */
+  /** Rows claimed per store call, and calls per round. */
   readonly claimBatchMax: number;
+  readonly claimPagesPerRoundMax: number;
   /** Rows held (claimed, waiting or in flight) by this dispatcher. */
   readonly heldRowsMax: number;
   /** Rows of one partition held at once (the per-partition queue). */
   readonly heldPerPartitionMax: number;
+  /** Rows of one partner held at once; its further rows are parked. */
+  readonly heldPerPartnerMax: number;
+  /** Rows parked (claimed, not held: beyond a partner's or partition's share). */
+  readonly parkedRowsMax: number;
   /** Concurrent HTTP attempts. */
   readonly inFlightMax: number;
+  /** Concurrent HTTP attempts to one partner (its share of `inFlightMax`). */
+  readonly inFlightPerPartnerMax: number;
   /** Rows read per recording page, and pages per round. */
   readonly recordPageRowsMax: number;
   readonly recordPagesPerRoundMax: number;
@@ -68,9 +89,13 @@ export const defaultDispatcherLimits: DispatcherLimits = {
   claimMarginMs: 5_000,
   pollIntervalMs: 250,
   claimBatchMax: 100,
+  claimPagesPerRoundMax: 5,
   heldRowsMax: 2_000,
   heldPerPartitionMax: 32,
+  heldPerPartnerMax: 100,
+  parkedRowsMax: 8_000,
   inFlightMax: 64,
+  inFlightPerPartnerMax: 8,
   recordPageRowsMax: 400,
   recordPagesPerRoundMax: 5,
   headScanRowsMax: 10_000,
@@ -91,6 +116,7 @@ export interface DispatcherDeps {
   readonly policy: DeliveryPolicy;
   readonly transport: TransportLimits;
   readonly limits: DispatcherLimits;
+  readonly breaker: BreakerPolicy;
   /** A draw in [0, 1) for the backoff jitter. */
   readonly random: () => number;
   readonly resolveDestination: (partnerId: string) => Promise<ResolvedDestination>;
@@ -103,6 +129,7 @@ interface Held {
   readonly payload: WebhookRowPayload;
   readonly eventId: string;
   readonly partition: string;
+  readonly partnerId: string;
   readonly claimExpiresAtMs: number;
   /** Loaded lazily; null until the event is recorded. */
   delivery: DeliveryRecord | null;
@@ -113,7 +140,9 @@ const idsPerCallMax = 1_000;
 
 export class WebhookDispatcher {
   private readonly held = new Map<string, Held>();
+  private readonly parked: ParkedRows;
   private readonly attempts = new Set<Promise<void>>();
+  private readonly lanes: PartnerLanes;
   private recordCursor = 0;
   private roundRunning: Promise<void> | null = null;
   private loop: Promise<void> | null = null;
@@ -130,10 +159,16 @@ export class WebhookDispatcher {
     if (limits.leaseMs <= transport.attemptTimeoutMs + limits.claimMarginMs) {
       throw new RangeError('leaseMs must be greater than attemptTimeoutMs + claimMarginMs');
     }
+    for (const [name, value] of Object.entries(limits)) {
+      const least = name === 'claimMarginMs' ? 0 : 1;
+      if (!Number.isSafeInteger(value) || value < least) throw new RangeError(`dispatcher ${name} must be an integer of at least ${least}, got ${String(value)}`);
+    }
     this.rounds = new LoopHealth(limits.pollIntervalMs);
+    this.lanes = new PartnerLanes(deps.breaker, limits.inFlightPerPartnerMax);
+    this.parked = new ParkedRows(limits.parkedRowsMax);
   }
 
-  /** The health listener's /metrics: attempts by outcome, finished deliveries, rows held. */
+  /** The health listener's /metrics: attempts by outcome, finished deliveries, rows held and parked, per-partner lanes. */
   metrics(): MetricFamily[] {
     const { counts } = this;
     return [
@@ -150,12 +185,14 @@ export class WebhookDispatcher {
         { delivered: counts.finishedDelivered, failed: counts.finishedFailed },
       ),
       gauge('webhook_rows_held', 'Outbox rows of webhook events this dispatcher holds (claimed, waiting or in flight).', this.held.size),
+      gauge('webhook_rows_parked', "Outbox rows this dispatcher keeps claimed beyond a partner's held share, so its claims reach other partners' rows.", this.parked.size),
+      ...this.lanes.metrics(this.deps.clock.nowMs()),
     ];
   }
 
   /** The health listener's check: polling rounds, with the deliveries held. */
   health(): HealthCheck {
-    return loopCheck('webhook-rounds', this.rounds, () => ({ rowsHeld: this.held.size }));
+    return loopCheck('webhook-rounds', this.rounds, () => ({ rowsHeld: this.held.size, rowsParked: this.parked.size }));
   }
 
   /** Starts the polling loop. */
@@ -185,7 +222,7 @@ export class WebhookDispatcher {
       this.deps.log.warn({ inFlight: this.attempts.size, waitMs }, 'webhook dispatcher stopping with attempts in flight; their rows are handed back');
     }
     this.loop = null;
-    const ids = [...this.held.keys()];
+    const ids = [...this.held.keys(), ...this.parked.drain()];
     this.held.clear();
     for (let index = 0; index < ids.length; index += idsPerCallMax) {
       await this.deps.store.outboxRelease(ids.slice(index, index + idsPerCallMax), this.deps.owner);
@@ -255,9 +292,11 @@ export class WebhookDispatcher {
   private async round(): Promise<void> {
     await this.record();
     if (this.stopped) return;
+    await this.releaseParked();
     await this.claim();
     await this.releaseShortClaims();
     await this.startDue();
+    this.lanes.prune(new Set([...this.held.values()].map((held) => held.partnerId)), this.deps.clock.nowMs());
   }
 
   // ---- 1. record ----
@@ -287,19 +326,37 @@ export class WebhookDispatcher {
 
   private async claim(): Promise<void> {
     const { limits, store, owner } = this.deps;
-    const room = Math.min(limits.claimBatchMax, limits.heldRowsMax - this.held.size);
-    if (room <= 0) return;
-    const rows = await store.outboxClaim(webhooksTopic, owner, room, limits.leaseMs, this.deps.clock.nowMs());
-    if (this.stopped) {
-      // stop() ran while we were claiming and may already have handed back what it held.
-      if (rows.length > 0) await store.outboxRelease(rows.map((row) => row.id), owner);
-      return;
-    }
     const perPartition = new Map<string, number>();
-    for (const held of this.held.values()) perPartition.set(held.partition, (perPartition.get(held.partition) ?? 0) + 1);
+    const perPartner = new Map<string, number>();
+    for (const held of this.held.values()) {
+      bump(perPartition, held.partition);
+      bump(perPartner, held.partnerId);
+    }
+    for (let page = 0; page < limits.claimPagesPerRoundMax; page += 1) {
+      // Claim only while something can be held; rows beyond a partner's share are parked on the way.
+      if (this.held.size >= limits.heldRowsMax) return;
+      const room = Math.min(limits.claimBatchMax, limits.heldRowsMax - this.held.size + limits.parkedRowsMax - this.parked.size);
+      if (room <= 0) return;
+      const nowMs = this.deps.clock.nowMs();
+      const rows = await store.outboxClaim(webhooksTopic, owner, room, limits.leaseMs, nowMs);
+      if (this.stopped) {
+        // stop() ran while we were claiming and may already have handed back what it held.
+        if (rows.length > 0) await store.outboxRelease(rows.map((row) => row.id), owner);
+        return;
+      }
+      const overflow = await this.takeClaimed(rows, perPartition, perPartner);
+      // Parking is full: another page would only claim and hand back the same rows again.
+      if (rows.length < room || overflow > 0) return;
+    }
+  }
+
+  /** Holds, parks or hands back freshly claimed rows (see the header); answers how many were handed back. */
+  private async takeClaimed(rows: readonly OutboxRow[], perPartition: Map<string, number>, perPartner: Map<string, number>): Promise<number> {
+    const { limits, store, owner } = this.deps;
     const malformed: string[] = [];
     const overflow: string[] = [];
     for (const row of rows) {
+      this.parked.forget(row.id); // our own parked row whose claim lapsed and that we claimed again
       const payload = parseRowPayload(row.payload);
       if (payload === null) {
         malformed.push(row.id);
@@ -307,13 +364,16 @@ export class WebhookDispatcher {
       }
       const eventId = payload.kind === 'redelivery' ? payload.eventId : eventIdOf(row.id);
       const partition = row.partitionKey ?? eventId;
-      const count = perPartition.get(partition) ?? 0;
-      if (count >= limits.heldPerPartitionMax) {
+      const partnerId = payload.partnerId;
+      const fits =
+        this.held.size < limits.heldRowsMax && (perPartition.get(partition) ?? 0) < limits.heldPerPartitionMax && (perPartner.get(partnerId) ?? 0) < limits.heldPerPartnerMax;
+      if (fits) {
+        bump(perPartition, partition);
+        bump(perPartner, partnerId);
+        this.held.set(row.id, { row, payload, eventId, partition, partnerId, claimExpiresAtMs: row.claimExpiresAtMs, delivery: null, running: false });
+      } else if (!this.parked.park(row.id, { partnerId, seq: row.seq, claimExpiresAtMs: row.claimExpiresAtMs })) {
         overflow.push(row.id);
-        continue;
       }
-      perPartition.set(partition, count + 1);
-      this.held.set(row.id, { row, payload, eventId, partition, claimExpiresAtMs: row.claimExpiresAtMs, delivery: null, running: false });
     }
     if (malformed.length > 0) {
       // A row we cannot read would block its partition forever; it is a bug upstream, so say so loudly.
@@ -321,6 +381,19 @@ export class WebhookDispatcher {
       await store.outboxMarkDone(malformed);
     }
     if (overflow.length > 0) await store.outboxRelease(overflow, owner);
+    return overflow.length;
+  }
+
+  /** Hands back the parked rows whose partner has room again, or whose claim runs out (parked-rows.ts). */
+  private async releaseParked(): Promise<void> {
+    if (this.parked.size === 0) return;
+    const { limits } = this.deps;
+    const perPartner = new Map<string, number>();
+    for (const held of this.held.values()) bump(perPartner, held.partnerId);
+    const release = this.parked.takeReleasable(this.deps.clock.nowMs(), limits.claimMarginMs, (partnerId) => limits.heldPerPartnerMax - (perPartner.get(partnerId) ?? 0));
+    for (let index = 0; index < release.length; index += idsPerCallMax) {
+      await this.deps.store.outboxRelease(release.slice(index, index + idsPerCallMax), this.deps.owner);
+    }
   }
 
   private async releaseShortClaims(): Promise<void> {
@@ -365,34 +438,87 @@ export class WebhookDispatcher {
 
   private async startDue(): Promise<void> {
     const { limits } = this.deps;
-    if (this.attempts.size >= limits.inFlightMax) return;
-    // Skip the head scan when every held row is known to be waiting for a later retry.
+    const free = limits.inFlightMax - this.attempts.size;
+    if (free <= 0) return;
+    // Skip the head scan when every held row is known to be waiting: for a later retry, or for its
+    // partner's open breaker.
     const nowMs = this.deps.clock.nowMs();
-    const anyDue = [...this.held.values()].some((held) => !held.running && (held.delivery === null || held.delivery.nextAttemptAtMs <= nowMs));
+    await this.recheckWaitingDestinations(nowMs);
+    const anyDue = [...this.held.values()].some(
+      (held) => !held.running && (held.delivery === null || held.delivery.nextAttemptAtMs <= nowMs) && !this.lanes.waiting(held.partnerId, nowMs),
+    );
     if (!anyDue) return;
     const heads = await this.partitionHeads();
-    const candidates = [...this.held.values()].filter((held) => !held.running && heads.get(held.partition) === held.row.seq);
-    candidates.sort((a, b) => a.row.seq - b.row.seq);
-    for (const held of candidates) {
+    const byPartner = new Map<string, Held[]>();
+    for (const held of this.held.values()) {
+      if (held.running || heads.get(held.partition) !== held.row.seq) continue;
+      const list = byPartner.get(held.partnerId) ?? [];
+      list.push(held);
+      byPartner.set(held.partnerId, list);
+    }
+    // Per partner, its oldest events that can go now, as many as its lane admits; then the free
+    // slots are shared out across partners.
+    const ready = new Map<string, Held[]>();
+    const demands: PartnerDemand[] = [];
+    for (const [partnerId, candidates] of byPartner) {
+      if (this.stopped) return;
+      const room = Math.min(this.lanes.room(partnerId, nowMs), free);
+      if (room <= 0) continue;
+      candidates.sort((a, b) => a.row.seq - b.row.seq);
+      const picked: Held[] = [];
+      for (const held of candidates) {
+        if (picked.length >= room) break;
+        if (await this.readyToStart(held)) picked.push(held);
+      }
+      if (picked.length === 0) continue;
+      ready.set(partnerId, picked);
+      demands.push({ partnerId, inFlight: this.lanes.inFlight(partnerId), ready: picked.length, lastServed: this.lanes.lastServed(partnerId) });
+    }
+    for (const partnerId of shareSlots(demands, free)) {
       if (this.stopped || this.attempts.size >= limits.inFlightMax) return;
-      const ready = await this.prepare(held);
-      if (!ready) continue;
-      const attempt = this.attempt(held)
-        .catch((error: unknown) => {
-          held.delivery = null; // reload from the store next time
-          this.deps.log.error({ error: String(error), eventId: held.eventId }, 'webhook attempt failed to record');
-        })
-        .finally(() => {
-          held.running = false;
-          this.attempts.delete(attempt);
-          this.wake();
-        });
-      this.attempts.add(attempt);
+      const held = ready.get(partnerId)?.shift();
+      if (held === undefined || held.running || !this.held.has(held.row.id)) continue;
+      // The lane is asked again: an attempt that ended meanwhile may have opened the breaker.
+      const started = this.lanes.start(partnerId, this.deps.clock.nowMs());
+      if (started === null) continue;
+      this.launch(held, started);
     }
   }
 
+  /**
+   * Reads again the destination of every partner whose breaker keeps its held rows waiting: a URL
+   * an administrator changed is a new destination, with a closed breaker, so a fix takes effect
+   * at once instead of after the opening. One read per such partner and round.
+   */
+  private async recheckWaitingDestinations(nowMs: number): Promise<void> {
+    const waiting = new Set<string>();
+    for (const held of this.held.values()) if (this.lanes.waiting(held.partnerId, nowMs)) waiting.add(held.partnerId);
+    for (const partnerId of waiting) {
+      const destination = await this.deps.resolveDestination(partnerId);
+      this.lanes.destination(partnerId, destination.ok ? destination.url : null);
+    }
+  }
+
+  private launch(held: Held, started: StartedAttempt): void {
+    held.running = true;
+    // What the attempt's result says about the endpoint; neutral if it never got to send.
+    const signal: { value: BreakerSignal } = { value: 'neutral' };
+    const attempt = this.attempt(held, signal)
+      .catch((error: unknown) => {
+        held.delivery = null; // reload from the store next time
+        this.deps.log.error({ error: String(error), eventId: held.eventId }, 'webhook attempt failed to record');
+      })
+      .finally(() => {
+        this.lanes.ended(started, signal.value, this.deps.clock.nowMs());
+        held.running = false;
+        this.attempts.delete(attempt);
+        this.wake();
+      });
+    this.attempts.add(attempt);
+  }
+
   /** Loads the delivery record and decides whether `held` may start an attempt now. */
-  private async prepare(held: Held): Promise<boolean> {
+  private async readyToStart(held: Held): Promise<boolean> {
     const { store } = this.deps;
     if (held.delivery === null) {
       held.delivery = deliveryFromDoc(await store.get(deliveriesCollection, held.eventId));
@@ -408,9 +534,7 @@ export class WebhookDispatcher {
     }
     const nowMs = this.deps.clock.nowMs();
     if (delivery.nextAttemptAtMs > nowMs) return false;
-    if (held.claimExpiresAtMs - nowMs < this.deps.transport.attemptTimeoutMs + this.deps.limits.claimMarginMs) return false;
-    held.running = true;
-    return true;
+    return held.claimExpiresAtMs - nowMs >= this.deps.transport.attemptTimeoutMs + this.deps.limits.claimMarginMs;
   }
 
   private async finish(held: Held): Promise<void> {
@@ -418,7 +542,7 @@ export class WebhookDispatcher {
     this.held.delete(held.row.id);
   }
 
-  private async attempt(held: Held): Promise<void> {
+  private async attempt(held: Held, signal: { value: BreakerSignal }): Promise<void> {
     const { store, clock, policy } = this.deps;
     const delivery = held.delivery;
     if (delivery === null) throw new Error('attempt without a delivery record');
@@ -426,6 +550,7 @@ export class WebhookDispatcher {
     if (event === null) throw new Error(`event ${held.eventId} is not recorded`);
     const attemptNumber = delivery.attemptsInRun + 1;
     const destination = await this.deps.resolveDestination(event.partnerId);
+    this.lanes.destination(held.partnerId, destination.ok ? destination.url : null);
     const startedAtMs = clock.nowMs();
     let result: AttemptResult;
     let durationMs = 0;
@@ -439,6 +564,7 @@ export class WebhookDispatcher {
       result = sent.result;
       durationMs = sent.durationMs;
     }
+    signal.value = breakerSignal(result);
     const finishedAtMs = clock.nowMs();
     const step = nextStep(policy, attemptNumber, result, finishedAtMs, this.deps.random());
     const classification = classify(result);
@@ -482,4 +608,8 @@ export class WebhookDispatcher {
     );
     if (step.kind !== 'retry') await this.finish(held);
   }
+}
+
+function bump(counts: Map<string, number>, key: string): void {
+  counts.set(key, (counts.get(key) ?? 0) + 1);
 }

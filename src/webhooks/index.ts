@@ -8,11 +8,13 @@
 import { randomUUID } from 'node:crypto';
 import type { SnapshotStore } from '../store/store.ts';
 import { createDeliveryLog, type DeliveryLog } from './deliveries.ts';
-import { Destinations, type DestinationsApi, type PartnerWebhookSource } from './destinations.ts';
+import { defaultDestinationTestLimits, Destinations, type DestinationsApi, type PartnerWebhookSource } from './destinations.ts';
+import { checkBreakerPolicy, defaultBreakerPolicy, type BreakerPolicy } from './breaker.ts';
+import type { SlotPoolLimits } from './slot-pool.ts';
 import { defaultDispatcherLimits, WebhookDispatcher, type DispatcherLimits, type DispatcherLogger } from './dispatcher.ts';
 import { createEventLogReader, type EventLogReader } from './event-log.ts';
 import { defaultDeliveryPolicy, type DeliveryPolicy } from './policy.ts';
-import { defaultTransportLimits, type TransportLimits } from './transport.ts';
+import { checkTransportLimits, defaultTransportLimits, type TransportLimits } from './transport.ts';
 import type { HealthCheck } from '../service/health.ts';
 import type { MetricFamily } from '../service/role-metrics.ts';
 
@@ -35,6 +37,10 @@ export interface WebhookOptions {
   readonly policy?: Partial<DeliveryPolicy>;
   readonly transport?: Partial<TransportLimits>;
   readonly limits?: Partial<DispatcherLimits>;
+  /** The per-partner destination breaker. */
+  readonly breaker?: Partial<BreakerPolicy>;
+  /** The destination tests' own pool. */
+  readonly destinationTests?: Partial<SlotPoolLimits>;
   /** Jitter source, [0, 1). */
   readonly random?: () => number;
   /** Claim owner name; unique per dispatcher. */
@@ -63,8 +69,12 @@ export function createWebhookServices(ctx: WebhookContext, options: WebhookOptio
   const mode = { sandbox: ctx.env.sandbox };
   const policy: DeliveryPolicy = { ...defaultDeliveryPolicy, ...options.policy };
   const transport: TransportLimits = { ...defaultTransportLimits, ...options.transport };
+  checkTransportLimits(transport);
   const limits: DispatcherLimits = { ...defaultDispatcherLimits, ...options.limits };
-  const destinations = new Destinations({ store: ctx.store, partners: ctx.partners, mode, clock: ctx.clock, transport });
+  const breaker: BreakerPolicy = { ...defaultBreakerPolicy, ...options.breaker };
+  checkBreakerPolicy(breaker);
+  const tests: SlotPoolLimits = { ...defaultDestinationTestLimits, ...options.destinationTests };
+  const destinations = new Destinations({ store: ctx.store, partners: ctx.partners, mode, clock: ctx.clock, transport, tests });
   const createDispatcher = (overrides: { readonly owner?: string } = {}): WebhookDispatcher =>
     new WebhookDispatcher({
       store: ctx.store,
@@ -75,6 +85,7 @@ export function createWebhookServices(ctx: WebhookContext, options: WebhookOptio
       policy,
       transport,
       limits,
+      breaker,
       random: options.random ?? Math.random,
       resolveDestination: (partnerId) => destinations.resolve(partnerId),
     });

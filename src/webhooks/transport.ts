@@ -1,7 +1,11 @@
 // One HTTP POST to a partner: node:http/https directly, so that
 // - redirects are never followed (a 3xx is just a status; the policy calls it a misconfiguration);
 // - the response body is read only up to `responseBytesMax`, then the socket is destroyed;
-// - the whole attempt (DNS, connect, TLS, response head, capped body) has one deadline;
+// - the whole attempt (DNS, connect, TLS, response head, capped body) has one deadline, and two
+//   shorter ones inside it: the connection must be ready (DNS, TCP, TLS) within `connectTimeoutMs`,
+//   and the response head must start within `firstByteTimeoutMs` of that. An endpoint that accepts
+//   and never answers (or never finishes its handshake) then costs a few seconds of a delivery slot,
+//   not the whole attempt timeout;
 // - in production the host is resolved once, every address is checked (url-policy.ts), and the
 //   socket connects to a checked address (the `lookup` we hand to node answers from that list).
 // No keep-alive: every attempt is its own connection (webhook volume per partner is modest, and a
@@ -16,11 +20,22 @@ import { BlockedAddressError, checkDestinationUrl, hostnameOf, resolveCheckedAdd
 export interface TransportLimits {
   /** The whole attempt, DNS to last byte read. */
   readonly attemptTimeoutMs: number;
+  /** From the start of the attempt until the connection is ready to send: DNS, TCP connect, TLS handshake. */
+  readonly connectTimeoutMs: number;
+  /** From the connection being ready until the response head arrives (the partner's time to answer). */
+  readonly firstByteTimeoutMs: number;
   /** Bytes of the response body we read before closing the connection. */
   readonly responseBytesMax: number;
 }
 
-export const defaultTransportLimits: TransportLimits = { attemptTimeoutMs: 10_000, responseBytesMax: 4 * 1_024 };
+export const defaultTransportLimits: TransportLimits = { attemptTimeoutMs: 10_000, connectTimeoutMs: 3_000, firstByteTimeoutMs: 5_000, responseBytesMax: 4 * 1_024 };
+
+/** Refuses limits that cannot work (a bug in the configuration, caught at start). */
+export function checkTransportLimits(limits: TransportLimits): void {
+  for (const [name, value] of Object.entries(limits)) {
+    if (!Number.isSafeInteger(value) || value <= 0) throw new RangeError(`transport ${name} must be a positive integer, got ${String(value)}`);
+  }
+}
 
 export interface SendRequest {
   readonly url: string;
@@ -76,12 +91,21 @@ export async function sendWebhook(request: SendRequest, mode: UrlPolicyMode, lim
   return new Promise<SendOutcome>((resolve) => {
     let settled = false;
     let clientRequest: http.ClientRequest | null = null;
+    // One timer at a time is armed for the current phase (connect, then first byte); `deadline`
+    // covers the whole attempt whatever the phase.
+    let phaseTimer: NodeJS.Timeout | undefined;
     const settle = (result: AttemptResult): void => {
       if (settled) return;
       settled = true;
       clearTimeout(deadline);
+      clearTimeout(phaseTimer);
       clientRequest?.destroy();
       resolve(done(result));
+    };
+    const armPhase = (timeoutMs: number): void => {
+      clearTimeout(phaseTimer);
+      if (settled) return;
+      phaseTimer = setTimeout(() => settle({ kind: 'error', error: 'timeout' }), timeoutMs);
     };
     let status: number | null = null;
     let retryAfter: string | null = null;
@@ -89,6 +113,7 @@ export async function sendWebhook(request: SendRequest, mode: UrlPolicyMode, lim
       // A response head already received decides the outcome; the rest of the body is not needed.
       settle(status === null ? { kind: 'error', error: 'timeout' } : { kind: 'response', httpStatus: status, retryAfter });
     }, limits.attemptTimeoutMs);
+    armPhase(limits.connectTimeoutMs);
 
     const start = async (): Promise<void> => {
       const host = hostnameOf(url);
@@ -106,6 +131,7 @@ export async function sendWebhook(request: SendRequest, mode: UrlPolicyMode, lim
         ...(addresses === null ? {} : { lookup: pinnedLookup(addresses) }),
       };
       const req = transport.request(options, (res) => {
+        clearTimeout(phaseTimer); // the head is here: only the whole-attempt deadline remains
         status = res.statusCode ?? 0;
         const header = res.headers['retry-after'];
         retryAfter = typeof header === 'string' ? header : null;
@@ -120,6 +146,13 @@ export async function sendWebhook(request: SendRequest, mode: UrlPolicyMode, lim
         res.on('close', finish);
       });
       clientRequest = req;
+      // Ready = TCP connected, and for https the TLS handshake done; then the partner has
+      // `firstByteTimeoutMs` to start its answer.
+      req.once('socket', (socket) => {
+        const readyEvent = url.protocol === 'https:' ? 'secureConnect' : 'connect';
+        if (!socket.connecting && readyEvent === 'connect') armPhase(limits.firstByteTimeoutMs);
+        else socket.once(readyEvent, () => armPhase(limits.firstByteTimeoutMs));
+      });
       req.on('error', (error) => settle(status === null ? { kind: 'error', error: errorCodeOf(error) } : { kind: 'response', httpStatus: status, retryAfter }));
       req.end(request.body);
     };

@@ -1,10 +1,11 @@
 // A real local HTTP receiver for webhook tests: node:http on 127.0.0.1 and a free port. Each test
 // scripts how it answers (status sequence, delays, redirects, response body sizes, Retry-After) and
 // reads back what arrived (headers, raw body, timing, how many deliveries of one event or one
-// transaction were in progress at once). Also: feeding the outbox exactly as a transaction actor
-// does (one versioned commit per transaction step, rows on topic 'webhooks' keyed by transaction).
+// transaction were in progress at once). A tarpit: an endpoint that accepts connections and never
+// answers. Also: feeding the outbox exactly as a transaction actor does (one versioned commit per
+// transaction step, rows on topic 'webhooks' keyed by transaction).
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { outboxRowId, type SnapshotStore } from '../../src/store/store.ts';
 import { eventually } from './eventually.ts';
@@ -97,7 +98,7 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
   let maxPerEvent = 0;
   let maxPerTransaction = 0;
   let maxInFlight = 0;
-  const sockets = new Set<import('node:net').Socket>();
+  const sockets = new Set<Socket>();
 
   const bump = (map: Map<string, number>, key: string | null, delta: number): number => {
     if (key === null) return 0;
@@ -227,6 +228,57 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
         if (requests.length < count) throw new Error(`receiver got ${requests.length} requests, waiting for ${count}`);
       }, timeoutMs);
     },
+    async close() {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+// ---- a tarpit: accepts connections and never answers ----
+
+export interface Tarpit {
+  /** `http://127.0.0.1:<port>/hooks`: the TCP connection is accepted, no byte ever comes back. */
+  readonly url: string;
+  /** The same port as `https://…`: the TLS handshake never completes (a connect that hangs). */
+  readonly httpsUrl: string;
+  /** Connections accepted since start. */
+  connections(): number;
+  /** Connections open right now. */
+  open(): number;
+  /** The most connections that were open at the same moment. */
+  maxOpen(): number;
+  close(): Promise<void>;
+}
+
+/**
+ * A receiver that takes the connection (and whatever is sent on it) and never writes anything:
+ * the partner endpoint that "accepts and never answers". Closing it destroys every connection, so
+ * attempts stuck on it end at once.
+ */
+export async function startTarpit(): Promise<Tarpit> {
+  const sockets = new Set<Socket>();
+  let connections = 0;
+  let maxOpen = 0;
+  const server = createNetServer((socket) => {
+    connections += 1;
+    sockets.add(socket);
+    maxOpen = Math.max(maxOpen, sockets.size);
+    socket.on('data', () => undefined); // read and drop: the client never sees back-pressure, nor an answer
+    socket.on('error', () => undefined);
+    socket.on('close', () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${port}/hooks`,
+    httpsUrl: `https://127.0.0.1:${port}/hooks`,
+    connections: () => connections,
+    open: () => sockets.size,
+    maxOpen: () => maxOpen,
     async close() {
       for (const socket of sockets) socket.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));

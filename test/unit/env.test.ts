@@ -9,3 +9,12 @@ test('the store commits small batches on the event loop by default; the operator
   assert.throws(() => readEnv({ STORE_INLINE_COMMIT_WRITES: '-1' }), /STORE_INLINE_COMMIT_WRITES/);
   assert.throws(() => readEnv({ STORE_INLINE_COMMIT_WRITES: 'many' }), /STORE_INLINE_COMMIT_WRITES/);
 });
+
+test('webhook attempts: connect and first-byte timeouts default to 3 s and 5 s, within the 10 s attempt', () => {
+  const defaults = readEnv({});
+  assert.equal(defaults.WEBHOOK_CONNECT_TIMEOUT_MS, 3_000);
+  assert.equal(defaults.WEBHOOK_FIRST_BYTE_TIMEOUT_MS, 5_000);
+  assert.equal(readEnv({ WEBHOOK_FIRST_BYTE_TIMEOUT_MS: '2000' }).WEBHOOK_FIRST_BYTE_TIMEOUT_MS, 2_000);
+  assert.throws(() => readEnv({ WEBHOOK_CONNECT_TIMEOUT_MS: '0' }), /WEBHOOK_CONNECT_TIMEOUT_MS/);
+  assert.throws(() => readEnv({ WEBHOOK_FIRST_BYTE_TIMEOUT_MS: '60000' }), /WEBHOOK_FIRST_BYTE_TIMEOUT_MS/);
+});
