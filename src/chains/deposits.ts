@@ -131,7 +131,11 @@ export class DepositIntake implements DepositVerifier, Reconciler {
       { timeoutMs: this.askTimeoutMs },
     );
     if (reply.result === 'rejected') throw new Error(`deposit actor rejected an unmatched deposit: ${reply.code}`);
-    this.options.log.warn({ network: transfer.network, onChainId: transfer.onChainId, reason, result: reply.result }, 'unmatched deposit; it is refunded to its sender');
+    const dust = reply.result === 'recorded' && reply.refund === 'withheld';
+    this.options.log.warn(
+      { network: transfer.network, onChainId: transfer.onChainId, reason, result: reply.result },
+      dust ? 'unmatched deposit below the refund floor; recorded as dust, not refunded' : 'unmatched deposit; it is refunded to its sender',
+    );
   }
 
   /**
@@ -277,7 +281,9 @@ export class DepositIntake implements DepositVerifier, Reconciler {
     answer: (result: ReconcileResult['result'], transactionId: string | null, reason: string | null) => Promise<ReconcileResult>,
   ): Promise<ReconcileResult> {
     if (known.status !== 'linked' || typeof known.transactionId !== 'string') {
-      const refund = known.refund === 'settled' ? `refunded (${String(known.refundOnChainId)})` : 'refund pending';
+      const refund = known.refund === 'settled'
+        ? `refunded (${String(known.refundOnChainId)})`
+        : known.refund === 'withheld' ? 'not refunded: below the refund floor' : 'refund pending';
       return answer('unresolved', givenId, `Recorded as an unmatched deposit (${String(known.unmatchedReason)}); ${refund}`);
     }
     if (givenId !== null && givenId !== known.transactionId) {
