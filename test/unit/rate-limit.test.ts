@@ -1,8 +1,10 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { createNotifyBudget, notifyIsCharged } from '../../src/edge/notify-budget.ts';
 import {
   createRateLimiter,
   defaultRateLimitConfig,
+  returnToken,
   takeToken,
   type TokenBucketConfig,
   type TokenBucketState,
@@ -116,5 +118,48 @@ describe('createRateLimiter (registry)', () => {
     assert.throws(() => createRateLimiter({ config: { ratePerSecond: 1, burst: 0.5 } }), RangeError);
     assert.throws(() => createRateLimiter({ keysMax: 0 }), RangeError);
     assert.deepEqual(defaultRateLimitConfig, { ratePerSecond: 200, burst: 400 });
+  });
+});
+
+describe('notify budget (POST /payments/notify of deposits that cannot fund their transaction)', () => {
+  test('charged: a notify for a transaction past AWAITING_PAYMENT, or a transfer that does not validate; free: the rest', () => {
+    const rows: Array<[string, 'enqueued' | 'invalid' | 'not_found' | 'unavailable', boolean]> = [
+      ['AWAITING_PAYMENT', 'enqueued', false], // pays it, or is its one wrong-amount deposit
+      ['AWAITING_PAYMENT', 'not_found', false], // not final yet: the partner's retry loop
+      ['AWAITING_PAYMENT', 'unavailable', false], // our failure
+      ['AWAITING_PAYMENT', 'invalid', true],
+      ['PROCESSING_PAYMENT', 'enqueued', true], // a stray (or the same hash again)
+      ['PAYMENT_COMPLETED', 'enqueued', true],
+      ['PAYMENT_EXPIRED', 'enqueued', true], // a late deposit
+      ['WRONG_AMOUNT', 'enqueued', true],
+      ['PAYMENT_COMPLETED', 'not_found', false],
+    ];
+    for (const [status, result, charged] of rows) assert.equal(notifyIsCharged(status, result), charged, `${status} ${result}`);
+  });
+
+  test('a token is reserved before the work and given back when the outcome is free; refused with Retry-After once spent', () => {
+    let nowMs = 0;
+    const budget = createNotifyBudget({ perMinute: 2, burst: 3 }, () => nowMs);
+    for (let index = 0; index < 10; index += 1) {
+      assert.equal(budget.reserve('acme').allowed, true);
+      budget.settle('acme', false);
+    }
+    for (let index = 0; index < 3; index += 1) {
+      assert.equal(budget.reserve('acme').allowed, true);
+      budget.settle('acme', true);
+    }
+    const refused = budget.reserve('acme');
+    assert.deepEqual([refused.allowed, refused.retryAfterSeconds], [false, 30]);
+    assert.equal(budget.reserve('other').allowed, true, 'per partner');
+    nowMs += 30_000;
+    assert.equal(budget.reserve('acme').allowed, true);
+  });
+
+  test('a given-back token never lifts the bucket above its burst', () => {
+    const state = returnToken(undefined, 0, config);
+    assert.equal(state.tokens, config.burst);
+    const limiter = createRateLimiter({ config, nowMs: () => 0 });
+    limiter.giveBack('never-seen');
+    assert.equal(limiter.size(), 0);
   });
 });
