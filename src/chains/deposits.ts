@@ -27,6 +27,7 @@ import type { JsonObject, SnapshotStore } from '../store/store.ts';
 import type { DepositVerifier, NotifyResult, ReconcileResult, Reconciler } from '../service/ports.ts';
 import type { ChainAdapter, ObservedTransfer } from './chains.ts';
 import { isOnChainIdOf, normalizeOnChainId } from './config.ts';
+import { canFund } from './notify-match.ts';
 
 /** The part of ActorClient the intake needs (tests may pass any implementation). */
 export interface ActorAsker {
@@ -179,7 +180,8 @@ export class DepositIntake implements DepositVerifier, Reconciler {
     if (transactionId === null) return { result: 'invalid', reason: 'transaction_id must be a transaction UUID' };
     const onChainId = this.onChainIdOf(network, request.onChainTx);
     if (onChainId === null) return { result: 'invalid', reason: `on_chain_tx is not a valid ${network === 'SOLANA' ? 'Solana signature' : 'Celo transaction hash'}` };
-    const transaction = await this.transaction(transactionId);
+    const doc = await this.options.store.get(transactionsCollection, transactionId);
+    const transaction = doc === null ? null : viewOf(transactionId, doc);
     if (transaction === null || transaction.partnerId !== request.partnerId) return { result: 'not_found', reason: 'Transaction not found' };
     const mismatch = this.transactionMismatch(transaction, network);
     if (mismatch !== null) return { result: 'invalid', reason: mismatch };
@@ -188,7 +190,8 @@ export class DepositIntake implements DepositVerifier, Reconciler {
     if (verified.kind === 'invalid') return { result: 'invalid', reason: verified.reason };
     const outcome = await this.claim(transactionId, verified.transfer);
     if (outcome.kind === 'refused') return { result: 'invalid', reason: 'This transfer is already linked to another transaction' };
-    return { result: 'enqueued' };
+    // Judged on the transaction as read before the claim (the notify budget, src/edge/notify-budget.ts).
+    return doc !== null && canFund(doc, verified.transfer) ? { result: 'enqueued' } : { result: 'enqueued', mismatched: true };
   }
 
   private onChainIdOf(network: Network, text: string): string | null {

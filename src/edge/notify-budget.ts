@@ -5,14 +5,15 @@
 // quota), and one whose deposit cannot fund its transaction also costs a refund (a network fee; on
 // Solana possibly the rent of the sender's token account). A partner could otherwise make us do
 // that work without bound, or run a rent loop. So each partner has a token bucket (default 10,
-// refilled at 2 a minute) that is charged only by notifies that end without funding an awaiting
+// refilled at 2 a minute) that is charged only by notifies of deposits that cannot fund their
 // transaction:
 //   charged — the transaction was no longer AWAITING_PAYMENT when it was read (a new deposit is a
-//             stray or late one, refunded; the same hash again is a repeat), or the chain said the
-//             transfer does not validate (`invalid`: failed, wrong token, not to our address…);
-//   free    — a deposit notified for an awaiting transaction (it pays it, or it is its one
-//             wrong-amount deposit), `not_found` (not final yet: the partner's normal retry loop),
-//             and our own failures (`unavailable`, an exception).
+//             stray or late one; the same hash again is a repeat), the verified deposit differs from
+//             the quote (a wrong amount, asset or network, dust: `mismatched` from the intake,
+//             src/chains/notify-match.ts), or the chain said the transfer does not validate
+//             (`invalid`: failed, wrong token, not to our address…);
+//   free    — the exact payment of an awaiting transaction, `not_found` (not final yet: the
+//             partner's normal retry loop), and our own failures (`unavailable`, an exception).
 // A token is taken before verifying and given back when the outcome is free, so concurrent
 // notifies cannot overdraw the bucket. With the bucket empty, every notify of that partner is
 // answered 429 `rate_limited` with Retry-After BEFORE any verification, and nothing is recorded:
@@ -40,10 +41,10 @@ export interface NotifyBudget {
 }
 
 /** Pure: whether a notify's outcome is charged, from the transaction's status read before it. */
-export function notifyIsCharged(transactionStatusBefore: string, result: NotifyResult['result']): boolean {
-  switch (result) {
+export function notifyIsCharged(transactionStatusBefore: string, result: NotifyResult): boolean {
+  switch (result.result) {
     case 'enqueued':
-      return transactionStatusBefore !== 'AWAITING_PAYMENT';
+      return transactionStatusBefore !== 'AWAITING_PAYMENT' || result.mismatched === true;
     case 'invalid':
       return true;
     case 'not_found':

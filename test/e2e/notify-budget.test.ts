@@ -13,7 +13,7 @@ let key: string;
 let otherKey: string;
 
 before(async () => {
-  h = await startServiceHarness({ env: { NOTIFY_MISMATCH_BURST: '3', NOTIFY_MISMATCH_PER_MINUTE: '1' } });
+  h = await startServiceHarness({ env: { NOTIFY_MISMATCH_BURST: '3', NOTIFY_MISMATCH_PER_MINUTE: '1' }, extraPartners: 1 });
   key = h.apiKeys[testPartners.kycOff] ?? '';
   otherKey = h.apiKeys[testPartners.kycOn] ?? '';
 });
@@ -81,4 +81,18 @@ test('a notify flood of deposits that cannot fund their transaction gets 429 wit
   await untilStatus(h.baseUrl, key, second, 'PAYMENT_COMPLETED');
   h.advanceClockMs(60_000);
   assert.equal((await notify(key, id, flood)).status, 202);
+});
+
+test('dust and wrong amounts notified for an awaiting transaction are charged too (dust does not end the transaction)', async () => {
+  const partnerKey = h.apiKeys[h.extraPartnerIds[0] ?? ''] ?? '';
+  await h.rail?.refreshLiquidity(); // the clock moved: a fresh liquidity reading for the acceptance
+  const id = await solanaPayout(partnerKey);
+  // Below the Solana refund floor: each is recorded as dust and the transaction keeps awaiting.
+  for (let index = 0; index < 2; index += 1) assert.equal((await notify(partnerKey, id, await transfer(partnerKey, id, 0.01))).status, 202);
+  assert.equal((await api('GET', `/transaction/${id}`, { key: partnerKey })).json['status'], 'AWAITING_PAYMENT');
+  // A wrong amount above the floor: WRONG_AMOUNT and a refund, charged too.
+  assert.equal((await notify(partnerKey, id, await transfer(partnerKey, id, 1.5))).status, 202);
+  await untilStatus(h.baseUrl, partnerKey, id, 'WRONG_AMOUNT');
+  const refused = await notify(partnerKey, id, await transfer(partnerKey, id, 0.01));
+  assert.equal(refused.status, 429, refused.text);
 });

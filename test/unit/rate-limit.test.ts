@@ -1,6 +1,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createNotifyBudget, notifyIsCharged } from '../../src/edge/notify-budget.ts';
+import type { NotifyResult } from '../../src/service/ports.ts';
 import {
   createRateLimiter,
   defaultRateLimitConfig,
@@ -122,19 +123,21 @@ describe('createRateLimiter (registry)', () => {
 });
 
 describe('notify budget (POST /payments/notify of deposits that cannot fund their transaction)', () => {
-  test('charged: a notify for a transaction past AWAITING_PAYMENT, or a transfer that does not validate; free: the rest', () => {
-    const rows: Array<[string, 'enqueued' | 'invalid' | 'not_found' | 'unavailable', boolean]> = [
-      ['AWAITING_PAYMENT', 'enqueued', false], // pays it, or is its one wrong-amount deposit
-      ['AWAITING_PAYMENT', 'not_found', false], // not final yet: the partner's retry loop
-      ['AWAITING_PAYMENT', 'unavailable', false], // our failure
-      ['AWAITING_PAYMENT', 'invalid', true],
-      ['PROCESSING_PAYMENT', 'enqueued', true], // a stray (or the same hash again)
-      ['PAYMENT_COMPLETED', 'enqueued', true],
-      ['PAYMENT_EXPIRED', 'enqueued', true], // a late deposit
-      ['WRONG_AMOUNT', 'enqueued', true],
-      ['PAYMENT_COMPLETED', 'not_found', false],
+  test('charged: a deposit that cannot fund its transaction, or a transfer that does not validate; free: the rest', () => {
+    const rows: Array<[string, NotifyResult, boolean]> = [
+      ['AWAITING_PAYMENT', { result: 'enqueued', mismatched: false }, false], // its exact payment
+      ['AWAITING_PAYMENT', { result: 'enqueued' }, false], // a watcher that does not say (older build)
+      ['AWAITING_PAYMENT', { result: 'enqueued', mismatched: true }, true], // wrong amount, dust
+      ['AWAITING_PAYMENT', { result: 'not_found', reason: 'not final' }, false], // the partner's retry loop
+      ['AWAITING_PAYMENT', { result: 'unavailable', reason: 'link down' }, false], // our failure
+      ['AWAITING_PAYMENT', { result: 'invalid', reason: 'reverted' }, true],
+      ['PROCESSING_PAYMENT', { result: 'enqueued' }, true], // a stray (or the same hash again)
+      ['PAYMENT_COMPLETED', { result: 'enqueued', mismatched: false }, true],
+      ['PAYMENT_EXPIRED', { result: 'enqueued' }, true], // a late deposit
+      ['WRONG_AMOUNT', { result: 'enqueued' }, true],
+      ['PAYMENT_COMPLETED', { result: 'not_found', reason: 'not final' }, false],
     ];
-    for (const [status, result, charged] of rows) assert.equal(notifyIsCharged(status, result), charged, `${status} ${result}`);
+    for (const [status, result, charged] of rows) assert.equal(notifyIsCharged(status, result), charged, `${status} ${JSON.stringify(result)}`);
   });
 
   test('a token is reserved before the work and given back when the outcome is free; refused with Retry-After once spent', () => {

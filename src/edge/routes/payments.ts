@@ -75,7 +75,7 @@ async function notify(env: EdgeEnv, request: RequestContext, fixedNetwork: Netwo
     let result: NotifyResult;
     try {
       result = await verifier.notify({ partnerId, blockchain: network, onChainTx, transactionId });
-      charged = notifyIsCharged(String(found.doc.status), result.result);
+      charged = notifyIsCharged(String(found.doc.status), result);
     } finally {
       env.notifyBudget.settle(partnerId, charged);
     }
