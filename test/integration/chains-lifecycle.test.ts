@@ -613,6 +613,16 @@ describe('refund floor: dust never costs a refund; everything at or above the fl
     assert.equal((await transaction(stack, id)).status, 'WRONG_AMOUNT');
   });
 
+  test('an unmatched Stellar deposit below the floor (0.1) is recorded as dust, not refunded; at the floor it is refunded', async () => {
+    const dust = await stack.sandboxChain.deposit({ network: 'STELLAR', asset: 'USDC', amount: decimalFromExactString('0.0999999'), memo: 'hello' });
+    const atFloor = await stack.sandboxChain.deposit({ network: 'STELLAR', asset: 'USDC', amount: decimalFromExactString('0.1'), memo: 'hello' });
+    const refunded = await depositRecord('STELLAR', atFloor.onChainId, (doc) => assert.equal(doc.refund, 'settled'));
+    await assertRefundOnLedger(stack, 'STELLAR', String(refunded.refundOnChainId), { amount: '0.1000000', sender: atFloor.sender, asset: 'USDC' });
+    const record = await depositRecord('STELLAR', dust.onChainId, (doc) => assert.equal(doc.refund, 'withheld'));
+    assert.deepEqual([record.status, record.unmatchedReason, record.refundFloor], ['unmatched', 'memo_unknown', '0.1000000']);
+    assert.deepEqual(await sendsTo(new Set([dust.sender])), []);
+  });
+
   test('a 34th deposit, beyond the 32 stray slots, is refunded automatically (above the floor); a dust one is not', async () => {
     const { id } = await acceptOn(stack, 'SOLANA');
     await notified(id, null);
