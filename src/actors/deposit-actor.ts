@@ -13,20 +13,28 @@
 // - a claim for another transaction is refused;
 // - a transfer that matches no transaction (`unmatched`: its memo names none, or a transaction that
 //   does not exist or is on another network) is recorded as an unmatched deposit and refunded in full
-//   to its sender through the chain refund path; no transaction can claim it afterwards.
+//   to its sender through the chain refund path; no transaction can claim it afterwards;
+// - a linked transfer its transaction refused to take (`handBack`: beyond the transaction's stray
+//   slots, or dust) becomes unmatched the same way, remembering that transaction for operations;
+// - an unmatched deposit below its network's refund floor (src/domain/refund-floor.ts) is not
+//   refunded: it is recorded with `refund: 'withheld'` (dust), and no refund row is written.
 import type { CryptoAsset, Network } from '../domain/assets.ts';
+import type { LimitsConfig } from '../domain/limits.ts';
 import { compare, toFixedString, type Decimal } from '../domain/money.ts';
-import type { ActorBehavior, CommandToSend, JsonValue, Outcome, ReadModelWrite } from './envelope.ts';
+import { isBelowRefundFloor, refundFloorOf } from '../domain/refund-floor.ts';
+import { depositActorKey, depositActorType, depositHandBackKind, handBackReasons, type HandBackReason } from './deposit-keys.ts';
+import type { ActorBehavior, CommandToSend, JsonValue, OutboxMessage, Outcome, ReadModelWrite } from './envelope.ts';
 import { fromJsonValue, toJsonValue } from './state-codec.ts';
 import { outboxTopicRefundsChain, transactionActorType } from './transaction-actor.ts';
 
-export const depositActorType = 'deposit';
+export { depositActorKey, depositActorType } from './deposit-keys.ts';
 export const depositsCollection = 'deposits';
 /** Chain refunds (the transaction actor's RefundRequested rows and unmatched deposits) share this topic. */
 export const chainRefundTopic = outboxTopicRefundsChain;
 
-export function depositActorKey(network: Network, onChainId: string): string {
-  return `${network}:${onChainId}`;
+/** What the deposit actor needs from configuration: the refund floors. */
+export interface DepositActorDeps {
+  limits(): Pick<LimitsConfig, 'chainRefundFloors'>;
 }
 
 /** A transfer into our deposit address (several transfers of one chain transaction combined). */
@@ -40,34 +48,46 @@ export interface ClaimedTransfer {
   readonly memo: string | null;
 }
 
-export type UnmatchedReason = 'memo_missing' | 'memo_unknown' | 'transaction_not_found' | 'wrong_network' | 'not_a_payout';
+/** Why a transfer funds no transaction: the watcher's memo checks, or its transaction handed it back. */
+export type UnmatchedReason = 'memo_missing' | 'memo_unknown' | 'transaction_not_found' | 'wrong_network' | 'not_a_payout' | HandBackReason;
 
 export type DepositCommand =
   | { readonly kind: 'claim'; readonly transactionId: string; readonly transfer: ClaimedTransfer }
   | { readonly kind: 'unmatched'; readonly transfer: ClaimedTransfer; readonly reason: UnmatchedReason }
+  /** From the linked transaction: it refused the transfer (see src/actors/deposit-keys.ts). */
+  | { readonly kind: 'handBack'; readonly transactionId: string; readonly reason: HandBackReason }
   | { readonly kind: 'refundSettled'; readonly refundOnChainId: string };
+
+/** An unmatched deposit's refund: on its way, or withheld (dust below the refund floor). */
+export type UnmatchedRefund = 'pending' | 'withheld';
 
 export type DepositReply =
   | { readonly result: 'enqueued'; readonly transactionId: string }
   /** `differs`: the same chain transaction was reported with other transfer details (ops look). */
   | { readonly result: 'alreadyProcessed'; readonly transactionId: string; readonly differs: boolean }
   | { readonly result: 'refused'; readonly linkedTo: string | null; readonly reason: 'linked_elsewhere' | 'unmatched' }
-  | { readonly result: 'recorded' }
+  | { readonly result: 'recorded'; readonly refund: UnmatchedRefund }
   | { readonly result: 'alreadyRecorded' }
   | { readonly result: 'settled' }
-  | { readonly result: 'rejected'; readonly code: 'not_found' | 'not_unmatched' | 'refund_conflict' | 'unknown_command' | 'malformed' };
+  | { readonly result: 'rejected'; readonly code: 'not_found' | 'not_unmatched' | 'refund_withheld' | 'refund_conflict' | 'unknown_command' | 'malformed' };
 
 export type DepositLink =
   | { readonly kind: 'transaction'; readonly transactionId: string }
-  | { readonly kind: 'unmatched'; readonly reason: UnmatchedReason };
+  /** `transactionId`: the transaction that handed the transfer back, if any (for operations). */
+  | { readonly kind: 'unmatched'; readonly reason: UnmatchedReason; readonly transactionId?: string };
 
 export interface DepositActorState {
   readonly transfer: ClaimedTransfer;
   readonly link: DepositLink;
   readonly claimedAtMs: number;
-  /** Unmatched deposits only: progress of their refund (a linked one is refunded by its transaction). */
-  readonly refund: 'none' | 'pending' | 'settled';
+  /**
+   * Unmatched deposits only: progress of their refund (a linked one is refunded by its transaction);
+   * 'withheld': below the refund floor, never refunded automatically.
+   */
+  readonly refund: 'none' | 'pending' | 'settled' | 'withheld';
   readonly refundOnChainId: string | null;
+  /** The floor a withheld refund was below (absent otherwise, and in snapshots from before floors). */
+  readonly refundFloor?: Decimal;
 }
 
 function sameTransfer(a: ClaimedTransfer, b: ClaimedTransfer): boolean {
@@ -83,6 +103,8 @@ function assertInvariants(state: DepositActorState, key: string): void {
   assert(state.transfer.amount.units > 0n, 'a deposit moved a positive amount');
   assert(state.link.kind === 'unmatched' || state.refund === 'none', 'only unmatched deposits are refunded here');
   assert((state.refund === 'settled') === (state.refundOnChainId !== null), 'refund id iff settled');
+  assert((state.refund === 'withheld') === (state.refundFloor !== undefined), 'a withheld refund names its floor');
+  assert(state.refund !== 'withheld' || isBelowRefundFloor(state.transfer.amount, state.refundFloor ?? null), 'only dust is withheld');
 }
 
 /** The `deposits` read model: what operations see about a transfer. */
@@ -95,10 +117,12 @@ export function depositDocument(state: DepositActorState): { [key: string]: Json
     sender: state.transfer.sender,
     memo: state.transfer.memo,
     status: state.link.kind === 'transaction' ? 'linked' : 'unmatched',
-    transactionId: state.link.kind === 'transaction' ? state.link.transactionId : null,
+    // Unmatched: the transaction that handed it back (too many deposits, dust), else null.
+    transactionId: state.link.transactionId ?? null,
     unmatchedReason: state.link.kind === 'unmatched' ? state.link.reason : null,
     refund: state.refund,
     refundOnChainId: state.refundOnChainId,
+    refundFloor: state.refundFloor === undefined ? null : toFixedString(state.refundFloor),
     claimedAtMs: state.claimedAtMs,
   };
 }
@@ -150,14 +174,19 @@ function depositDetected(transfer: ClaimedTransfer, transactionId: string): Comm
   return { actorType: transactionActorType, actorKey: transactionId, kind: 'DepositDetected', payload };
 }
 
-function unmatched(state: DepositActorState | null, command: Extract<DepositCommand, { kind: 'unmatched' }>, key: string, nowMs: number): Outcome<DepositActorState> {
-  if (state !== null) {
-    return state.link.kind === 'unmatched'
-      ? { reply: reply({ result: 'alreadyRecorded' }) }
-      : { reply: reply({ result: 'refused', linkedTo: state.link.transactionId, reason: 'linked_elsewhere' }) };
+/**
+ * The transfer becomes (or is recorded as) unmatched: refunded in full to its sender through the
+ * chain refund path, unless it is below its network's refund floor (then withheld: no refund row).
+ */
+function becomeUnmatched(
+  transfer: ClaimedTransfer, link: Extract<DepositLink, { kind: 'unmatched' }>, claimedAtMs: number, key: string, nowMs: number, deps: DepositActorDeps,
+): Outcome<DepositActorState> {
+  const floor = refundFloorOf(deps.limits().chainRefundFloors, transfer.network);
+  if (floor !== null && isBelowRefundFloor(transfer.amount, floor)) {
+    const dust: DepositActorState = { transfer, link, claimedAtMs, refund: 'withheld', refundOnChainId: null, refundFloor: floor };
+    return persisted(dust, key, { result: 'recorded', refund: 'withheld' });
   }
-  const { transfer } = command;
-  const next: DepositActorState = { transfer, link: { kind: 'unmatched', reason: command.reason }, claimedAtMs: nowMs, refund: 'pending', refundOnChainId: null };
+  const next: DepositActorState = { transfer, link, claimedAtMs, refund: 'pending', refundOnChainId: null };
   // Same shape as the transaction actor's RefundRequested rows, plus where to report settlement.
   const refundRow = toJsonValue({
     transactionId: null,
@@ -166,15 +195,42 @@ function unmatched(state: DepositActorState | null, command: Extract<DepositComm
     type: 'RefundRequested',
     atMs: nowMs,
     deposit: { rail: 'chain', id: transfer.onChainId, amount: transfer.amount, network: transfer.network, asset: transfer.asset, sender: transfer.sender, receivedAtMs: nowMs },
-    reason: 'unmatched',
+    reason: link.reason === 'too_many_deposits' ? 'too_many_deposits' : 'unmatched',
     settleTo: { actorType: depositActorType, actorKey: key },
   });
-  return persisted(next, key, { result: 'recorded' }, { outbox: [{ topic: chainRefundTopic, partitionKey: key, payload: refundRow }] });
+  const outbox: OutboxMessage[] = [{ topic: chainRefundTopic, partitionKey: key, payload: refundRow }];
+  return persisted(next, key, { result: 'recorded', refund: 'pending' }, { outbox });
+}
+
+function unmatched(
+  state: DepositActorState | null, command: Extract<DepositCommand, { kind: 'unmatched' }>, key: string, nowMs: number, deps: DepositActorDeps,
+): Outcome<DepositActorState> {
+  if (state !== null) {
+    return state.link.kind === 'unmatched'
+      ? { reply: reply({ result: 'alreadyRecorded' }) }
+      : { reply: reply({ result: 'refused', linkedTo: state.link.transactionId, reason: 'linked_elsewhere' }) };
+  }
+  return becomeUnmatched(command.transfer, { kind: 'unmatched', reason: command.reason }, nowMs, key, nowMs, deps);
+}
+
+/** The linked transaction refused the transfer: it funds nothing, so it is treated as unmatched. */
+function handBack(
+  state: DepositActorState | null, command: Extract<DepositCommand, { kind: 'handBack' }>, key: string, nowMs: number, deps: DepositActorDeps,
+): Outcome<DepositActorState> {
+  if (state === null) return { reply: reply({ result: 'rejected', code: 'not_found' }) };
+  if (state.link.kind === 'unmatched') return { reply: reply({ result: 'alreadyRecorded' }) }; // a repeat
+  // Only the transaction the transfer is linked to can give it back.
+  if (state.link.transactionId !== command.transactionId) {
+    return { reply: reply({ result: 'refused', linkedTo: state.link.transactionId, reason: 'linked_elsewhere' }) };
+  }
+  const link = { kind: 'unmatched', reason: command.reason, transactionId: command.transactionId } as const;
+  return becomeUnmatched(state.transfer, link, state.claimedAtMs, key, nowMs, deps);
 }
 
 function refundSettled(state: DepositActorState | null, command: Extract<DepositCommand, { kind: 'refundSettled' }>, key: string): Outcome<DepositActorState> {
   if (state === null) return { reply: reply({ result: 'rejected', code: 'not_found' }) };
   if (state.link.kind !== 'unmatched') return { reply: reply({ result: 'rejected', code: 'not_unmatched' }) };
+  if (state.refund === 'withheld') return { reply: reply({ result: 'rejected', code: 'refund_withheld' }) };
   if (state.refund === 'settled') {
     return { reply: reply(state.refundOnChainId === command.refundOnChainId ? { result: 'settled' } : { result: 'rejected', code: 'refund_conflict' }) };
   }
@@ -183,6 +239,9 @@ function refundSettled(state: DepositActorState | null, command: Extract<Deposit
 
 function wellFormed(command: DepositCommand, key: string): boolean {
   if (command.kind === 'refundSettled') return typeof command.refundOnChainId === 'string' && command.refundOnChainId !== '';
+  if (command.kind === 'handBack') {
+    return typeof command.transactionId === 'string' && command.transactionId !== '' && handBackReasons.includes(command.reason);
+  }
   const transfer = command.transfer as Partial<ClaimedTransfer> | undefined;
   if (transfer === undefined || transfer.network === undefined || typeof transfer.onChainId !== 'string') return false;
   if (depositActorKey(transfer.network, transfer.onChainId) !== key) return false;
@@ -191,23 +250,25 @@ function wellFormed(command: DepositCommand, key: string): boolean {
   return command.kind !== 'claim' || (typeof command.transactionId === 'string' && command.transactionId !== '');
 }
 
-export function depositBehavior(): ActorBehavior<DepositActorState> {
+const depositCommandKinds: ReadonlySet<string> = new Set(['claim', 'unmatched', depositHandBackKind, 'refundSettled']);
+
+export function depositBehavior(deps: DepositActorDeps): ActorBehavior<DepositActorState> {
   return {
     type: depositActorType,
     encode: (state) => toJsonValue(state),
     decode: (json) => fromJsonValue<DepositActorState>(json),
     handle(state, envelope, ctx) {
       const key = envelope.actorKey;
-      if (envelope.kind !== 'claim' && envelope.kind !== 'unmatched' && envelope.kind !== 'refundSettled') {
-        return { reply: reply({ result: 'rejected', code: 'unknown_command' }) };
-      }
+      if (!depositCommandKinds.has(envelope.kind)) return { reply: reply({ result: 'rejected', code: 'unknown_command' }) };
       const command = { ...fromJsonValue<DepositCommand>(envelope.payload), kind: envelope.kind } as DepositCommand;
       if (!wellFormed(command, key)) return { reply: reply({ result: 'rejected', code: 'malformed' }) };
       switch (command.kind) {
         case 'claim':
           return claim(state, command, key, ctx.nowMs);
         case 'unmatched':
-          return unmatched(state, command, key, ctx.nowMs);
+          return unmatched(state, command, key, ctx.nowMs, deps);
+        case 'handBack':
+          return handBack(state, command, key, ctx.nowMs, deps);
         case 'refundSettled':
           return refundSettled(state, command, key);
       }

@@ -3,7 +3,9 @@
 // create; or release what was reserved and reject), then applies the pure transaction state
 // machine to every later fact (deposit, payout, expiry, refund), turning its events into
 // webhooks, payout/refund/delivery effects and counter updates, all written in the same durable
-// step as the new state.
+// step as the new state. A chain deposit the state machine refuses to take although it is real
+// money (beyond the stray slots, or dust below the refund floor) is handed back to its deposit
+// actor, which refunds it or records it as dust (src/actors/deposit-keys.ts).
 import {
   acceptanceCounterKeys,
   checkPerTransaction,
@@ -22,10 +24,12 @@ import {
   evolve,
   limitEffectFor,
   webhooksFor,
+  type DecideContext,
   type TransactionCommand,
   type TransactionEvent,
   type TransactionState,
 } from '../domain/transaction.ts';
+import { depositActorKey, depositActorType, depositHandBackKind, handBackReasons, type HandBackReason } from './deposit-keys.ts';
 import { transactionReference } from '../domain/reference.ts';
 import {
   answerReserve,
@@ -332,7 +336,7 @@ function finishAcceptance(state: Reserving, transactionId: string, nowMs: number
     qrCode: accept.qrCode,
     taxId: accept.taxId,
     externalId: accept.externalId,
-  }, nowMs);
+  }, { nowMs });
   if (!created.ok) {
     const answer = reply(
       created.rejection.code === 'quote_expired'
@@ -397,9 +401,9 @@ export function earlyRefusalStage(accept: AcceptPayload, limits: LimitsConfig, n
 function applyDomain(
   state: TransactionState | null,
   command: TransactionCommand,
-  nowMs: number,
+  ctx: DecideContext,
 ): { ok: true; state: TransactionState; events: readonly TransactionEvent[] } | { ok: false; rejection: { code: string } } {
-  const decision = decide(state, command, { nowMs });
+  const decision = decide(state, command, ctx);
   if (!decision.ok) return { ok: false, rejection: decision.rejection };
   let next = state;
   for (const event of decision.events) next = evolve(next, event);
@@ -456,12 +460,26 @@ const domainCommandKinds = new Set([
 
 export type DomainReply = { readonly ok: true; readonly status: string } | { readonly ok: false; readonly code: string };
 
-function handleLive(state: Live, kind: string, payload: JsonValue, nowMs: number): Outcome<TransactionActorState> {
+/**
+ * A chain deposit the transaction refused but that is real money on our address goes back to its
+ * deposit actor, which treats it as unmatched (refund, or dust below the floor). Any other refusal
+ * sends nothing. The refusal itself writes nothing; the hand-back is a durable outbox command.
+ */
+function handBackOf(tx: TransactionState, command: TransactionCommand, code: string): CommandToSend[] {
+  if (command.kind !== 'DepositDetected' || !handBackReasons.includes(code as HandBackReason)) return [];
+  const payload = toJsonValue({ transactionId: tx.id, reason: code });
+  return [{ actorType: depositActorType, actorKey: depositActorKey(command.network, command.onChainId), kind: depositHandBackKind, payload }];
+}
+
+function handleLive(state: Live, kind: string, payload: JsonValue, nowMs: number, limits: LimitsConfig): Outcome<TransactionActorState> {
   if (kind === timerCommandKind && state.tx.status !== 'AWAITING_PAYMENT') return {};
   const command: TransactionCommand = kind === timerCommandKind ? { kind: 'Expire' } : fromJsonValue<TransactionCommand>(payload);
   if (command.kind !== kind && kind !== timerCommandKind) return { reply: { ok: false, code: 'malformed_command' } };
-  const applied = applyDomain(state.tx, command, nowMs);
-  if (!applied.ok) return { reply: { ok: false, code: applied.rejection.code } };
+  const applied = applyDomain(state.tx, command, { nowMs, chainRefundFloors: limits.chainRefundFloors });
+  if (!applied.ok) {
+    const send = handBackOf(state.tx, command, applied.rejection.code);
+    return { reply: { ok: false, code: applied.rejection.code }, ...(send.length > 0 ? { send } : {}) };
+  }
   const live: Live = { ...state, tx: applied.state };
   return { ...effectsOf(state.tx, live, applied.events), state: live, reply: { ok: true, status: applied.state.status } };
 }
@@ -496,7 +514,7 @@ export function transactionBehavior(deps: TransactionActorDeps): ActorBehavior<T
         return { reply: { ok: false, code: 'not_found' } };
       }
       if (command.kind === timerCommandKind || domainCommandKinds.has(command.kind)) {
-        return handleLive(state, command.kind, command.payload, ctx.nowMs);
+        return handleLive(state, command.kind, command.payload, ctx.nowMs, deps.limits());
       }
       return { reply: { ok: false, code: 'unknown_command' } };
     },

@@ -14,8 +14,9 @@
 // `sweep`) with a nonce allocated in this process (serialised) from the node's pending count; the
 // signed bytes, hash and nonce are recorded in the send journal before broadcast; retries
 // rebroadcast the same bytes; a new transaction (new nonce) is built only when the recorded one
-// can never be mined (its nonce was used by another transaction at confirmation depth) or it
-// reverted at depth.
+// can never be mined (its nonce was used by another transaction at confirmation depth, and its
+// receipt stayed unfound for the settle window every chain shares, src/chains/send-settle.ts) or
+// it reverted at depth.
 import {
   BaseError, ContractFunctionRevertedError, ContractFunctionZeroDataError, ExecutionRevertedError, TransactionReceiptNotFoundError,
   createPublicClient, decodeEventLog, encodeFunctionData, erc20Abi, getAbiItem, http, keccak256,
@@ -38,9 +39,10 @@ import {
 } from './celo-helpers.ts';
 import {
   acknowledgeFailure, describeError, failed, fingerprintOf, loadAttempts, numberField, recordAttempt, sameFingerprint,
-  sendAttemptsMaxDefault, stringField,
+  sendAttemptsMaxDefault, stringField, unseenKey,
 } from './send-helpers.ts';
 import type { SendFingerprint } from './send-helpers.ts';
+import { checkedSettleMs, unseenLongEnough } from './send-settle.ts';
 
 export interface CeloAssetConfig {
   /** The token contract (ERC-20). */
@@ -75,6 +77,12 @@ export interface CeloAdapterOptions {
   readonly sendAttemptsMax?: number;
   /** Gas limit = estimate × this / 100. Default 130. */
   readonly gasLimitPercent?: number;
+  /**
+   * How long an attempt whose nonce is used at depth must stay without a receipt before a new
+   * transaction replaces it (a lagging receipt backend). Default 30 s (src/chains/send-settle.ts).
+   */
+  readonly unseenSettleMs?: number;
+  /** The clock of journal timestamps and of the settle window (the service's injected clock). */
   readonly nowMs?: () => number;
 }
 
@@ -142,6 +150,7 @@ export class CeloAdapter implements ChainAdapter, PerTransactionDeposits {
   private readonly journal: SendJournal | null;
   private readonly attemptsMax: number;
   private readonly gasLimitPercent: bigint;
+  private readonly unseenSettleMs: number;
   private readonly nowMs: () => number;
   private readonly nonceQueue = new SerialQueue();
   /** The next nonce this process has not handed out yet (the node's pending count may lag it). */
@@ -188,6 +197,7 @@ export class CeloAdapter implements ChainAdapter, PerTransactionDeposits {
     }
     this.gasLimitPercent = BigInt(options.gasLimitPercent ?? gasLimitPercentDefault);
     if (this.gasLimitPercent < 100n || this.gasLimitPercent > 1_000n) throw new Error('CELO gasLimitPercent must be in [100, 1000]');
+    this.unseenSettleMs = checkedSettleMs(options.unseenSettleMs, 'CELO unseenSettleMs');
     this.journal = options.journal ?? null;
     this.nowMs = options.nowMs ?? Date.now;
     this.signer = loadSigner(options.signerSecretEnv, options.env ?? process.env);
@@ -522,8 +532,23 @@ export class CeloAdapter implements ChainAdapter, PerTransactionDeposits {
       if (head - receipt.blockNumber + 1n < this.confirmations) return { status: 'pending', onChainId: hash };
       return this.afterFinalFailure(prepared, attempts, `the ${prepared.noun} reverted on chain`, onAttempt);
     }
-    if (await this.nonceTakenByAnother(latest, head)) return this.nextAttempt(prepared, attempts, onAttempt);
+    if (await this.nonceTakenByAnother(latest, head)) return this.replaceOnceSettled(prepared, attempts, onAttempt);
     return this.broadcastAndReport(latest);
+  }
+
+  /**
+   * The latest attempt looks dead (its nonce used at depth, no receipt). A lagging receipt backend
+   * could be hiding it, so it is replaced only after the settle window; 'pending' until then.
+   */
+  private async replaceOnceSettled(prepared: PreparedCall, attempts: JsonObject[], onAttempt: (hash: string) => void): Promise<SendResult> {
+    const attempt = attempts.length - 1;
+    const latest = attempts[attempt];
+    if (latest === undefined) throw new Error('no attempt to replace');
+    const sightingKey = unseenKey('CELO', prepared.idempotencyKey, attempt);
+    if (!(await unseenLongEnough(prepared.journal, sightingKey, this.nowMs(), this.unseenSettleMs))) {
+      return { status: 'pending', onChainId: stringField(latest, 'hash') };
+    }
+    return this.nextAttempt(prepared, attempts, onAttempt);
   }
 
   /**

@@ -27,6 +27,7 @@ import type { JsonObject, SnapshotStore } from '../store/store.ts';
 import type { DepositVerifier, NotifyResult, ReconcileResult, Reconciler } from '../service/ports.ts';
 import type { ChainAdapter, ObservedTransfer } from './chains.ts';
 import { isOnChainIdOf, normalizeOnChainId } from './config.ts';
+import { canFund } from './notify-match.ts';
 
 /** The part of ActorClient the intake needs (tests may pass any implementation). */
 export interface ActorAsker {
@@ -131,7 +132,11 @@ export class DepositIntake implements DepositVerifier, Reconciler {
       { timeoutMs: this.askTimeoutMs },
     );
     if (reply.result === 'rejected') throw new Error(`deposit actor rejected an unmatched deposit: ${reply.code}`);
-    this.options.log.warn({ network: transfer.network, onChainId: transfer.onChainId, reason, result: reply.result }, 'unmatched deposit; it is refunded to its sender');
+    const dust = reply.result === 'recorded' && reply.refund === 'withheld';
+    this.options.log.warn(
+      { network: transfer.network, onChainId: transfer.onChainId, reason, result: reply.result },
+      dust ? 'unmatched deposit below the refund floor; recorded as dust, not refunded' : 'unmatched deposit; it is refunded to its sender',
+    );
   }
 
   /**
@@ -175,7 +180,8 @@ export class DepositIntake implements DepositVerifier, Reconciler {
     if (transactionId === null) return { result: 'invalid', reason: 'transaction_id must be a transaction UUID' };
     const onChainId = this.onChainIdOf(network, request.onChainTx);
     if (onChainId === null) return { result: 'invalid', reason: `on_chain_tx is not a valid ${network === 'SOLANA' ? 'Solana signature' : 'Celo transaction hash'}` };
-    const transaction = await this.transaction(transactionId);
+    const doc = await this.options.store.get(transactionsCollection, transactionId);
+    const transaction = doc === null ? null : viewOf(transactionId, doc);
     if (transaction === null || transaction.partnerId !== request.partnerId) return { result: 'not_found', reason: 'Transaction not found' };
     const mismatch = this.transactionMismatch(transaction, network);
     if (mismatch !== null) return { result: 'invalid', reason: mismatch };
@@ -184,7 +190,8 @@ export class DepositIntake implements DepositVerifier, Reconciler {
     if (verified.kind === 'invalid') return { result: 'invalid', reason: verified.reason };
     const outcome = await this.claim(transactionId, verified.transfer);
     if (outcome.kind === 'refused') return { result: 'invalid', reason: 'This transfer is already linked to another transaction' };
-    return { result: 'enqueued' };
+    // Judged on the transaction as read before the claim (the notify budget, src/edge/notify-budget.ts).
+    return doc !== null && canFund(doc, verified.transfer) ? { result: 'enqueued' } : { result: 'enqueued', mismatched: true };
   }
 
   private onChainIdOf(network: Network, text: string): string | null {
@@ -277,7 +284,9 @@ export class DepositIntake implements DepositVerifier, Reconciler {
     answer: (result: ReconcileResult['result'], transactionId: string | null, reason: string | null) => Promise<ReconcileResult>,
   ): Promise<ReconcileResult> {
     if (known.status !== 'linked' || typeof known.transactionId !== 'string') {
-      const refund = known.refund === 'settled' ? `refunded (${String(known.refundOnChainId)})` : 'refund pending';
+      const refund = known.refund === 'settled'
+        ? `refunded (${String(known.refundOnChainId)})`
+        : known.refund === 'withheld' ? 'not refunded: below the refund floor' : 'refund pending';
       return answer('unresolved', givenId, `Recorded as an unmatched deposit (${String(known.unmatchedReason)}); ${refund}`);
     }
     if (givenId !== null && givenId !== known.transactionId) {

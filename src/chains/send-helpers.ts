@@ -4,8 +4,11 @@
 // Journal layout (one record per attempt, written with putIfAbsent, never updated):
 //   `<NETWORK>:<key>:<n>`         attempt n (0-based): the signed bytes, their id, what they send
 //   `<NETWORK>:<key>:<n>:failed`  attempt n failed finally and the caller has been told once
-// Attempt n+1 exists only when attempt n can never move money (definitively absent, or failed on
-// chain at the required commitment), so at most one attempt per key ever transfers.
+//   `<NETWORK>:<key>:<n>:unseen`  attempt n first looked dead (nonce used / blockhash expired, and
+//                                 its own lookup empty): `seenAtMs`, the start of its settle window
+// Attempt n+1 exists only when attempt n can never move money (definitively absent for the whole
+// settle window of src/chains/send-settle.ts, or failed on chain at the required commitment), so at
+// most one attempt per key ever transfers.
 import { createHash } from 'node:crypto';
 import type { Network } from '../domain/assets.ts';
 import type { JsonObject } from '../store/store.ts';
@@ -27,6 +30,11 @@ export function attemptKey(network: Network, idempotencyKey: string, attempt: nu
 
 export function failureKey(network: Network, idempotencyKey: string, attempt: number): string {
   return `${attemptKey(network, idempotencyKey, attempt)}:failed`;
+}
+
+/** Where the first sighting of attempt n looking dead is journaled (its settle window's start). */
+export function unseenKey(network: Network, idempotencyKey: string, attempt: number): string {
+  return `${attemptKey(network, idempotencyKey, attempt)}:unseen`;
 }
 
 /** The recorded attempts of a key, in order (contiguous from 0, at most `attemptsMax`). */

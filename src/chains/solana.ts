@@ -10,7 +10,8 @@
 // owner's (created idempotently, rent paid by the hot wallet). The signed transaction is recorded
 // in the send journal before it is broadcast; a retry rebroadcasts the same bytes; a new
 // transaction is built only when the recorded one can never land (blockhash expired and the
-// signature absent at a finalized height past it) or failed finally on chain.
+// signature absent at a finalized height past it, for the whole settle window every chain shares,
+// src/chains/send-settle.ts) or failed finally on chain.
 import { Connection, Transaction } from '@solana/web3.js';
 import type { Keypair, MessageAccountKeys, PublicKey, SignatureStatus, VersionedTransactionResponse } from '@solana/web3.js';
 import type { CryptoAsset } from '../domain/assets.ts';
@@ -20,9 +21,10 @@ import type { ChainAdapter, ObservedTransfer, SendJournal, SendRequest, SendResu
 import type { SolanaChainConfig } from './config.ts';
 import {
   acknowledgeFailure, describeError, failed, fingerprintOf, loadAttempts, numberField, recordAttempt, sameFingerprint,
-  sendAttemptsMaxDefault, stringField,
+  sendAttemptsMaxDefault, stringField, unseenKey,
 } from './send-helpers.ts';
 import type { SendFingerprint } from './send-helpers.ts';
+import { checkedSettleMs, unseenLongEnough } from './send-settle.ts';
 import {
   associatedTokenAddress, base58Decode, base58Encode, commitmentReached, createAssociatedTokenAccountIdempotentInstruction,
   decodeTokenAccount, decodeTransferChecked, isPlainTransfer, isSignatureText, keypairFromSecret, parsePublicKey,
@@ -59,7 +61,12 @@ export interface SolanaAdapterOptions {
   readonly computeUnitPriceMicroLamports?: bigint;
   /** Transactions built per idempotency key at most (each after the previous can never land). Default 5. */
   readonly sendAttemptsMax?: number;
-  /** Clock for `observedAtMs` when the node has no block time, and for journal timestamps. */
+  /**
+   * How long an attempt whose blockhash expired must stay unfound before a new transaction
+   * replaces it (a lagging signature-lookup backend). Default 30 s (src/chains/send-settle.ts).
+   */
+  readonly unseenSettleMs?: number;
+  /** Clock for `observedAtMs` when the node has no block time, journal timestamps and the settle window. */
   readonly nowMs?: () => number;
 }
 
@@ -120,6 +127,7 @@ export class SolanaAdapter implements ChainAdapter {
   private readonly signer: Keypair | null;
   private readonly journal: SendJournal | null;
   private readonly attemptsMax: number;
+  private readonly unseenSettleMs: number;
   private readonly nowMs: () => number;
 
   constructor(private readonly options: SolanaAdapterOptions) {
@@ -152,6 +160,7 @@ export class SolanaAdapter implements ChainAdapter {
     if (!Number.isInteger(this.attemptsMax) || this.attemptsMax < 1 || this.attemptsMax > 100) {
       throw new Error('SOLANA sendAttemptsMax must be an integer in [1, 100]');
     }
+    this.unseenSettleMs = checkedSettleMs(options.unseenSettleMs, 'SOLANA unseenSettleMs');
     this.journal = options.journal ?? null;
     this.nowMs = options.nowMs ?? Date.now;
     this.signer = loadSigner(options.signerSecretEnv, options.env ?? process.env);
@@ -358,8 +367,24 @@ export class SolanaAdapter implements ChainAdapter {
       if (!commitmentReached(status.confirmationStatus, this.commitment)) return { status: 'pending', onChainId: signature };
       return this.afterFinalFailure(prepared, attempts, 'the transfer failed on chain', onAttempt);
     }
-    if (await this.definitivelyAbsent(latest)) return this.nextAttempt(prepared, attempts, onAttempt);
+    if (await this.definitivelyAbsent(latest)) return this.replaceOnceSettled(prepared, attempts, onAttempt);
     return this.broadcastAndReport(latest);
+  }
+
+  /**
+   * The latest attempt looks dead (blockhash expired at a finalized height, signature unfound). A
+   * lagging lookup backend could be hiding it, so it is rebuilt only after the settle window;
+   * 'pending' until then.
+   */
+  private async replaceOnceSettled(prepared: PreparedSend, attempts: JsonObject[], onAttempt: (signature: string) => void): Promise<SendResult> {
+    const attempt = attempts.length - 1;
+    const latest = attempts[attempt];
+    if (latest === undefined) throw new Error('no attempt to replace');
+    const sightingKey = unseenKey('SOLANA', prepared.request.idempotencyKey, attempt);
+    if (!(await unseenLongEnough(prepared.journal, sightingKey, this.nowMs(), this.unseenSettleMs))) {
+      return { status: 'pending', onChainId: stringField(latest, 'signature') };
+    }
+    return this.nextAttempt(prepared, attempts, onAttempt);
   }
 
   private async afterFinalFailure(

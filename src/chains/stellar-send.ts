@@ -15,13 +15,15 @@
 //   hash lookup that follows sees it (Horizon ingests a ledger's transactions and accounts together).
 //   Behind a load balancer the two reads can reach different Horizon nodes, the lookup a lagging
 //   one; so (b) replaces only once the attempt has stayed unfound for `consumedSettleMs` since the
-//   consumed sequence was first seen (recorded in the journal), answering 'pending' until then.
+//   consumed sequence was first seen (recorded in the journal), answering 'pending' until then —
+//   the settle window every chain shares (src/chains/send-settle.ts).
 // - 'confirmed' only for a hash Horizon reports as successful in a closed ledger; anything not yet
 //   seen is 'pending'.
 import { Account, Asset, Keypair, Memo, Operation, StrKey, TransactionBuilder, xdr } from '@stellar/stellar-sdk';
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { SendJournal, SendRequest, SendResult } from './chains.ts';
+import { checkedSettleMs, unseenLongEnough, unseenSettleMsDefault } from './send-settle.ts';
 import type { HorizonClient, SubmitOutcome } from './stellar-horizon.ts';
 import { formatStellarAmount, stellarMemoTextBytesMax, type StellarAssetIssuers } from './stellar-records.ts';
 import type { JsonObject } from '../store/store.ts';
@@ -31,7 +33,7 @@ export const sendFeeStroopsDefault = 10_000;
 /** An envelope is valid this long after signing; then it is replaced (same sequence number). */
 export const sendValiditySecondsDefault = 300;
 /** How long a consumed sequence number's attempt must stay unfound before it is replaced (lagging Horizon nodes). */
-export const sendConsumedSettleMsDefault = 30_000;
+export const sendConsumedSettleMsDefault = unseenSettleMsDefault;
 /** Attempts per idempotency key (replacements of dead envelopes included); then operations take over. */
 export const sendAttemptsMax = 8;
 /** The journal key stays under the store's 256-byte identifier limit with the longest suffix. */
@@ -115,7 +117,7 @@ export class StellarSender {
     this.signer = options.signerSecret === null ? null : Keypair.fromSecret(options.signerSecret);
     this.feeStroops = options.feeStroops ?? sendFeeStroopsDefault;
     this.validitySeconds = options.validitySeconds ?? sendValiditySecondsDefault;
-    this.consumedSettleMs = options.consumedSettleMs ?? sendConsumedSettleMsDefault;
+    this.consumedSettleMs = checkedSettleMs(options.consumedSettleMs, 'STELLAR consumedSettleMs');
   }
 
   /** The hot wallet's account id (null when no signer is configured). */
@@ -212,15 +214,11 @@ export class StellarSender {
 
   /**
    * Whether the attempt has stayed unfound on chain for `consumedSettleMs` since its sequence number
-   * was first seen consumed (that first sighting is recorded in the journal, so every process and
-   * retry counts from the same moment).
+   * was first seen consumed: the rule every chain shares (src/chains/send-settle.ts).
    */
   private async unfoundLongEnough(plan: Plan, latest: Attempt): Promise<boolean> {
-    const nowMs = this.options.clock.nowMs();
-    const sighting = await this.options.journal.putIfAbsent(`${plan.journalKey}#${latest.number}#consumed`, { seenAtMs: nowMs });
-    const seenAtMs = sighting.status === 'inserted' ? nowMs : sighting.doc['seenAtMs'];
-    if (typeof seenAtMs !== 'number') throw new Error('malformed Stellar send journal record: consumed sequence sighting');
-    return nowMs - seenAtMs >= this.consumedSettleMs;
+    const sightingKey = `${plan.journalKey}#${latest.number}#consumed`;
+    return unseenLongEnough(this.options.journal, sightingKey, this.options.clock.nowMs(), this.consumedSettleMs);
   }
 
   /** Records a new attempt (same sequence number, or a fresh one) and submits it. */

@@ -33,6 +33,13 @@ const envSchema = z.object({
   EDGE_RATE_LIMIT_PER_SECOND: z.coerce.number().positive().max(1_000_000).default(200),
   EDGE_RATE_LIMIT_BURST: z.coerce.number().int().positive().max(1_000_000).default(400),
   /**
+   * Per-partner budget of POST /payments/notify calls that cannot fund their transaction (strays,
+   * late deposits, repeats, transfers that do not validate): refilled per minute, and its size.
+   * Empty: the partner's notifies get 429 with Retry-After (docs/api.md, "Notify budget").
+   */
+  NOTIFY_MISMATCH_PER_MINUTE: z.coerce.number().positive().max(1_000_000).default(2),
+  NOTIFY_MISMATCH_BURST: z.coerce.number().int().positive().max(1_000_000).default(10),
+  /**
    * Graceful shutdown (SIGTERM): how long a role may take to finish its work in flight (the edge's
    * requests, a shard worker's batch, a payout or webhook attempt) before it stops anyway.
    */

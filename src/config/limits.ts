@@ -2,10 +2,11 @@
 // spec's Limits section). Every field may be omitted and takes its default; `null` on a cap means
 // "no internal cap"; unknown fields are rejected. Amounts are decimal strings or JSON numbers and
 // are read exactly (src/domain/money.ts): method caps at the method currency's decimals, the
-// KYC/KYB thresholds (source asset, 1:1 USD) at the most decimals any supported token has.
+// KYC/KYB thresholds (source asset, 1:1 USD) and the chain refund floors at the most decimals any
+// supported token has.
 import { z } from 'zod';
 import { defaultTokenDecimals, networks, paymentMethods } from '../domain/assets.ts';
-import type { PaymentMethod } from '../domain/assets.ts';
+import type { Network, PaymentMethod } from '../domain/assets.ts';
 import type { LimitsConfig } from '../domain/limits.ts';
 import { methodCurrencyDecimals } from '../domain/limits.ts';
 import { parseAmount } from '../domain/money.ts';
@@ -45,10 +46,22 @@ export const defaultLimitsConfigInput = {
   },
   kycFreeMonthlyVolumeMax: '25',
   kybUnapprovedCompletedTotalMax: '100',
+  // The smallest deposit refunded automatically (token units; docs/decisions-states.md, "Dust below
+  // the refund floor"): at least the worst cost of one refund, with a margin.
+  chainRefundFloors: {
+    // Fee bid ≤ 0.001 XLM; no account is created for the sender.
+    STELLAR: '0.1',
+    // ≈ 0.000005 SOL fee + ≈ 0.00204 SOL rent when the refund creates the sender's token account:
+    // ≈ 0.51 USD at 250 USD/SOL.
+    SOLANA: '1',
+    // An ERC-20 transfer: ≈ 65,000 gas, well under 0.01 USD at Celo's gas prices.
+    CELO: '0.1',
+  },
 } as const satisfies {
   methods: Record<PaymentMethod, MethodCapsInput>;
   kycFreeMonthlyVolumeMax: AmountInput;
   kybUnapprovedCompletedTotalMax: AmountInput;
+  chainRefundFloors: Record<Network, AmountInput>;
 };
 
 /** A non-negative exact amount at `scale`, as a decimal string or a JSON number. */
@@ -83,12 +96,21 @@ const methodsShape = Object.fromEntries(paymentMethods.map((method) => [method, 
   [M in PaymentMethod]: ReturnType<typeof methodCapsSchema>;
 };
 
+function refundFloorSchema(network: Network) {
+  return amountSchema(sourceThresholdScale).prefault(defaultLimitsConfigInput.chainRefundFloors[network]);
+}
+
+const refundFloorsShape = Object.fromEntries(networks.map((network) => [network, refundFloorSchema(network)])) as {
+  [N in Network]: ReturnType<typeof refundFloorSchema>;
+};
+
 export const limitsConfigSchema = z.strictObject({
   methods: z.strictObject(methodsShape).prefault({}),
   kycFreeMonthlyVolumeMax: amountSchema(sourceThresholdScale).prefault(defaultLimitsConfigInput.kycFreeMonthlyVolumeMax),
   kybUnapprovedCompletedTotalMax: amountSchema(sourceThresholdScale).prefault(
     defaultLimitsConfigInput.kybUnapprovedCompletedTotalMax,
   ),
+  chainRefundFloors: z.strictObject(refundFloorsShape).prefault({}),
 });
 
 export type LimitsConfigInput = z.input<typeof limitsConfigSchema>;

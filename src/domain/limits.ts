@@ -2,7 +2,7 @@
 // the reservation arithmetic of one counter, and the one catalogue of acceptance rejections.
 // Counter actors (one writer per counter key, elsewhere) load a `CounterState`, call `reserve`,
 // `release` or `commit` here, and persist the result. Decisions: docs/decisions-limits.md.
-import type { FiatCurrency, PaymentMethod } from './assets.ts';
+import type { FiatCurrency, Network, PaymentMethod } from './assets.ts';
 import { fiatDecimals, methodCurrency } from './assets.ts';
 import type { Decimal } from './money.ts';
 import { add, compare, subtract, toFixedString, toPlainString, zero } from './money.ts';
@@ -26,6 +26,11 @@ export interface LimitsConfig {
   readonly kycFreeMonthlyVolumeMax: Decimal;
   /** Total source amount of completed transactions allowed to a partner without KYB approval. */
   readonly kybUnapprovedCompletedTotalMax: Decimal;
+  /**
+   * Per network, the smallest deposit refunded automatically, in token units (src/domain/refund-floor.ts):
+   * below it a deposit we would refund is recorded as dust instead.
+   */
+  readonly chainRefundFloors: Readonly<Record<Network, Decimal>>;
 }
 
 function assert(condition: boolean, what: string): asserts condition {

@@ -8,6 +8,9 @@
 // for a payout (rail 'chain', id = the transfer's hash/signature) or the payer's PIX payment for an
 // onramp (rail 'pix', id = the provider's payment id). The first deposit seen is the transaction's
 // own; any later, different one is a "stray" deposit, refunded without touching the status.
+// A chain deposit that would be refunded (wrong amount, late, stray) but is below its network's
+// refund floor is dust: refused (`below_refund_floor`), so it neither changes the transaction nor
+// costs a refund; the deposit actor records it for operations (src/domain/refund-floor.ts).
 // The "settlement" is what the service does once funded: the fiat payout (payout direction) or the
 // crypto delivery (onramp direction).
 import type { CryptoAsset, FiatCurrency, Network, PaymentMethod } from './assets.ts';
@@ -15,6 +18,7 @@ import { compare, isPositive } from './money.ts';
 import type { Decimal } from './money.ts';
 import type { Direction, Quote } from './quote.ts';
 import { isCanonicalUuid } from './ids.ts';
+import { isBelowRefundFloor, refundFloorOf, type ChainRefundFloors } from './refund-floor.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Statuses and state
@@ -31,7 +35,10 @@ export const transactionStatuses = [
 ] as const;
 export type TransactionStatus = (typeof transactionStatuses)[number];
 
-/** Stray deposits kept per transaction; beyond this a deposit is rejected and left to operations. */
+/**
+ * Stray deposits kept per transaction (a bound on its state); beyond this a deposit is refused
+ * (`too_many_deposits`) and the deposit actor refunds it as an unmatched deposit.
+ */
 export const strayDepositsMax = 32;
 
 export type Deposit =
@@ -301,6 +308,8 @@ export type TransactionRejection =
   /** The same deposit id reported again with a different amount, asset, network or sender. */
   | { readonly code: 'deposit_conflict'; readonly depositId: string }
   | { readonly code: 'too_many_deposits'; readonly depositId: string }
+  /** A chain deposit that would be refunded, below its network's refund floor: dust, not taken. */
+  | { readonly code: 'below_refund_floor'; readonly depositId: string; readonly floor: Decimal }
   /** A second success with a different rail reference / delivery hash than the one recorded. */
   | { readonly code: 'outcome_conflict'; readonly recorded: string; readonly reported: string }
   | { readonly code: 'unknown_deposit'; readonly depositId: string }
@@ -316,6 +325,8 @@ export type TransactionDecision =
 
 export interface DecideContext {
   readonly nowMs: number;
+  /** Refund floors of chain deposits (configuration); absent: every amount is refunded. */
+  readonly chainRefundFloors?: ChainRefundFloors;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -471,12 +482,14 @@ function decideUnchecked(
     case 'Create':
       throw new Error('transaction invariant violated: Create is illegal from every status');
     case 'DepositDetected':
-      return decideDeposit(state, chainDeposit(command, nowMs), nowMs);
+      return decideDeposit(state, chainDeposit(command, nowMs), nowMs, refundFloorOf(ctx.chainRefundFloors, command.network));
     case 'PixPaymentReceived':
+      // PIX payments go back through the provider: no chain fee or rent, no floor.
       return decideDeposit(
         state,
         { rail: 'pix', id: command.providerPaymentId, amount: command.amount, receivedAtMs: nowMs },
         nowMs,
+        null,
       );
     case 'Expire':
       return decideExpire(state, nowMs);
@@ -540,12 +553,24 @@ function knownDeposits(state: TransactionState): Deposit[] {
   return state.deposit === null ? stray : [state.deposit, ...stray];
 }
 
-function decideDeposit(state: TransactionState, deposit: Deposit, nowMs: number): TransactionDecision {
+/**
+ * Checks, in order: a positive amount; the same deposit again (no-op, or a conflict); then what the
+ * deposit is — stray (the transaction has its own), late, wrong amount, or the exact payment. Any
+ * of the first three is refunded, unless it is below the refund floor (`floor`): then it is refused
+ * as dust before anything else, even beyond the stray slots, so dust never costs a refund nor
+ * changes the transaction (a dust "wrong amount" does not end an awaiting one).
+ */
+function decideDeposit(state: TransactionState, deposit: Deposit, nowMs: number, floor: Decimal | null): TransactionDecision {
   if (!isPositive(deposit.amount)) return rejected({ code: 'invalid_amount' });
   const known = knownDeposits(state).find((candidate) => candidate.id === deposit.id);
   if (known !== undefined) {
     // Watchers, notify calls and ops reconciliation may all report the same transfer.
     return sameDeposit(known, deposit) ? accepted() : rejected({ code: 'deposit_conflict', depositId: deposit.id });
+  }
+  const lateNow = state.status === 'PAYMENT_EXPIRED' || nowMs >= state.expiresAtMs;
+  const funds = state.deposit === null && !lateNow && mismatchOf(state.quote, deposit) === null;
+  if (!funds && floor !== null && isBelowRefundFloor(deposit.amount, floor)) {
+    return rejected({ code: 'below_refund_floor', depositId: deposit.id, floor });
   }
   if (state.deposit !== null) {
     if (state.strayDeposits.length >= strayDepositsMax) {
@@ -578,6 +603,7 @@ function decideDeposit(state: TransactionState, deposit: Deposit, nowMs: number)
       { type: 'RefundRequested', atMs: nowMs, deposit, reason: 'wrong_amount' },
     );
   }
+  assert(funds, 'the exact, timely first deposit funds the transaction');
   return accepted({ type: 'DepositMatched', atMs: nowMs, deposit }, settlementRequest(state, nowMs));
 }
 

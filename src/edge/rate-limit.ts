@@ -68,6 +68,17 @@ export function takeToken(
   };
 }
 
+/**
+ * Puts back a token taken for work that turned out free (the notify budget charges only some
+ * outcomes): refilled to `nowMs` first, then one more, never above the burst.
+ */
+export function returnToken(state: TokenBucketState | undefined, nowMs: number, config: TokenBucketConfig): TokenBucketState {
+  const current = state ?? fullBucket(nowMs, config);
+  const elapsedMs = Math.max(0, nowMs - current.updatedAtMs);
+  const refilled = current.tokens + (elapsedMs * config.ratePerSecond) / 1000;
+  return { tokens: Math.min(config.burst, refilled + 1), updatedAtMs: Math.max(nowMs, current.updatedAtMs) };
+}
+
 export interface RateLimiterOptions {
   readonly config?: TokenBucketConfig;
   /** Most buckets kept; the least recently used one is dropped beyond it. */
@@ -78,6 +89,8 @@ export interface RateLimiterOptions {
 
 export interface RateLimiter {
   take(key: string): TakeTokenResult;
+  /** Returns one token taken by `take` (a key not held is full already: nothing to do). */
+  giveBack(key: string): void;
   /** Replaces the configuration; existing buckets keep their tokens (capped at the new burst). */
   setConfig(config: TokenBucketConfig): void;
   readonly size: () => number;
@@ -105,6 +118,11 @@ export function createRateLimiter(options: RateLimiterOptions = {}): RateLimiter
         if (oldest.done !== true) buckets.delete(oldest.value);
       }
       return result;
+    },
+    giveBack(key) {
+      const previous = buckets.get(key);
+      if (previous === undefined) return; // evicted: indistinguishable from a full bucket
+      buckets.set(key, returnToken(previous, nowMs(), config));
     },
     setConfig(next) {
       assertValidConfig(next);

@@ -43,6 +43,7 @@ interface NotifyRequestMessage {
 interface NotifyReplyMessage {
   result: string;
   reason: string;
+  mismatched: boolean;
 }
 
 interface ReconcileRequestMessage {
@@ -119,10 +120,10 @@ function stringField(request: object, name: string): string {
 function notifyReply(result: NotifyResult): NotifyReplyMessage {
   switch (result.result) {
     case 'enqueued':
-      return { result: 'enqueued', reason: '' };
+      return { result: 'enqueued', reason: '', mismatched: result.mismatched === true };
     case 'invalid':
     case 'not_found':
-      return { result: result.result, reason: capped(result.reason, reasonCharsMax) };
+      return { result: result.result, reason: capped(result.reason, reasonCharsMax), mismatched: false };
     case 'unavailable':
       // An in-process verifier has no such answer; if one appears, it is the caller's 503 as well.
       throw new Error('the deposit verifier answered unavailable');
@@ -131,7 +132,7 @@ function notifyReply(result: NotifyResult): NotifyReplyMessage {
 
 function notifyFromReply(reply: NotifyReplyMessage): NotifyResult {
   if (!isOneOf(notifyResults, reply.result)) throw new LinkError(grpc.status.INTERNAL, 'unexpected notify result');
-  if (reply.result === 'enqueued') return { result: 'enqueued' };
+  if (reply.result === 'enqueued') return { result: 'enqueued', mismatched: reply.mismatched === true };
   return { result: reply.result, reason: capped(reply.reason, reasonCharsMax) };
 }
 

@@ -17,6 +17,6 @@ export function serviceBehaviors(deps: BehaviorDeps): Array<ActorBehavior<unknow
     counterBehavior(deps),
     transactionBehavior(deps),
     kycBehavior(),
-    depositBehavior(),
+    depositBehavior(deps),
   ] as unknown as Array<ActorBehavior<unknown>>;
 }

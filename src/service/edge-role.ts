@@ -5,6 +5,7 @@
 import { createHttpApp, type Route } from '../edge/http.ts';
 import { opsGuard, partnerGuard } from '../edge/auth.ts';
 import { createIdempotency } from '../edge/idempotency.ts';
+import { createNotifyBudget, defaultNotifyBudgetConfig, type NotifyBudgetConfig } from '../edge/notify-budget.ts';
 import { createRateLimiter, defaultRateLimitConfig, type TokenBucketConfig } from '../edge/rate-limit.ts';
 import { edgeActors, type EdgeEnv } from '../edge/routes/common.ts';
 import { kycRoutes } from '../edge/routes/kyc.ts';
@@ -36,6 +37,8 @@ export interface EdgeDeps {
 export interface EdgeRoleOptions {
   /** Per-partner token bucket; `defaultRateLimitConfig` (200/s, bursts of 400) by default. */
   readonly rateLimit?: TokenBucketConfig;
+  /** Per-partner budget of notifies that cannot fund their transaction; 10, refilled at 2 a minute, by default. */
+  readonly notifyBudget?: NotifyBudgetConfig;
 }
 
 export interface EdgeRole {
@@ -79,6 +82,7 @@ export async function startEdgeRole(ctx: ServiceContext, deps: EdgeDeps = {}, op
     idempotency: createIdempotency(ctx.store),
     partnerGuard: partnerGuard({ keyRing: ctx.keyRing, rateLimiter }),
     opsGuard: ops,
+    notifyBudget: createNotifyBudget(options.notifyBudget ?? defaultNotifyBudgetConfig, () => ctx.clock.nowMs()),
     draining: () => draining(),
   };
   const metrics = createEdgeMetrics();

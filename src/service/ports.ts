@@ -14,7 +14,12 @@ export interface LiquidityView {
 }
 
 export type NotifyResult =
-  | { readonly result: 'enqueued' }
+  /**
+   * `mismatched`: the verified deposit cannot fund its transaction as it stood before the claim (it
+   * was past AWAITING_PAYMENT, or the amount, asset or network differ from the quote): it will be
+   * refunded or kept as dust. The edge charges such a notify to the partner's notify budget.
+   */
+  | { readonly result: 'enqueued'; readonly mismatched?: boolean }
   | { readonly result: 'invalid'; readonly reason: string }
   | { readonly result: 'not_found'; readonly reason: string }
   /** The watcher role could not be reached over the chains link: the edge answers 503 (retryable). */

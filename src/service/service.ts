@@ -134,7 +134,10 @@ export async function startService(env: EnvConfig, overrides: ContextOverrides =
           : {}),
         ...(onramp ? { onramp: onramp.acceptance } : {}),
         ...(chains ? { sandbox: onramp ? onramp.sandboxDriver(chains.sandbox) : chains.sandbox } : {}),
-      }, { rateLimit: { ratePerSecond: env.EDGE_RATE_LIMIT_PER_SECOND, burst: env.EDGE_RATE_LIMIT_BURST } });
+      }, {
+        rateLimit: { ratePerSecond: env.EDGE_RATE_LIMIT_PER_SECOND, burst: env.EDGE_RATE_LIMIT_BURST },
+        notifyBudget: { perMinute: env.NOTIFY_MISMATCH_PER_MINUTE, burst: env.NOTIFY_MISMATCH_BURST },
+      });
       port = edge.port;
       roles.push({ name: 'edge', phase: 'intake', stop: (waitMs) => edge.stop(waitMs) });
     }

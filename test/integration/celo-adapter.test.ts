@@ -31,6 +31,8 @@ import type { ServiceContext } from '../../src/service/context.ts';
 import { LmdbStore } from '../../src/store/lmdb-store.ts';
 import { startAnvil } from '../support/anvil.ts';
 import type { PrivateAnvil } from '../support/anvil.ts';
+import { startLaggingRpc } from '../support/lagging-rpc.ts';
+import type { LaggingRpc } from '../support/lagging-rpc.ts';
 
 const decimals = 6;
 const confirmations = 3;
@@ -41,6 +43,10 @@ const oddTokens = JSON.parse(readFileSync(new URL('../fixtures/erc20/OddTokens.j
 };
 
 let anvil: PrivateAnvil;
+/** The same node behind a load balancer whose receipt lookups may reach a lagging backend. */
+let lagging: LaggingRpc;
+/** The adapters' clock (the injected `nowMs`): settle windows are crossed by moving it. */
+let clockMs = Date.now();
 let publicClient: PublicClient;
 let testClient: ReturnType<typeof createTestClient>;
 let store: LmdbStore;
@@ -68,6 +74,7 @@ function adapterOptions(overrides: Partial<CeloAdapterOptions> = {}): CeloAdapte
     env: { [signerEnv]: hotKey },
     journal: sendJournalOnStore(store),
     rpcTimeoutMs: 5_000,
+    nowMs: () => clockMs,
     ...overrides,
   };
 }
@@ -121,6 +128,7 @@ function show(value: unknown): string {
 
 before(async () => {
   anvil = await startAnvil({ chainId: 42220 });
+  lagging = await startLaggingRpc({ upstreamUrl: anvil.url });
   publicClient = createPublicClient({ chain: celo, transport: http(anvil.url), cacheTime: 0 }) as PublicClient;
   testClient = createTestClient({ mode: 'anvil', chain: celo, transport: http(anvil.url) });
   storeDir = mkdtempSync(join(tmpdir(), 'celo-adapter-'));
@@ -144,9 +152,10 @@ before(async () => {
 });
 
 after(async () => {
-  await store.close();
-  rmSync(storeDir, { recursive: true, force: true });
-  await anvil.stop();
+  await store?.close();
+  if (storeDir !== undefined) rmSync(storeDir, { recursive: true, force: true });
+  await lagging?.close();
+  await anvil?.stop();
 });
 
 describe('verify: a reported Celo deposit', () => {
@@ -347,6 +356,9 @@ describe('send: tokens from the hot wallet, once per idempotency key', () => {
       // The operator (or another tool) spends the same nonce from the hot wallet.
       await wallet(hotWallet).sendTransaction({ to: hotWallet.address, value: 0n, nonce: stolen.nonce });
       await mine(confirmations);
+      // Not rebuilt at once: a lagging receipt backend could still be hiding it (next test).
+      assert.deepEqual(await adapter.send(refund('refund-nonce', destination, '3')), first);
+      clockMs += 31_000;
       const rebuilt = await adapter.send(refund('refund-nonce', destination, '3'));
       assert.ok(rebuilt.status === 'pending', show(rebuilt));
       assert.notEqual(rebuilt.onChainId, first.onChainId);
@@ -356,6 +368,36 @@ describe('send: tokens from the hot wallet, once per idempotency key', () => {
       await testClient.setAutomine(true);
     }
     assert.equal(await balanceOf(usdc, destination), 3_000_000n);
+  });
+
+  test('a transfer that was mined but whose receipt a lagging backend does not show yet is not sent a second time', async () => {
+    const adapter = new CeloAdapter(adapterOptions({ rpcUrl: lagging.url }));
+    const destination = newAddress();
+    const request = refund('refund-lagging', destination, '2.5');
+    const nonceBefore = await publicClient.getTransactionCount({ address: hotWallet.address });
+    lagging.setReceiptLag(100);
+    let first;
+    try {
+      first = await adapter.send(request);
+      assert.equal(first.status, 'pending', 'mined, but the receipt backend has not seen it');
+      assert.equal(await balanceOf(usdc, destination), 2_500_000n);
+      // Deep enough for the nonce to count as used at confirmation depth; the receipt is still hidden.
+      await mine(confirmations);
+      assert.deepEqual(await adapter.send(request), first, 'nonce used and receipt unfound: not rebuilt at once');
+      clockMs += 10_000;
+      // Another process (a restarted refund worker) counts from the same journaled first sighting.
+      assert.deepEqual(await new CeloAdapter(adapterOptions({ rpcUrl: lagging.url })).send(request), first, 'still within the settling window');
+      assert.ok(lagging.hiddenReceipts() > 0, 'the lag was in play');
+    } finally {
+      lagging.setReceiptLag(0); // the backend catches up
+    }
+    assert.ok(first.status === 'pending');
+    assert.deepEqual(await adapter.send(request), { status: 'confirmed', onChainId: first.onChainId });
+    clockMs += 60_000;
+    assert.deepEqual(await adapter.send(request), { status: 'confirmed', onChainId: first.onChainId });
+    assert.equal(await balanceOf(usdc, destination), 2_500_000n, 'one refund, not two');
+    assert.equal(await publicClient.getTransactionCount({ address: hotWallet.address }), nonceBefore + 1);
+    assert.equal(await store.get('chain_sends', `CELO:${request.idempotencyKey}:1`), null, 'no second transaction was ever signed');
   });
 
   test('a hot wallet without the token is refused before signing; after a top-up the same key sends', async () => {

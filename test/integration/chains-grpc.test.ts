@@ -191,6 +191,22 @@ describe('the chains link between an edge and a watcher started apart', () => {
     assert.equal(again.status, 202, 'notifying the same transfer again is harmless');
   });
 
+  test('the link says which notified deposits cannot fund their transaction (the edge charges those to the notify budget)', async () => {
+    const link = new ChainsLinkClient({ address: `127.0.0.1:${linkPort}`, opsKey });
+    try {
+      const id = await accept('SOLANA');
+      const stray = await call(edge.port, 'POST', '/sandbox/deposits', { transaction_id: id, amount: 1.5 });
+      assert.equal(stray.status, 200, JSON.stringify(stray.body));
+      const wrong = await link.notify({ partnerId: 'demo', blockchain: 'SOLANA', onChainTx: String(stray.body.on_chain_tx), transactionId: id });
+      assert.deepEqual(wrong, { result: 'enqueued', mismatched: true });
+      const other = await accept('SOLANA');
+      const paid = await link.notify({ partnerId: 'demo', blockchain: 'SOLANA', onChainTx: await deposit(other), transactionId: other });
+      assert.deepEqual(paid, { result: 'enqueued', mismatched: false });
+    } finally {
+      link.close();
+    }
+  });
+
   test('a transfer the chain does not know is 404 (retryable); a Celo hash for a Solana transaction is 400', async () => {
     const id = await accept('SOLANA');
     const unknown = await call(edge.port, 'POST', '/payments/notify', { blockchain: 'SOLANA', on_chain_tx: solanaSignature(), transaction_id: id });

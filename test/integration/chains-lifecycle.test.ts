@@ -208,7 +208,7 @@ function lifecycleSuite(busKind: 'memory' | 'redis'): void {
       const { id, quote } = await acceptOn(stack, 'SOLANA');
       const sent = add(quote.sourceAmount, decimal(1n, 6)); // one base unit too much
       const { onChainTx, sender } = await sandboxDeposit(stack, id, Number(toFixedString(sent)));
-      assert.deepEqual(await notify(stack, 'SOLANA', id, onChainTx), { result: 'enqueued' });
+      assert.deepEqual(await notify(stack, 'SOLANA', id, onChainTx), { result: 'enqueued', mismatched: true });
       await untilStatus(stack, id, 'WRONG_AMOUNT');
       const refunded = await untilRefunded(stack, id);
       assert.equal(refunded.status, 'WRONG_AMOUNT', 'a refund has no status of its own');
@@ -284,7 +284,7 @@ function lifecycleSuite(busKind: 'memory' | 'redis'): void {
         const { id, quote } = await acceptOn(stack, 'CELO');
         const short = Number(toFixedString(quote.sourceAmount)) / 2;
         const { onChainTx } = await sandboxDeposit(stack, id, Number(short.toFixed(6)));
-        assert.deepEqual(await notify(stack, 'CELO', id, onChainTx), { result: 'enqueued' });
+        assert.deepEqual(await notify(stack, 'CELO', id, onChainTx), { result: 'enqueued', mismatched: true });
         await untilStatus(stack, id, 'WRONG_AMOUNT');
         const refunded = await untilRefunded(stack, id);
         assert.equal(refunded.status, 'WRONG_AMOUNT');
@@ -440,7 +440,7 @@ describe('chain refunds survive crashes and outages (outbox claims)', () => {
     const { id, quote } = await acceptOn(stack, 'SOLANA');
     const sent = toFixedString(add(quote.sourceAmount, decimal(5n, 6)));
     const { onChainTx } = await sandboxDeposit(stack, id, Number(sent));
-    assert.deepEqual(await notify(stack, 'SOLANA', id, onChainTx), { result: 'enqueued' });
+    assert.deepEqual(await notify(stack, 'SOLANA', id, onChainTx), { result: 'enqueued', mismatched: true });
     await untilStatus(stack, id, 'WRONG_AMOUNT');
     await eventually(async () => assert.ok((await stack.service.ctx.store.outboxPending(chainRefundTopic, 100)).some((row) => (row.payload as JsonObject).transactionId === id), 'the refund row is in the outbox'));
     return { id, sent };
@@ -533,5 +533,111 @@ describe('a standby watcher process takes over when the active one stops (Redis 
     const { onChainTx } = await sandboxDeposit(stack, second.id);
     const done = await untilStatus(stack, second.id, 'PAYMENT_COMPLETED');
     assert.equal(done.onChainId, onChainTx, 'found by the process that took over');
+  });
+});
+
+describe('refund floor: dust never costs a refund; everything at or above the floor is refunded', () => {
+  // Default floors (src/config/limits.ts): SOLANA 1 USDC. The quote here is ≈ 2.59 USDC (10,000 COP).
+  let stack: Stack;
+  let dataDir: string;
+  before(async () => {
+    dataDir = mkdtempSync(join(tmpdir(), 'chains-dust-'));
+    stack = await startStack({ dataDir });
+  });
+  after(async () => {
+    await stack.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  /** Every send the sandbox chain made to one of `destinations` (refunds go to the depositor). */
+  async function sendsTo(destinations: ReadonlySet<string>): Promise<JsonObject[]> {
+    const sends: JsonObject[] = [];
+    for (let offset = 0; ; offset += 1_000) {
+      const page = await stack.service.ctx.store.list('sandbox_chain', { limit: 1_000, offset });
+      for (const { doc } of page.items) {
+        if (doc.kind === 'send' && typeof doc.destination === 'string' && destinations.has(doc.destination)) sends.push(doc);
+      }
+      if (page.items.length < 1_000) return sends;
+    }
+  }
+
+  async function depositRecord(network: Network, onChainTx: string, check: (doc: JsonObject) => void): Promise<JsonObject> {
+    return eventually(async () => {
+      const doc = await stack.service.ctx.store.get('deposits', `${network}:${onChainTx}`);
+      assert.ok(doc, 'the deposit is recorded');
+      check(doc);
+      return doc;
+    });
+  }
+
+  async function notified(id: string, amount: number | null): Promise<{ onChainTx: string; sender: string }> {
+    const deposit = await sandboxDeposit(stack, id, amount);
+    assert.equal((await notify(stack, 'SOLANA', id, deposit.onChainTx)).result, 'enqueued');
+    return deposit;
+  }
+
+  test('33 dust deposits to one transaction cost no refund: recorded as unmatched dust; the transaction still takes its exact payment', async () => {
+    const { id } = await acceptOn(stack, 'SOLANA');
+    const dust: Array<{ onChainTx: string; sender: string }> = [];
+    // Before the payment: a dust deposit does not make the transaction WRONG_AMOUNT.
+    dust.push(await notified(id, 0.01));
+    await depositRecord('SOLANA', dust[0]?.onChainTx ?? '', (doc) => assert.equal(doc.status, 'unmatched'));
+    assert.equal((await transaction(stack, id)).status, 'AWAITING_PAYMENT');
+    const paid = await notified(id, null);
+    await untilStatus(stack, id, 'PAYMENT_COMPLETED');
+    // After it: 32 more (one beyond the transaction's 32 stray slots).
+    for (let index = 0; index < 32; index += 1) dust.push(await notified(id, 0.01));
+    for (const deposit of dust) {
+      const record = await depositRecord('SOLANA', deposit.onChainTx, (doc) => assert.equal(doc.refund, 'withheld'));
+      assert.equal(record.status, 'unmatched');
+      assert.equal(record.unmatchedReason, 'below_refund_floor');
+      assert.equal(record.refundFloor, '1.0000000');
+      assert.equal(record.transactionId, id, 'operations see which transaction it was sent to');
+    }
+    const done = await transaction(stack, id);
+    assert.deepEqual([done.status, done.onChainId, done.refundOnChainId], ['PAYMENT_COMPLETED', paid.onChainTx, null]);
+    assert.deepEqual(await sendsTo(new Set(dust.map((deposit) => deposit.sender))), [], 'not one refund was sent');
+    assert.equal((await stack.service.ctx.store.outboxPending(chainRefundTopic, 1_000)).filter((row) => JSON.stringify(row.payload).includes(id)).length, 0);
+  });
+
+  test('a deposit at the floor and one above it are refunded in full (wrong amount, stray)', async () => {
+    const { id } = await acceptOn(stack, 'SOLANA');
+    const atFloor = await notified(id, 1);
+    await untilStatus(stack, id, 'WRONG_AMOUNT');
+    const refunded = await untilRefunded(stack, id);
+    await assertRefundOnLedger(stack, 'SOLANA', String(refunded.refundOnChainId), { amount: '1.000000', sender: atFloor.sender, asset: 'USDC' });
+    const stray = await notified(id, 1.5);
+    await eventually(async () => assert.equal((await sendsTo(new Set([stray.sender]))).length, 1));
+    const [send] = await sendsTo(new Set([stray.sender]));
+    assert.equal(send?.amount, '1.500000');
+    assert.equal((await transaction(stack, id)).status, 'WRONG_AMOUNT');
+  });
+
+  test('an unmatched Stellar deposit below the floor (0.1) is recorded as dust, not refunded; at the floor it is refunded', async () => {
+    const dust = await stack.sandboxChain.deposit({ network: 'STELLAR', asset: 'USDC', amount: decimalFromExactString('0.0999999'), memo: 'hello' });
+    const atFloor = await stack.sandboxChain.deposit({ network: 'STELLAR', asset: 'USDC', amount: decimalFromExactString('0.1'), memo: 'hello' });
+    const refunded = await depositRecord('STELLAR', atFloor.onChainId, (doc) => assert.equal(doc.refund, 'settled'));
+    await assertRefundOnLedger(stack, 'STELLAR', String(refunded.refundOnChainId), { amount: '0.1000000', sender: atFloor.sender, asset: 'USDC' });
+    const record = await depositRecord('STELLAR', dust.onChainId, (doc) => assert.equal(doc.refund, 'withheld'));
+    assert.deepEqual([record.status, record.unmatchedReason, record.refundFloor], ['unmatched', 'memo_unknown', '0.1000000']);
+    assert.deepEqual(await sendsTo(new Set([dust.sender])), []);
+  });
+
+  test('a 34th deposit, beyond the 32 stray slots, is refunded automatically (above the floor); a dust one is not', async () => {
+    const { id } = await acceptOn(stack, 'SOLANA');
+    await notified(id, null);
+    await untilStatus(stack, id, 'PAYMENT_COMPLETED');
+    const strays: Array<{ onChainTx: string; sender: string }> = [];
+    for (let index = 0; index < 32; index += 1) strays.push(await notified(id, 1.25));
+    await eventually(async () => assert.equal((await sendsTo(new Set(strays.map((stray) => stray.sender)))).length, 32), 20_000);
+    const beyond = await notified(id, 2);
+    const record = await depositRecord('SOLANA', beyond.onChainTx, (doc) => assert.equal(doc.refund, 'settled'));
+    assert.deepEqual([record.status, record.unmatchedReason, record.transactionId], ['unmatched', 'too_many_deposits', id]);
+    await assertRefundOnLedger(stack, 'SOLANA', String(record.refundOnChainId), { amount: '2.000000', sender: beyond.sender, asset: 'USDC' });
+    const dustBeyond = await notified(id, 0.5);
+    const dustRecord = await depositRecord('SOLANA', dustBeyond.onChainTx, (doc) => assert.equal(doc.refund, 'withheld'));
+    assert.equal(dustRecord.unmatchedReason, 'below_refund_floor');
+    assert.deepEqual(await sendsTo(new Set([dustBeyond.sender])), []);
+    assert.equal((await transaction(stack, id)).status, 'PAYMENT_COMPLETED');
   });
 });

@@ -40,6 +40,8 @@ let otherMint: PublicKey;
 let deposit: Keypair;
 let partner: Keypair;
 let hotWallet: Keypair;
+/** The adapters' clock (the injected `nowMs`): settle windows are crossed by moving it. */
+let clockMs = Date.now();
 
 function adapterOptions(overrides: Partial<SolanaAdapterOptions> = {}): SolanaAdapterOptions {
   return {
@@ -50,6 +52,7 @@ function adapterOptions(overrides: Partial<SolanaAdapterOptions> = {}): SolanaAd
     env: { [signerEnv]: JSON.stringify([...hotWallet.secretKey]) },
     journal: sendJournalOnStore(store),
     rpcTimeoutMs: 5_000,
+    nowMs: () => clockMs,
     ...overrides,
   };
 }
@@ -312,6 +315,9 @@ describe('send: USDC from the hot wallet, once per idempotency key', () => {
     } finally {
       rpc.dropIncoming(false);
     }
+    // Not rebuilt at once: a lagging lookup node could still be hiding it (next test).
+    assert.deepEqual(await adapter.send(refund('refund-expired', destination, '3.000001')), first);
+    clockMs += 31_000;
     const rebuilt = await adapter.send(refund('refund-expired', destination, '3.000001'));
     assert.equal(rebuilt.status, 'confirmed', show(rebuilt));
     assert.ok(rebuilt.status === 'confirmed' && first.status === 'pending');
@@ -319,6 +325,34 @@ describe('send: USDC from the hot wallet, once per idempotency key', () => {
     assert.ok(!rpc.landedSignatures().includes(first.onChainId));
     assert.deepEqual(await adapter.send(refund('refund-expired', destination, '3.000001')), rebuilt);
     assert.equal(tokenBalance(rpc, associatedTokenAddress(destination, usdcMint)), 3_000_001n);
+  });
+
+  test('a transfer that landed but that a lagging lookup node does not show yet is not sent a second time', async () => {
+    const adapter = new SolanaAdapter(adapterOptions());
+    const destination = Keypair.generate().publicKey;
+    const request = refund('refund-lagging', destination, '2.5');
+    const destinationAccount = associatedTokenAddress(destination, usdcMint);
+    rpc.setStatusLag(1_000);
+    let first;
+    try {
+      first = await adapter.send(request);
+      assert.equal(first.status, 'pending', 'landed, but the lookup node has not seen it');
+      assert.equal(tokenBalance(rpc, destinationAccount), 2_500_000n);
+      // The block height moves past the attempt's lastValidBlockHeight; the lookups still miss it.
+      rpc.expireBlockhash();
+      assert.deepEqual(await adapter.send(request), first, 'expired and unfound: not rebuilt at once');
+      clockMs += 10_000;
+      // Another process (a restarted refund worker) counts from the same journaled first sighting.
+      assert.deepEqual(await new SolanaAdapter(adapterOptions()).send(request), first, 'still within the settling window');
+    } finally {
+      rpc.setStatusLag(0); // the lookup node catches up
+    }
+    assert.ok(first.status === 'pending');
+    assert.deepEqual(await adapter.send(request), { status: 'confirmed', onChainId: first.onChainId });
+    clockMs += 60_000;
+    assert.deepEqual(await adapter.send(request), { status: 'confirmed', onChainId: first.onChainId });
+    assert.equal(tokenBalance(rpc, destinationAccount), 2_500_000n, 'one refund, not two');
+    assert.equal(await store.get('chain_sends', `SOLANA:${request.idempotencyKey}:1`), null, 'no second transaction was ever signed');
   });
 
   test('a send is pending until it is finalized', async () => {

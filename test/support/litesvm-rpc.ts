@@ -11,6 +11,9 @@
 // valid at a time, for 150 blocks after it was issued; `expireBlockhash()` issues a new one and
 // moves the height past the old one's lastValidBlockHeight. `dropIncoming(true)` plays a leader
 // that loses every transaction sent to it (the RPC still answers with the signature).
+// `setStatusLag(slots)` plays an RPC behind a load balancer whose signature lookups reach a node
+// that many slots behind: getSignatureStatuses and getTransaction answer null for a transaction
+// landed in a newer slot, while the block height (and everything else) moves on from the head.
 //
 // litesvm 1.x (its API speaks @solana/kit types; we hand it plain objects of those shapes built
 // from web3.js 1.x bytes). 0.7/0.8, the last lines on web3.js 1.x, abort the process with
@@ -41,6 +44,8 @@ export interface LiteSvmRpc {
   /** Marks everything landed so far as confirmed and finalized. */
   finalize(): void;
   dropIncoming(drop: boolean): void;
+  /** Signature lookups see only transactions landed at least `slots` before the head (0: no lag). */
+  setStatusLag(slots: number): void;
   expireBlockhash(): void;
   /** Signatures that landed (successful or failed), in order. */
   landedSignatures(): readonly string[];
@@ -102,6 +107,7 @@ export async function startLiteSvmRpc(options: { finality?: Finality } = {}): Pr
   const order: string[] = [];
   let finality: Finality = options.finality ?? 'immediate';
   let drop = false;
+  let statusLagSlots = 0;
   let processedSlot = 1;
   let confirmedSlot = 1;
   let finalizedSlot = 1;
@@ -117,6 +123,8 @@ export async function startLiteSvmRpc(options: { finality?: Finality } = {}): Pr
     }
   };
   const context = (): { slot: number } => ({ slot: processedSlot });
+  /** What a lagging lookup node has seen: only slots at least `statusLagSlots` behind the head. */
+  const lookupSees = (record: LandedTransaction): boolean => record.slot <= processedSlot - statusLagSlots;
 
   function tokenBalances(keys: readonly PublicKey[]): unknown[] {
     const balances: unknown[] = [];
@@ -221,7 +229,7 @@ export async function startLiteSvmRpc(options: { finality?: Finality } = {}): Pr
 
   function signatureStatus(signature: string): unknown {
     const record = landed.get(signature);
-    if (record === undefined || record.slot > processedSlot) return null;
+    if (record === undefined || record.slot > processedSlot || !lookupSees(record)) return null;
     const confirmationStatus: CommitmentName =
       record.slot <= finalizedSlot ? 'finalized' : record.slot <= confirmedSlot ? 'confirmed' : 'processed';
     return {
@@ -258,7 +266,7 @@ export async function startLiteSvmRpc(options: { finality?: Finality } = {}): Pr
       if (commitment === 'processed') throw new RpcError(-32602, 'Method does not support commitment below `confirmed`');
       if (settings.encoding !== undefined && settings.encoding !== 'json') throw new RpcError(-32602, 'only json encoding is supported by this test server');
       const record = typeof signature === 'string' ? landed.get(signature) : undefined;
-      if (record === undefined || record.slot > slotFor(commitment)) return null;
+      if (record === undefined || record.slot > slotFor(commitment) || !lookupSees(record)) return null;
       if (record.version === 0 && settings.maxSupportedTransactionVersion === undefined) {
         throw new RpcError(-32015, 'Transaction version (0) is not supported by the requesting client');
       }
@@ -320,6 +328,10 @@ export async function startLiteSvmRpc(options: { finality?: Finality } = {}): Pr
     },
     dropIncoming: (value) => {
       drop = value;
+    },
+    setStatusLag: (slots) => {
+      if (!Number.isSafeInteger(slots) || slots < 0) throw new RangeError('status lag is a non-negative whole number of slots');
+      statusLagSlots = slots;
     },
     expireBlockhash: () => {
       svm.expireBlockhash();

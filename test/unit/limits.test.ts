@@ -35,7 +35,7 @@ import type {
   LimitsConfig,
 } from '../../src/domain/limits.ts';
 import { defaultLimitsConfig, defaultLimitsConfigInput, parseLimitsConfig } from '../../src/config/limits.ts';
-import { add, compare, decimal, decimalFromString, zero } from '../../src/domain/money.ts';
+import { add, compare, decimal, decimalFromString, toFixedString, zero } from '../../src/domain/money.ts';
 import type { Decimal } from '../../src/domain/money.ts';
 import type { PaymentMethod } from '../../src/domain/assets.ts';
 
@@ -91,6 +91,19 @@ describe('configuration', () => {
     assert.deepEqual(overridden.methods.BREB.transactionAmountMax, cop('1000000.50'));
     assert.deepEqual(overridden.methods.BREB.userDailyAmountMax, cop('25000000'));
     assert.deepEqual(overridden.methods.PIX, config.methods.PIX);
+  });
+
+  test('refund floors: per network by default (fees and rent covered), overridable one by one, never negative', () => {
+    assert.deepEqual(
+      Object.fromEntries(Object.entries(config.chainRefundFloors).map(([network, floor]) => [network, toFixedString(floor)])),
+      { STELLAR: '0.1000000', SOLANA: '1.0000000', CELO: '0.1000000' },
+    );
+    const changed = parseLimitsConfig({ chainRefundFloors: { SOLANA: '2.5' } });
+    assert.equal(compare(changed.chainRefundFloors.SOLANA, decimal(25n, 1)), 0);
+    assert.deepEqual(changed.chainRefundFloors.CELO, config.chainRefundFloors.CELO);
+    assert.equal(compare(parseLimitsConfig({ chainRefundFloors: { CELO: 0 } }).chainRefundFloors.CELO, decimal(0n, 0)), 0, '0: refund every amount');
+    assert.throws(() => parseLimitsConfig({ chainRefundFloors: { CELO: '-1' } }), /chainRefundFloors/);
+    assert.throws(() => parseLimitsConfig({ chainRefundFloors: { TRON: '1' } }), /TRON/);
   });
 
   test('null removes a cap; a cap can be set on PIX', () => {

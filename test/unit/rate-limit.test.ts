@@ -1,8 +1,11 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { createNotifyBudget, notifyIsCharged } from '../../src/edge/notify-budget.ts';
+import type { NotifyResult } from '../../src/service/ports.ts';
 import {
   createRateLimiter,
   defaultRateLimitConfig,
+  returnToken,
   takeToken,
   type TokenBucketConfig,
   type TokenBucketState,
@@ -116,5 +119,50 @@ describe('createRateLimiter (registry)', () => {
     assert.throws(() => createRateLimiter({ config: { ratePerSecond: 1, burst: 0.5 } }), RangeError);
     assert.throws(() => createRateLimiter({ keysMax: 0 }), RangeError);
     assert.deepEqual(defaultRateLimitConfig, { ratePerSecond: 200, burst: 400 });
+  });
+});
+
+describe('notify budget (POST /payments/notify of deposits that cannot fund their transaction)', () => {
+  test('charged: a deposit that cannot fund its transaction, or a transfer that does not validate; free: the rest', () => {
+    const rows: Array<[string, NotifyResult, boolean]> = [
+      ['AWAITING_PAYMENT', { result: 'enqueued', mismatched: false }, false], // its exact payment
+      ['AWAITING_PAYMENT', { result: 'enqueued' }, false], // a watcher that does not say (older build)
+      ['AWAITING_PAYMENT', { result: 'enqueued', mismatched: true }, true], // wrong amount, dust
+      ['AWAITING_PAYMENT', { result: 'not_found', reason: 'not final' }, false], // the partner's retry loop
+      ['AWAITING_PAYMENT', { result: 'unavailable', reason: 'link down' }, false], // our failure
+      ['AWAITING_PAYMENT', { result: 'invalid', reason: 'reverted' }, true],
+      ['PROCESSING_PAYMENT', { result: 'enqueued' }, true], // a stray (or the same hash again)
+      ['PAYMENT_COMPLETED', { result: 'enqueued', mismatched: false }, true],
+      ['PAYMENT_EXPIRED', { result: 'enqueued' }, true], // a late deposit
+      ['WRONG_AMOUNT', { result: 'enqueued' }, true],
+      ['PAYMENT_COMPLETED', { result: 'not_found', reason: 'not final' }, false],
+    ];
+    for (const [status, result, charged] of rows) assert.equal(notifyIsCharged(status, result), charged, `${status} ${JSON.stringify(result)}`);
+  });
+
+  test('a token is reserved before the work and given back when the outcome is free; refused with Retry-After once spent', () => {
+    let nowMs = 0;
+    const budget = createNotifyBudget({ perMinute: 2, burst: 3 }, () => nowMs);
+    for (let index = 0; index < 10; index += 1) {
+      assert.equal(budget.reserve('acme').allowed, true);
+      budget.settle('acme', false);
+    }
+    for (let index = 0; index < 3; index += 1) {
+      assert.equal(budget.reserve('acme').allowed, true);
+      budget.settle('acme', true);
+    }
+    const refused = budget.reserve('acme');
+    assert.deepEqual([refused.allowed, refused.retryAfterSeconds], [false, 30]);
+    assert.equal(budget.reserve('other').allowed, true, 'per partner');
+    nowMs += 30_000;
+    assert.equal(budget.reserve('acme').allowed, true);
+  });
+
+  test('a given-back token never lifts the bucket above its burst', () => {
+    const state = returnToken(undefined, 0, config);
+    assert.equal(state.tokens, config.burst);
+    const limiter = createRateLimiter({ config, nowMs: () => 0 });
+    limiter.giveBack('never-seen');
+    assert.equal(limiter.size(), 0);
   });
 });

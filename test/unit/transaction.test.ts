@@ -408,6 +408,61 @@ test('deposit: stray deposits are bounded', () => {
   assert.deepEqual(rejectionOf(state, deposit('one-more')), { code: 'too_many_deposits', depositId: 'one-more' });
 });
 
+// Refund floors (docs/decisions-states.md, "Dust below the refund floor"): here 1 USDC on Stellar.
+const floors = { STELLAR: decimal(1n, 0), SOLANA: decimal(1n, 0), CELO: decimal(1n, 1) };
+
+function decideWithFloors(state: TransactionState | null, command: TransactionCommand, nowMs = during) {
+  return decide(state, command, { nowMs, chainRefundFloors: floors });
+}
+
+function applyWithFloors(state: TransactionState, command: TransactionCommand, nowMs = during): TransactionState {
+  const decision = decideWithFloors(state, command, nowMs);
+  if (!decision.ok) throw new Error(`unexpected rejection ${JSON.stringify(decision.rejection)}`);
+  let current: TransactionState | null = state;
+  for (const event of decision.events) current = evolve(current, event);
+  assert.ok(current !== null);
+  return current;
+}
+
+test('refund floor: a chain deposit it would refund below its network floor is refused as dust, the transaction untouched', () => {
+  const dust = decimal(9_999_999n, 7); // 0.9999999 USDC: one base unit under the floor
+  const belowFloor = (depositId: string) => ({ ok: false, rejection: { code: 'below_refund_floor', depositId, floor: floors.STELLAR } });
+  // A wrong amount while awaiting: not WRONG_AMOUNT; the exact payment can still come.
+  const awaiting = inStatus('payout', 'AWAITING_PAYMENT');
+  assert.deepEqual(decideWithFloors(awaiting, deposit('dust-1', dust)), belowFloor('dust-1'));
+  assert.equal(applyWithFloors(awaiting, deposit('paid')).status, 'PROCESSING_PAYMENT');
+  // Late (the timer has not fired yet, or it has), and stray on every funded status.
+  assert.deepEqual(decideWithFloors(awaiting, deposit('dust-2', dust), expiresAtMs), belowFloor('dust-2'));
+  assert.deepEqual(decideWithFloors(inStatus('payout', 'PAYMENT_EXPIRED'), deposit('dust-3', dust), expiresAtMs + 1), belowFloor('dust-3'));
+  for (const status of ['PROCESSING_PAYMENT', 'PAYMENT_COMPLETED', 'PAYMENT_FAILED', 'WRONG_AMOUNT'] as const) {
+    assert.deepEqual(decideWithFloors(inStatus('payout', status), deposit('dust-4', dust)), belowFloor('dust-4'), status);
+  }
+  // Dust beyond the stray slots is dust too (not too_many_deposits): it never costs a refund.
+  let full = inStatus('payout', 'PAYMENT_COMPLETED');
+  for (let index = 0; index < strayDepositsMax; index += 1) full = applyWithFloors(full, deposit(`stray-${index}`));
+  assert.deepEqual(decideWithFloors(full, deposit('dust-5', dust)), belowFloor('dust-5'));
+  assert.deepEqual(decideWithFloors(full, deposit('big', decimal(2n, 0))), { ok: false, rejection: { code: 'too_many_deposits', depositId: 'big' } });
+  // The floor is the deposit's network's: 0.5 on Celo is above Celo's 0.1.
+  assert.equal(applyWithFloors(awaiting, deposit('celo', decimal(5n, 1), { network: 'CELO' })).status, 'WRONG_AMOUNT');
+});
+
+test('refund floor: at or above it a deposit is refunded in full; an exact payment below it funds; failures and PIX are always refunded', () => {
+  const atFloor = applyWithFloors(inStatus('payout', 'AWAITING_PAYMENT'), deposit('at-floor', decimal(1n, 0)));
+  assert.deepEqual([atFloor.status, atFloor.refund], ['WRONG_AMOUNT', 'pending']);
+  const stray = applyWithFloors(inStatus('payout', 'PAYMENT_COMPLETED'), deposit('stray', decimal(10_000_001n, 7)));
+  assert.deepEqual(stray.strayDeposits.map((entry) => [entry.deposit.id, entry.refund]), [['stray', 'pending']]);
+  // A quote below the floor (a tiny PIX payout): its exact deposit is a payment, not dust; when the
+  // payout fails, the refund is ours to make whatever the amount.
+  const tiny: Quote = { ...payoutQuote, sourceAmount: decimal(5n, 1) };
+  const funded = applyWithFloors(run([[create('payout', { quote: tiny }), t0]]), deposit('tiny', decimal(5n, 1)));
+  assert.equal(funded.status, 'PROCESSING_PAYMENT');
+  const failed = applyWithFloors(funded, fail('payout'));
+  assert.deepEqual([failed.status, failed.refund], ['PAYMENT_FAILED', 'pending']);
+  // PIX payments (onramp) are refunded through the provider: no chain floor applies.
+  const pixShort = applyWithFloors(inStatus('onramp', 'AWAITING_PAYMENT'), pix('p', decimal(1n, 2)));
+  assert.deepEqual([pixShort.status, pixShort.refund], ['WRONG_AMOUNT', 'pending']);
+});
+
 test('deposit: zero or negative amounts are rejected', () => {
   const awaiting = inStatus('payout', 'AWAITING_PAYMENT');
   assert.deepEqual(rejectionOf(awaiting, deposit('z', decimal(0n, 7))), { code: 'invalid_amount' });

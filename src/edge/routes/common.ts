@@ -18,6 +18,7 @@ import { parseJsonBody } from '../body.ts';
 import { errorResponse } from '../errors.ts';
 import { jsonResponse, type Guard, type HttpResponse, type RequestContext } from '../http.ts';
 import { canonicalJson, fingerprint, readIdempotencyKey, type Idempotency, type Ids } from '../idempotency.ts';
+import type { NotifyBudget } from '../notify-budget.ts';
 
 /** Time the edge waits for an actor's reply before answering 503 (the command may still apply). */
 export const actorReplyTimeoutMs = 10_000;
@@ -65,6 +66,8 @@ export interface EdgeEnv {
   readonly idempotency: Idempotency;
   readonly partnerGuard: Guard;
   readonly opsGuard: Guard;
+  /** Per-partner budget of notifies that cannot fund their transaction (src/edge/notify-budget.ts). */
+  readonly notifyBudget: NotifyBudget;
   /** True once the edge drains for shutdown: /readyz answers 503 so load balancers stop routing here. */
   readonly draining?: () => boolean;
 }

@@ -6,10 +6,12 @@ import { isOneOf, methodCurrency, networks, paymentMethods, type Network } from 
 import { parseUuid } from '../../domain/ids.ts';
 import { fiatDecimals } from '../../domain/assets.ts';
 import { rescale, toFixedString, toJsonNumber, type Decimal } from '../../domain/money.ts';
+import type { NotifyResult } from '../../service/ports.ts';
 import { decodeBrCode, toDecoderResponse } from '../../rails/brcode.ts';
 import { errorResponse, reasonCharsMax } from '../errors.ts';
 import { jsonResponse, type HttpResponse, type RequestContext, type Route } from '../http.ts';
 import { chainNotifyBodySchema, liquidityQuerySchema, notifyBodySchema, parseWith, qrDecoderQuerySchema } from '../schemas.ts';
+import { notifyIsCharged } from '../notify-budget.ts';
 import { checkOnChainTx } from './chain-formats.ts';
 import {
   capabilityUnavailable,
@@ -61,7 +63,22 @@ async function notify(env: EdgeEnv, request: RequestContext, fixedNetwork: Netwo
     if (quoteNetwork !== network) {
       return errorResponse('invalid_request', `Transaction ${transactionId} is funded on ${quoteNetwork}, not ${network}`);
     }
-    const result = await verifier.notify({ partnerId, blockchain: network, onChainTx, transactionId });
+    // The notify budget (src/edge/notify-budget.ts): taken before any chain work, given back when
+    // the outcome is free. Refused: nothing is verified or recorded; the partner retries later.
+    const budget = env.notifyBudget.reserve(partnerId);
+    if (!budget.allowed) {
+      return errorResponse('rate_limited', 'Too many notifications of deposits that cannot fund their transaction; retry after the Retry-After delay', {
+        'retry-after': String(budget.retryAfterSeconds),
+      });
+    }
+    let charged = false;
+    let result: NotifyResult;
+    try {
+      result = await verifier.notify({ partnerId, blockchain: network, onChainTx, transactionId });
+      charged = notifyIsCharged(String(found.doc.status), result);
+    } finally {
+      env.notifyBudget.settle(partnerId, charged);
+    }
     switch (result.result) {
       case 'enqueued':
         return jsonResponse(202, { enqueued: true });
