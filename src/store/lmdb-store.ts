@@ -367,16 +367,19 @@ export class LmdbStore implements SnapshotStore {
     });
   }
 
-  async outboxDefer(deferrals: readonly OutboxDeferral[], owner: string): Promise<void> {
+  async outboxDefer(deferrals: readonly OutboxDeferral[], owner: string): Promise<string[]> {
     assertIdentifier('owner', owner);
     if (deferrals.length > outboxBatchMax) throw new RangeError(`at most ${outboxBatchMax} rows at once`);
     for (const deferral of deferrals) assertDeferral(deferral);
     return this.write((dbs) => {
+      const deferred: string[] = [];
       for (const deferral of deferrals) {
         const located = locate(dbs, deferral.id);
         if (located === null || located.row.claimOwner !== owner) continue;
         moveToDeferred(dbs, located, deferredRow(located.row, deferral));
+        deferred.push(deferral.id);
       }
+      return deferred;
     });
   }
 

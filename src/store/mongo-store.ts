@@ -410,24 +410,24 @@ export class MongoStore implements SnapshotStore {
     );
   }
 
-  /** Each row's update is atomic on `claimOwner`: a row another claimer won is left alone. */
-  async outboxDefer(deferrals: readonly OutboxDeferral[], owner: string): Promise<void> {
+  /**
+   * One update per row (concurrently), each atomic on `claimOwner`: a row another claimer won is
+   * left alone. Per row, so the answer says which rows were deferred.
+   */
+  async outboxDefer(deferrals: readonly OutboxDeferral[], owner: string): Promise<string[]> {
     assertIdentifier('owner', owner);
     if (deferrals.length > outboxBatchMax) throw new RangeError(`at most ${outboxBatchMax} rows at once`);
     for (const deferral of deferrals) assertDeferral(deferral);
-    if (deferrals.length === 0) return;
-    await this.outbox.bulkWrite(deferrals.map((deferral) => {
+    const results = await Promise.all(deferrals.map(async (deferral) => {
       const recorded = { notBeforeMs: deferral.notBeforeMs, attempts: deferral.attempts, parked: deferral.parked };
       const released = { claimOwner: null, claimExpiresAtMs: 0, claimId: null };
-      return {
-        updateOne: {
-          filter: { _id: deferral.id, claimOwner: owner },
-          update: deferral.reason === null
-            ? { $set: { ...released, ...recorded }, $unset: { reason: '' as const } }
-            : { $set: { ...released, ...recorded, reason: deferral.reason } },
-        },
-      };
-    }), { ordered: false });
+      const update = deferral.reason === null
+        ? { $set: { ...released, ...recorded }, $unset: { reason: '' as const } }
+        : { $set: { ...released, ...recorded, reason: deferral.reason } };
+      const result = await this.outbox.updateOne({ _id: deferral.id, claimOwner: owner }, update);
+      return result.matchedCount === 1 ? deferral.id : null;
+    }));
+    return results.filter((id): id is string => id !== null);
   }
 
   async outboxWaiting(topic: string, limit: number, afterSeq = 0): Promise<OutboxRow[]> {

@@ -214,11 +214,12 @@ export interface SnapshotStore {
   outboxRelease(ids: readonly string[], owner: string): Promise<void>;
   /**
    * Drops `owner`'s claims on these rows (as `outboxRelease`) and keeps each from being claimed
-   * before its `notBeforeMs`, recording its attempts, reason and whether it is parked. A row
-   * `owner` no longer holds (another claimed it, released, done) is left alone. The retry wait of
-   * a row is then the store's, not a worker's: nobody holds or renews a row while it waits.
+   * before its `notBeforeMs`, recording its attempts, reason and whether it is parked; answers
+   * the ids deferred. A row `owner` no longer holds (another claimed it, released, done) is left
+   * alone and not answered. The retry wait of a row is then the store's, not a worker's: nobody
+   * holds or renews a row while it waits.
    */
-  outboxDefer(deferrals: readonly OutboxDeferral[], owner: string): Promise<void>;
+  outboxDefer(deferrals: readonly OutboxDeferral[], owner: string): Promise<string[]>;
   /**
    * Rows of the topic deferred at least once and not done (waiting, or due and maybe claimed
    * again), with what their last deferral recorded, in commit order, seq > afterSeq.

@@ -362,12 +362,13 @@ function contract(adapter: Adapter): void {
       const ids = [1, 2, 3, 4, 5, 6].map((version) => outboxRowId('a', version, 0));
       const at = (index: number): string => ids[index] ?? '';
       assert.equal((await store.outboxClaim('t', 'w', 10, 10_000, 1_000)).length, 6);
-      await store.outboxDefer([
+      assert.deepEqual(await store.outboxDefer([
         { id: at(0), notBeforeMs: 5_000, attempts: 3, reason: 'the chain refuses the send', parked: true },
         { id: at(1), notBeforeMs: 3_000, attempts: 1, reason: 'node timeout', parked: false },
         { id: at(2), notBeforeMs: 2_000, attempts: 2, reason: null, parked: false },
-      ], 'w');
-      await store.outboxDefer([{ id: at(3), notBeforeMs: 9_000, attempts: 1, reason: 'not mine', parked: false }], 'someone-else'); // not its claim
+      ], 'w'), ids.slice(0, 3));
+      assert.deepEqual(await store.outboxDefer([{ id: at(3), notBeforeMs: 9_000, attempts: 1, reason: 'not mine', parked: false }], 'someone-else'), [], 'not its claim');
+      assert.deepEqual(await store.outboxDefer([{ id: 'a:99:0', notBeforeMs: 9_000, attempts: 1, reason: null, parked: false }], 'w'), [], 'no such row');
       assert.deepEqual(await store.outboxRenew(ids, 'w', 10_000, 1_100), ids.slice(3), 'deferred rows are no longer held');
       const claimIds = async (owner: string, nowMs: number): Promise<string[]> => (await store.outboxClaim('t', owner, 10, 10_000, nowMs)).map((row) => row.id);
       assert.deepEqual(await claimIds('x', 1_999), [], 'nothing is due before its time');
@@ -387,7 +388,7 @@ function contract(adapter: Adapter): void {
       assert.deepEqual([pending[2]?.attempts, pending[2]?.reason, pending[2]?.parked], [2, undefined, false], 'a null reason is no reason');
       assert.deepEqual([pending[4]?.notBeforeMs, pending[4]?.attempts, pending[4]?.parked], [undefined, undefined, undefined]);
       // Deferred again (and across a reopen): the new time and record replace the old ones.
-      await store.outboxDefer([{ id: at(0), notBeforeMs: 20_000, attempts: 4, reason: 'still refused', parked: true }], 'z');
+      assert.deepEqual(await store.outboxDefer([{ id: at(0), notBeforeMs: 20_000, attempts: 4, reason: 'still refused', parked: true }], 'z'), [at(0)]);
       await store.close();
       const reopened = await harness.open();
       try {
