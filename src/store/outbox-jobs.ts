@@ -16,7 +16,9 @@
 // A round: renew the claims running short, defer held rows that wait, claim due rows (the store
 // gives rows never tried first, then the oldest due), start an attempt for each held row. Attempts
 // run beside the loop, so one that hangs (a node that never answers) holds its own slot and no
-// more: claims, renewals and other attempts go on.
+// more: claims, renewals and other attempts go on. Its row stays held (the attempt may still
+// land; a second one beside it would rest on the adapter's journal alone): an attempt running
+// longer than the claim lease is logged as an error once and counted (`attemptsOverdue`).
 //
 // Budget: with `budgetKey` (the job's network), one key holds at most `inFlightPerKeyMax` rows
 // (default half the slots). A claimed row over its key's budget is deferred for a second, without
@@ -96,6 +98,8 @@ export class OutboxJobs<Job> {
   private readonly waitingHere = new Map<string, OutboxJobEntry<Job>>();
   private readonly malformed = new Set<string>();
   private readonly attemptsInFlight = new Set<Promise<void>>();
+  /** When each running attempt started, and whether it was reported overdue. */
+  private readonly attemptsStarted = new Map<string, { readonly atMs: number; overdueLogged: boolean }>();
   private running = false;
   /** Set by stop(): rows claimed from then on go straight back, and no attempt starts. */
   private stopRequested = false;
@@ -126,6 +130,7 @@ export class OutboxJobs<Job> {
     return loopCheck(`${this.options.what}-rounds`, this.rounds, () => ({
       jobsHeld: this.entries.size,
       jobsWaiting: this.waitingHere.size,
+      attemptsOverdue: [...this.attemptsStarted.values()].filter((started) => started.overdueLogged).length,
       malformedRows: this.malformed.size,
     }));
   }
@@ -199,6 +204,7 @@ export class OutboxJobs<Job> {
   /** Renew, defer what waits, claim, start the due attempts (added to `started`; they never reject). */
   private async round(started: Array<Promise<void>> = []): Promise<void> {
     await this.renew();
+    this.reportOverdueAttempts();
     await this.deferWaiting();
     this.forgetStaleWaiting();
     await this.claim();
@@ -233,6 +239,7 @@ export class OutboxJobs<Job> {
   private attemptOnce(entry: OutboxJobEntry<Job>): Promise<void> {
     entry.running = true;
     entry.parked = false;
+    this.attemptsStarted.set(entry.rowId, { atMs: this.options.clock.nowMs(), overdueLogged: false });
     const attempt = (async () => {
       try {
         await this.options.attempt(entry);
@@ -250,10 +257,20 @@ export class OutboxJobs<Job> {
       });
     })().finally(() => {
       entry.running = false;
+      this.attemptsStarted.delete(entry.rowId);
       this.attemptsInFlight.delete(attempt);
     });
     this.attemptsInFlight.add(attempt);
     return attempt;
+  }
+
+  private reportOverdueAttempts(): void {
+    const nowMs = this.options.clock.nowMs();
+    for (const [rowId, started] of this.attemptsStarted) {
+      if (started.overdueLogged || nowMs - started.atMs <= this.claimLeaseMs) continue;
+      started.overdueLogged = true;
+      this.options.log.error({ rowId, runningMs: nowMs - started.atMs }, `${this.options.what} attempt still running after a whole claim lease; its row stays held (check the node)`);
+    }
   }
 
   /** Held rows whose next attempt is later (a deferral that failed before) go back to the store. */

@@ -144,6 +144,9 @@ describe('chain refunds: one network that refuses or hangs does not stop the oth
       const stellar = await unmatchedDeposit('STELLAR');
       await eventually(async () => assert.equal(await refundOf(stellar), 'settled'));
       assert.equal(hanging, 4, 'no more Solana sends while the node hangs');
+      nowMs += 61_000; // a whole claim lease: the hung sends are reported, and still held
+      await eventually(() => assert.equal(refunds.health().report(Date.now(), 60_000).detail['attemptsOverdue'], 4));
+      assert.equal(refunds.status().inFlight, 4);
       release();
       const settled = async (): Promise<number> => (await Promise.all(solanaKeys.map(refundOf))).filter((refund) => refund === 'settled').length;
       await eventually(async () => assert.equal(await settled(), 4, 'the four that hung'));
