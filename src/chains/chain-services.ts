@@ -27,7 +27,7 @@ export type LiveChainFactory = (setup: Extract<ChainSetup, { mode: 'live' }>, ct
   readonly watcher?: TransferWatcher;
 };
 
-export type RefundTuning = Partial<Pick<RefundWorkerOptions, 'claimLeaseMs' | 'claimBatchMax' | 'inFlightMax' | 'tickMs' | 'retryDelayMsMin' | 'retryDelayMsMax' | 'parkedRetryDelayMs' | 'askTimeoutMs' | 'topic'>>;
+export type RefundTuning = Partial<Pick<RefundWorkerOptions, 'claimLeaseMs' | 'claimBatchMax' | 'inFlightMax' | 'inFlightPerKeyMax' | 'tickMs' | 'retryDelayMsMin' | 'retryDelayMsMax' | 'parkedRetryDelayMs' | 'askTimeoutMs' | 'topic'>>;
 
 export interface ChainServicesOptions {
   /** The parsed chains file; default: CHAINS_FILE of the environment, if set. */

@@ -7,11 +7,12 @@
 // twice. Confirmed → the owner is told (transaction: RefundSettled {depositId, refundOnChainId};
 // unmatched deposit: refundSettled) and the row is marked done. Pending or a retryable failure →
 // tried again with bounded exponential backoff. A non-retryable failure (the chain refuses the
-// send) is logged as an error every time and retried at the slow `parkedRetryDelayMs`, so it is
-// neither lost nor hammering: operations see it in `status()` and the logs.
+// send) is logged as an error every time and parked: retried at the slow `parkedRetryDelayMs`, so
+// it is neither lost nor hammering; operations see it in the admin listing of parked rows (with the
+// chain's reason), in `status()` and the logs, and can retry it now or resolve it by hand.
 //
-// Claims, the tick loop and hand-back on stop: src/store/outbox-jobs.ts (shared with the onramp
-// delivery worker).
+// Claims, the loop, deferral of rows that wait (held by nobody meanwhile), the per-network budget
+// and hand-back on stop: src/store/outbox-jobs.ts (shared with the onramp delivery worker).
 import type { Logger } from 'pino';
 import { isOneOf, networks, type Network } from '../domain/assets.ts';
 import type { Deposit } from '../domain/transaction.ts';
@@ -37,6 +38,8 @@ export interface RefundWorkerOptions {
   readonly claimLeaseMs?: number;
   readonly claimBatchMax?: number;
   readonly inFlightMax?: number;
+  /** Refunds of one network held at most (default half of `inFlightMax`). */
+  readonly inFlightPerKeyMax?: number;
   readonly tickMs?: number;
   readonly retryDelayMsMin?: number;
   readonly retryDelayMsMax?: number;
@@ -55,9 +58,20 @@ export interface ChainRefund {
 }
 
 export interface RefundWorkerStatus {
+  /** Refunds this worker holds: being sent now (a refund waiting for its next try is not held). */
   readonly inFlight: number;
-  /** Refunds that failed at least once, oldest attempt count first. */
-  readonly retrying: ReadonlyArray<{ readonly rowId: string; readonly network: Network; readonly attempts: number; readonly lastError: string | null }>;
+  /**
+   * Refunds that failed at least once, held now or deferred by this worker and waiting for their
+   * next try (`nextAttemptAtMs`; `parked`: the chain refused it), most attempts first.
+   */
+  readonly retrying: ReadonlyArray<{
+    readonly rowId: string;
+    readonly network: Network;
+    readonly attempts: number;
+    readonly lastError: string | null;
+    readonly parked: boolean;
+    readonly nextAttemptAtMs: number;
+  }>;
 }
 
 /** Reads a refund row; null when it is not a chain refund (a PIX refund is the rails' business). */
@@ -116,6 +130,7 @@ export class RefundWorker {
         return refund === 'not_chain' ? 'release' : refund;
       },
       attempt: (entry) => this.attempt(entry),
+      budgetKey: (refund) => refund.network,
     });
   }
 
@@ -137,11 +152,17 @@ export class RefundWorker {
   }
 
   status(): RefundWorkerStatus {
-    const retrying = this.jobs
-      .held()
+    const retrying = [...this.jobs.held(), ...this.jobs.waiting()]
       .filter((entry) => entry.attempts > 0)
       .sort((a, b) => b.attempts - a.attempts)
-      .map((entry) => ({ rowId: entry.rowId, network: entry.job.network, attempts: entry.attempts, lastError: entry.lastError }));
+      .map((entry) => ({
+        rowId: entry.rowId,
+        network: entry.job.network,
+        attempts: entry.attempts,
+        lastError: entry.lastError,
+        parked: entry.parked,
+        nextAttemptAtMs: entry.nextAttemptAtMs,
+      }));
     return { inFlight: this.jobs.held().length, retrying };
   }
 
@@ -181,6 +202,7 @@ export class RefundWorker {
         this.options.log.warn({ rowId: refund.rowId, network: refund.network, attempts: entry.attempts, reason: sent.reason }, 'refund send failed; will retry');
       } else {
         entry.lastError = sent.reason;
+        entry.parked = true;
         retryAfter(this.parkedRetryDelayMs);
         this.options.log.error({ rowId: refund.rowId, network: refund.network, attempts: entry.attempts, reason: sent.reason }, 'refund refused by the chain; needs operations (retried slowly)');
       }

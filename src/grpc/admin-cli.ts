@@ -17,6 +17,9 @@ const usage = `usage: npm run admin -- <command> [arguments]
   quarantined                              actors set aside because they could not be applied
   quarantine <actor id>                    one quarantined actor: its error and dead-lettered commands
   replay <actor id>                        after the fix: apply its dead letters again, in order
+  parked [topic] [--all] [--limit N]       outbox rows parked for operations, with the reason (--all: retrying ones too)
+  retry-parked <topic> <row id>            make a waiting row due now: a worker tries it at its next round
+  resolve-parked <topic> <row id> <note…>  mark a waiting row done by hand (its work is NOT done by the service; logged)
   set-rate <COP|BRL> <rate>                sandbox: fiat units per USD stablecoin
   sandbox-rail <BREB|PIX> [--liquidity N] [--latency MS] [--failure-rate R] [--outage on|off]`;
 
@@ -133,6 +136,23 @@ export async function runCli(argv: string[], env: NodeJS.ProcessEnv, print: (tex
       case 'replay': {
         need(1);
         print(String((await client.call('ReplayQuarantined', { actor_id: args[0] })).message));
+        return 0;
+      }
+      case 'parked': {
+        const topic = args[0] !== undefined && !args[0].startsWith('--') ? args[0] : '';
+        const reply = await client.call('ListParked', { topic, include_retrying: args.includes('--all'), limit: Number(option(args, '--limit') ?? 0) });
+        print(table(reply.rows as Array<Record<string, unknown>>, ['topic', 'id', 'state', 'attempts', 'reason', 'not_before_ms', 'partition_key', 'claimed']));
+        if (reply.truncated === true) print('(more rows wait than listed: narrow by topic or raise --limit)');
+        return 0;
+      }
+      case 'retry-parked': {
+        need(2);
+        print(String((await client.call('RetryParked', { topic: args[0], id: args[1] })).message));
+        return 0;
+      }
+      case 'resolve-parked': {
+        need(3);
+        print(String((await client.call('ResolveParked', { topic: args[0], id: args[1], note: args.slice(2).join(' ') })).message));
         return 0;
       }
       case 'set-rate': {

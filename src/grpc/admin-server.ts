@@ -1,5 +1,6 @@
 // The admin service (proto/admin.proto) for ops: shards and leases, end users, partner keys,
-// reconciliation, webhook deliveries and destinations, sandbox knobs. Every call carries the ops
+// reconciliation, webhook deliveries and destinations, outbox rows waiting for a retry (list,
+// retry now, resolve by hand), sandbox knobs. Every call carries the ops
 // key in metadata `x-ops-api-key`, checked in constant time; a missing or wrong key is
 // UNAUTHENTICATED. Capabilities that this process does not have answer UNAVAILABLE with a reason.
 import { randomBytes } from 'node:crypto';
@@ -21,6 +22,9 @@ import { sha256Hex } from '../edge/auth.ts';
 import type { ServiceContext } from '../service/context.ts';
 import type { Reconciler } from '../service/ports.ts';
 import { persistPartner } from '../service/partner-overrides.ts';
+import { serviceOutboxTopics } from '../service/cluster-stats.ts';
+import type { OutboxRowAction } from '../store/store.ts';
+import { listParked, parkedListDefault, parkedListMax, parkedRowReply, resolveNoteCharsMax } from './admin-parked.ts';
 import { listenGrpc, loadProto, lookup } from './proto.ts';
 
 // The admin service's view of the webhooks service and the sandbox rail: only what it calls, so
@@ -104,6 +108,19 @@ function required(request: Record<string, unknown>, name: string): string {
 
 function unavailable(what: string): never {
   throw new AdminError(grpcStatus.UNAVAILABLE, `${what} is not available in this process`);
+}
+
+function outboxTopic(request: Record<string, unknown>): string {
+  const topic = required(request, 'topic');
+  if (!serviceOutboxTopics.includes(topic)) throw new AdminError(grpcStatus.INVALID_ARGUMENT, `topic must be one of ${serviceOutboxTopics.join(', ')}`);
+  return topic;
+}
+
+/** The row an operator acted on, or why not: gone (or never waiting) and being tried are refusals. */
+function actedOn(action: OutboxRowAction, topic: string, id: string): Extract<OutboxRowAction, { result: 'ok' }>['row'] {
+  if (action.result === 'not_found') throw new AdminError(grpcStatus.NOT_FOUND, `no row ${id} waits for a retry in ${topic}`);
+  if (action.result === 'claimed') throw new AdminError(grpcStatus.FAILED_PRECONDITION, `a worker is trying row ${id} right now; look again once its attempt is over`);
+  return action.row;
 }
 
 export function adminHandlers(ctx: ServiceContext, capabilities: AdminCapabilities): Record<string, Handler> {
@@ -250,6 +267,33 @@ export function adminHandlers(ctx: ServiceContext, capabilities: AdminCapabiliti
       await requestReplay({ bus: ctx.bus, keyPrefix: ctx.keyPrefix, shardCount: ctx.shardCount, nowMs: ctx.clock.nowMs() }, actorId);
       ctx.log.warn({ actorId }, 'operator asked to replay a quarantined actor');
       return { ok: true, message: `replay of ${actorId} requested; check it with quarantine ${actorId}` };
+    },
+    async ListParked(request) {
+      const topic = field(request, 'topic');
+      const topics = topic === '' ? serviceOutboxTopics : [outboxTopic(request)];
+      const asked = Number(request.limit ?? 0);
+      const limit = Number.isSafeInteger(asked) && asked > 0 ? Math.min(asked, parkedListMax) : parkedListDefault;
+      const listing = await listParked(ctx.store, topics, { includeRetrying: request.include_retrying === true, limit, nowMs: ctx.clock.nowMs() });
+      return { rows: listing.rows, truncated: listing.truncated };
+    },
+    async RetryParked(request) {
+      const topic = outboxTopic(request);
+      const id = required(request, 'id');
+      const nowMs = ctx.clock.nowMs();
+      const row = actedOn(await ctx.store.outboxRetryNow(topic, id, nowMs), topic, id);
+      ctx.log.info({ outboxRow: parkedRowReply(row, nowMs) }, 'outbox row retried now by an operator');
+      return { ok: true, message: `row ${id} is due now: a worker tries it at its next round` };
+    },
+    async ResolveParked(request) {
+      const topic = outboxTopic(request);
+      const id = required(request, 'id');
+      const note = required(request, 'note');
+      if (note.length > resolveNoteCharsMax) throw new AdminError(grpcStatus.INVALID_ARGUMENT, `note must be at most ${resolveNoteCharsMax} characters`);
+      const nowMs = ctx.clock.nowMs();
+      const row = actedOn(await ctx.store.outboxResolve(topic, id, nowMs), topic, id);
+      // The audit trail: the row is gone, its work was never done by the service.
+      ctx.log.warn({ outboxRow: parkedRowReply(row, nowMs), note }, 'outbox row resolved by an operator: marked done without the service doing its work');
+      return { ok: true, message: `row ${id} resolved: marked done` };
     },
     async SetRate(request) {
       if (!ctx.env.sandbox) throw new AdminError(grpcStatus.FAILED_PRECONDITION, 'rates are set by the rates feed outside sandbox mode');

@@ -94,6 +94,8 @@ export interface DeliveryWorkerOptions {
   readonly claimLeaseMs?: number;
   readonly claimBatchMax?: number;
   readonly inFlightMax?: number;
+  /** Deliveries of one network held at most (default half of `inFlightMax`). */
+  readonly inFlightPerKeyMax?: number;
   readonly tickMs?: number;
   readonly retryDelayMsMin?: number;
   readonly retryDelayMsMax?: number;
@@ -101,20 +103,22 @@ export interface DeliveryWorkerOptions {
   readonly stuckAfterMs?: number;
 }
 
-/** A delivery held by this worker; `stuckLogged` so the stuck error is logged once. */
+/** A delivery held (or deferred) by this worker; `stuckLogged` so the stuck error is logged once. */
 interface DeliveryJob {
   readonly delivery: Delivery;
   stuckLogged: boolean;
 }
 
 export interface DeliveryWorkerStats {
+  /** Deliveries this worker holds: being attempted now (one waiting for its next try is not held). */
   readonly inFlight: number;
   readonly delivered: number;
   readonly failed: number;
   readonly attempts: number;
   readonly malformedRows: number;
-  /** Rows waiting longer than `stuckAfterMs` since they were requested. */
+  /** Rows held or deferred by this worker, waiting longer than `stuckAfterMs` since they were requested. */
   readonly stuck: number;
+  /** Deliveries that failed at least once: held, or deferred by this worker until their next try. */
   readonly retrying: ReadonlyArray<{ readonly transactionId: string; readonly network: Network; readonly attempts: number; readonly lastError: string | null }>;
 }
 
@@ -146,6 +150,7 @@ export class DeliveryWorker {
         return delivery === null ? 'malformed' : { delivery, stuckLogged: false };
       },
       attempt: (entry) => this.attempt(entry),
+      budgetKey: (job) => job.delivery.network,
     });
   }
 
@@ -168,9 +173,9 @@ export class DeliveryWorker {
 
   stats(): DeliveryWorkerStats {
     const nowMs = this.options.clock.nowMs();
-    const entries = this.jobs.held();
+    const entries = [...this.jobs.held(), ...this.jobs.waiting()];
     return {
-      inFlight: entries.length,
+      inFlight: this.jobs.held().length,
       ...this.counters,
       malformedRows: this.jobs.malformedRows(),
       stuck: entries.filter((entry) => nowMs - entry.job.delivery.requestedAtMs > this.stuckAfterMs).length,

@@ -28,7 +28,7 @@ import { sandboxPixPayments, withPixPayments } from './sandbox-driver.ts';
 import type { HealthCheck } from '../service/health.ts';
 
 export type DeliveryTuning = Partial<
-  Pick<DeliveryWorkerOptions, 'claimLeaseMs' | 'claimBatchMax' | 'inFlightMax' | 'tickMs' | 'retryDelayMsMin' | 'retryDelayMsMax' | 'askTimeoutMs' | 'stuckAfterMs'>
+  Pick<DeliveryWorkerOptions, 'claimLeaseMs' | 'claimBatchMax' | 'inFlightMax' | 'inFlightPerKeyMax' | 'tickMs' | 'retryDelayMsMin' | 'retryDelayMsMax' | 'askTimeoutMs' | 'stuckAfterMs'>
 >;
 
 export interface OnrampServicesOptions {

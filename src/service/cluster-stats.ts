@@ -45,6 +45,10 @@ export interface OutboxTopicStats {
   readonly rows: number;
   /** Of those, rows under a live claim (a worker is on them). */
   readonly claimed: number;
+  /** Of those, rows waiting for a later retry (backoff or parked): nobody holds them meanwhile. */
+  readonly deferred: number;
+  /** Of those, rows whose last attempt parked them: they wait on operations (the admin's `parked`). */
+  readonly parked: number;
   /** More rows than counted. */
   readonly capped: boolean;
   /** How long the oldest row has waited (wall clock), or null when none or unknown. */
@@ -175,7 +179,7 @@ async function collect(options: ClusterStatsOptions): Promise<ClusterStats> {
       const backlog = await options.store.outboxBacklog(topic, collectedAtMs, outboxBacklogShownMax);
       // Rows are stamped by the store's wall clock: waiting is real time, whatever the service clock says.
       const oldestAgeMs = backlog.oldestCreatedAtMs === null ? null : Math.max(0, Date.now() - backlog.oldestCreatedAtMs);
-      return { topic, rows: backlog.rows, claimed: backlog.claimed, capped: backlog.capped, oldestAgeMs };
+      return { topic, rows: backlog.rows, claimed: backlog.claimed, deferred: backlog.deferred, parked: backlog.parked, capped: backlog.capped, oldestAgeMs };
     }),
   );
   return { collectedAtMs, shards, workers, outbox };

@@ -134,17 +134,18 @@ export function deliveryMetrics(stats: DeliveryWorkerStats): MetricFamily[] {
   return [
     counter('onramp_delivery_attempts_total', 'Crypto sends attempted by this worker since it started.', stats.attempts),
     countersBy('onramp_deliveries_finished_total', 'Onramp crypto deliveries this worker finished, by result.', 'result', { delivered: stats.delivered, failed: stats.failed }),
-    gauge('onramp_delivery_rows_held', 'Delivery rows this worker holds.', stats.inFlight),
-    gauge('onramp_delivery_rows_retrying', 'Delivery rows held that failed at least once.', stats.retrying.length),
-    gauge('onramp_delivery_rows_stuck', 'Delivery rows waiting longer than the stuck bound (an alert).', stats.stuck),
+    gauge('onramp_delivery_rows_held', 'Delivery rows this worker holds: attempts in progress.', stats.inFlight),
+    gauge('onramp_delivery_rows_retrying', 'Delivery rows that failed at least once: held, or deferred by this worker until their next try.', stats.retrying.length),
+    gauge('onramp_delivery_rows_stuck', 'Delivery rows held or deferred by this worker, waiting longer than the stuck bound (an alert).', stats.stuck),
     gauge('onramp_delivery_malformed_rows', 'Delivery rows this worker could not read.', stats.malformedRows),
   ];
 }
 
 export function refundMetrics(status: RefundWorkerStatus): MetricFamily[] {
   return [
-    gauge('chain_refund_rows_held', 'Chain refund rows this worker holds.', status.inFlight),
-    gauge('chain_refund_rows_retrying', 'Chain refund rows held that failed at least once.', status.retrying.length),
+    gauge('chain_refund_rows_held', 'Chain refund rows this worker holds: sends in progress.', status.inFlight),
+    gauge('chain_refund_rows_retrying', 'Chain refund rows that failed at least once: held, or deferred by this worker until their next try.', status.retrying.length),
+    gauge('chain_refund_rows_parked', 'Of those, refunds the chain refused: parked for operations, retried slowly.', status.retrying.filter((refund) => refund.parked).length),
   ];
 }
 

@@ -4,6 +4,12 @@
 // resolves and before any reader can see it (overlappingSync off, noSync off): durable before
 // visible. LMDB has one writer at a time, so reads inside a write callback see the latest state and
 // the compare-and-set, fence check and outbox sequence need no further locking.
+//
+// Outbox rows live in `outbox` ([topic, seq]) from their commit; a row a worker defers (a retry's
+// backoff, a parked refund) moves to `outboxDeferred` ([topic, seq]) with an entry in `outboxDue`
+// ([topic, notBeforeMs, seq]). So a claim reads fresh rows in commit order and then only the
+// deferred rows that are due, whatever the number of rows waiting for a later time; and a process
+// of an earlier release, which knows `outbox` only, still writes rows every claimer finds.
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { open } from 'lmdb';
@@ -11,12 +17,12 @@ import type { Database, Key, RootDatabase } from 'lmdb';
 import {
   IndexCatalog, appliedRepliesPerActorDefault, assertBlob, assertCollection, assertFence,
   assertCount, assertIdentifier, assertLimit, partitionValidWrites, assertNonNegativeInteger, assertReadModelDoc, defaultReadModelIndexes,
-  indexValuesOf, outboxBacklogCountMax, outboxBatchMax, planList,
+  indexValuesOf, outboxBacklogCountMax, outboxBatchMax, planList, assertDeferral, deferredRow,
 } from './store.ts';
 import type {
   ActorSnapshot, AppliedReply, BatchCommitResult, CommitResult, CommitWrite, FenceResult, IndexValue, JsonObject, JsonValue,
-  ListItem, ListPage, ListQuery, OutboxBacklog, OutboxRow, PutIfAbsentResult, ReadModelIndex, SnapshotStore, StoredEvent,
-  StoreOptions,
+  ListItem, ListPage, ListQuery, OutboxBacklog, OutboxDeferral, OutboxRow, OutboxRowAction, PutIfAbsentResult, ReadModelIndex,
+  SnapshotStore, StoredEvent, StoreOptions,
 } from './store.ts';
 
 export interface LmdbStoreOptions extends StoreOptions {
@@ -68,6 +74,14 @@ interface AppliedRecord {
 }
 
 type OutboxRecord = OutboxRow;
+type OutboxKey = [string, number];
+
+/** Where a row is: `outbox` (never deferred) or `outboxDeferred`, both keyed [topic, seq]. */
+interface LocatedRow {
+  readonly deferred: boolean;
+  readonly key: OutboxKey;
+  readonly row: OutboxRecord;
+}
 
 // Sorts after every primitive that ordered-binary produces: the exclusive end of a key prefix.
 const prefixEnd = Buffer.from([0xff]);
@@ -104,7 +118,10 @@ export class LmdbStore implements SnapshotStore {
       appliedOrder: root.openDB<string, Key>({ name: 'appliedOrder', ...values }),
       events: root.openDB<JsonValue, Key>({ name: 'events', ...values }),
       outbox: root.openDB<OutboxRecord, Key>({ name: 'outbox', ...values }),
-      outboxIds: root.openDB<[string, number], string>({ name: 'outboxIds', ...values }),
+      outboxIds: root.openDB<OutboxKey, string>({ name: 'outboxIds', ...values }),
+      outboxDeferred: root.openDB<OutboxRecord, Key>({ name: 'outboxDeferred', ...values }),
+      outboxDeferredIds: root.openDB<OutboxKey, string>({ name: 'outboxDeferredIds', ...values }),
+      outboxDue: root.openDB<true, Key>({ name: 'outboxDue', ...values }),
       docs: root.openDB<JsonObject, Key>({ name: 'docs', ...values }),
       docIndex: root.openDB<true, Key>({ name: 'docIndex', ...values }),
       meta: root.openDB<number | string, Key>({ name: 'meta', ...values }),
@@ -270,7 +287,7 @@ export class LmdbStore implements SnapshotStore {
         payload: row.payload, claimOwner: null, claimExpiresAtMs: 0, createdAtMs: Date.now(),
       };
       if (row.partitionKey !== undefined) record.partitionKey = row.partitionKey;
-      if (dbs.outboxIds.get(row.id) !== undefined) throw new Error(`outbox id ${row.id} already exists`);
+      if (dbs.outboxIds.get(row.id) !== undefined || dbs.outboxDeferredIds.get(row.id) !== undefined) throw new Error(`outbox id ${row.id} already exists`);
       dbs.outbox.putSync([row.topic, seq], record);
       dbs.outboxIds.putSync(row.id, [row.topic, seq]);
     }
@@ -283,8 +300,11 @@ export class LmdbStore implements SnapshotStore {
     assertIdentifier('topic', topic);
     assertLimit('limit', limit, outboxBatchMax);
     assertNonNegativeInteger('afterSeq', afterSeq);
-    const range = this.open().outbox.getRange({ start: [topic, afterSeq + 1], end: [topic, prefixEnd], limit });
-    return [...range].map(({ value }) => value);
+    const dbs = this.open();
+    const range = { start: [topic, afterSeq + 1], end: [topic, prefixEnd], limit };
+    const fresh = [...dbs.outbox.getRange(range)].map(({ value }) => value);
+    const deferred = [...dbs.outboxDeferred.getRange(range)].map(({ value }) => value);
+    return mergeBySeq(fresh, deferred, limit);
   }
 
   async outboxClaim(topic: string, owner: string, limit: number, leaseMs: number, nowMs: number): Promise<OutboxRow[]> {
@@ -294,17 +314,27 @@ export class LmdbStore implements SnapshotStore {
     assertLimit('leaseMs', leaseMs, Number.MAX_SAFE_INTEGER);
     assertNonNegativeInteger('nowMs', nowMs);
     return this.write((dbs) => {
-      const claimed: OutboxRow[] = [];
+      const claimed: LocatedRow[] = [];
       let scanned = 0;
-      // Collect first, write after: no puts while a cursor is open on the same database.
-      for (const { value } of dbs.outbox.getRange({ start: [topic], end: [topic, prefixEnd] })) {
-        if (claimed.length >= limit || scanned >= this.claimScanRowsMax + limit) break;
+      const full = (): boolean => claimed.length >= limit || scanned >= this.claimScanRowsMax + limit;
+      const consider = (deferred: boolean, key: OutboxKey, row: OutboxRecord): void => {
         scanned += 1;
-        if (value.claimExpiresAtMs > nowMs) continue; // under a live claim
-        claimed.push({ ...value, claimOwner: owner, claimExpiresAtMs: nowMs + leaseMs });
+        if (row.claimExpiresAtMs > nowMs) return; // under a live claim
+        claimed.push({ deferred, key, row: { ...row, claimOwner: owner, claimExpiresAtMs: nowMs + leaseMs } });
+      };
+      // Collect first, write after: no puts while a cursor is open on the same database.
+      for (const { key, value } of dbs.outbox.getRange({ start: [topic], end: [topic, prefixEnd] })) {
+        if (full()) break;
+        consider(false, key as OutboxKey, value);
       }
-      for (const row of claimed) dbs.outbox.putSync([row.topic, row.seq], row);
-      return claimed;
+      for (const dueKey of dbs.outboxDue.getKeys({ start: [topic], end: [topic, nowMs, prefixEnd] })) {
+        if (full()) break;
+        const key: OutboxKey = [topic, (dueKey as [string, number, number])[2]];
+        const row = dbs.outboxDeferred.get(key);
+        if (row !== undefined) consider(true, key, row);
+      }
+      for (const located of claimed) putLocated(dbs, located);
+      return claimed.map((located) => located.row);
     });
   }
 
@@ -316,11 +346,9 @@ export class LmdbStore implements SnapshotStore {
     return this.write((dbs) => {
       const renewed: string[] = [];
       for (const id of ids) {
-        const location = dbs.outboxIds.get(id);
-        if (location === undefined) continue;
-        const row = dbs.outbox.get(location);
-        if (row === undefined || row.claimOwner !== owner) continue;
-        dbs.outbox.putSync(location, { ...row, claimExpiresAtMs: nowMs + leaseMs });
+        const located = locate(dbs, id);
+        if (located === null || located.row.claimOwner !== owner) continue;
+        putLocated(dbs, { ...located, row: { ...located.row, claimExpiresAtMs: nowMs + leaseMs } });
         renewed.push(id);
       }
       return renewed;
@@ -332,12 +360,62 @@ export class LmdbStore implements SnapshotStore {
     this.assertIds(ids);
     return this.write((dbs) => {
       for (const id of ids) {
-        const location = dbs.outboxIds.get(id);
-        if (location === undefined) continue;
-        const row = dbs.outbox.get(location);
-        if (row === undefined || row.claimOwner !== owner) continue;
-        dbs.outbox.putSync(location, { ...row, claimOwner: null, claimExpiresAtMs: 0 });
+        const located = locate(dbs, id);
+        if (located === null || located.row.claimOwner !== owner) continue;
+        putLocated(dbs, { ...located, row: { ...located.row, claimOwner: null, claimExpiresAtMs: 0 } });
       }
+    });
+  }
+
+  async outboxDefer(deferrals: readonly OutboxDeferral[], owner: string): Promise<string[]> {
+    assertIdentifier('owner', owner);
+    if (deferrals.length > outboxBatchMax) throw new RangeError(`at most ${outboxBatchMax} rows at once`);
+    for (const deferral of deferrals) assertDeferral(deferral);
+    return this.write((dbs) => {
+      const deferred: string[] = [];
+      for (const deferral of deferrals) {
+        const located = locate(dbs, deferral.id);
+        if (located === null || located.row.claimOwner !== owner) continue;
+        moveToDeferred(dbs, located, deferredRow(located.row, deferral));
+        deferred.push(deferral.id);
+      }
+      return deferred;
+    });
+  }
+
+  async outboxWaiting(topic: string, limit: number, afterSeq = 0): Promise<OutboxRow[]> {
+    assertIdentifier('topic', topic);
+    assertLimit('limit', limit, outboxBatchMax);
+    assertNonNegativeInteger('afterSeq', afterSeq);
+    const range = this.open().outboxDeferred.getRange({ start: [topic, afterSeq + 1], end: [topic, prefixEnd], limit });
+    return [...range].map(({ value }) => value);
+  }
+
+  async outboxRetryNow(topic: string, id: string, nowMs: number): Promise<OutboxRowAction> {
+    return this.actOnWaiting(topic, id, nowMs, (dbs, located) => {
+      const row: OutboxRecord = { ...located.row, notBeforeMs: 0 };
+      moveToDeferred(dbs, located, row);
+      return row;
+    });
+  }
+
+  async outboxResolve(topic: string, id: string, nowMs: number): Promise<OutboxRowAction> {
+    return this.actOnWaiting(topic, id, nowMs, (dbs, located) => {
+      removeLocated(dbs, located);
+      return located.row;
+    });
+  }
+
+  /** An operator's action on a deferred row of the topic that no worker holds a live claim on. */
+  private actOnWaiting(topic: string, id: string, nowMs: number, action: (dbs: SubDatabases, located: LocatedRow) => OutboxRecord): Promise<OutboxRowAction> {
+    assertIdentifier('topic', topic);
+    assertIdentifier('outbox id', id);
+    assertNonNegativeInteger('nowMs', nowMs);
+    return this.write((dbs): OutboxRowAction => {
+      const located = locate(dbs, id);
+      if (located === null || !located.deferred || located.row.topic !== topic) return { result: 'not_found' };
+      if (located.row.claimExpiresAtMs > nowMs) return { result: 'claimed', row: located.row };
+      return { result: 'ok', row: action(dbs, located) };
     });
   }
 
@@ -345,10 +423,8 @@ export class LmdbStore implements SnapshotStore {
     this.assertIds(ids);
     return this.write((dbs) => {
       for (const id of ids) {
-        const location = dbs.outboxIds.get(id);
-        if (location === undefined) continue;
-        dbs.outbox.removeSync(location);
-        dbs.outboxIds.removeSync(id);
+        const located = locate(dbs, id);
+        if (located !== null) removeLocated(dbs, located);
       }
     });
   }
@@ -357,16 +433,28 @@ export class LmdbStore implements SnapshotStore {
     assertIdentifier('topic', topic);
     assertNonNegativeInteger('nowMs', nowMs);
     assertLimit('countMax', countMax, outboxBacklogCountMax);
+    const dbs = this.open();
+    const range = { start: [topic], end: [topic, prefixEnd], limit: countMax + 1 };
     let rows = 0;
     let claimed = 0;
-    let oldestCreatedAtMs: number | null = null;
-    for (const { value } of this.open().outbox.getRange({ start: [topic], end: [topic, prefixEnd], limit: countMax + 1 })) {
-      if (rows === countMax) return { rows, claimed, capped: true, oldestCreatedAtMs };
-      if (rows === 0) oldestCreatedAtMs = value.createdAtMs ?? null; // rows come in commit order
+    let deferred = 0;
+    let parked = 0;
+    let oldest: OutboxRecord | null = null;
+    // Each kind is counted up to the cap; both come in commit order, so each one's first row is its oldest.
+    for (const [index, { value }] of [...dbs.outbox.getRange(range)].entries()) {
+      if (index === 0) oldest = value;
       rows += 1;
       if (value.claimExpiresAtMs > nowMs) claimed += 1;
     }
-    return { rows, claimed, capped: false, oldestCreatedAtMs };
+    for (const [index, { value }] of [...dbs.outboxDeferred.getRange(range)].entries()) {
+      if (index === 0 && (oldest === null || value.seq < oldest.seq)) oldest = value;
+      rows += 1;
+      if (value.claimExpiresAtMs > nowMs) claimed += 1;
+      if ((value.notBeforeMs ?? 0) > nowMs) deferred += 1;
+      if (value.parked === true) parked += 1;
+    }
+    const cap = (count: number): number => Math.min(count, countMax);
+    return { rows: cap(rows), claimed: cap(claimed), deferred: cap(deferred), parked: cap(parked), capped: rows > countMax, oldestCreatedAtMs: oldest?.createdAtMs ?? null };
   }
 
   private assertIds(ids: readonly string[]): void {
@@ -542,11 +630,77 @@ interface SubDatabases {
   appliedOrder: Database<string, Key>;
   events: Database<JsonValue, Key>;
   outbox: Database<OutboxRecord, Key>;
-  outboxIds: Database<[string, number], string>;
+  outboxIds: Database<OutboxKey, string>;
+  outboxDeferred: Database<OutboxRecord, Key>;
+  outboxDeferredIds: Database<OutboxKey, string>;
+  /** [topic, notBeforeMs, seq] of every deferred row: claims read the due ones in due order. */
+  outboxDue: Database<true, Key>;
   docs: Database<JsonObject, Key>;
   docIndex: Database<true, Key>;
   meta: Database<number | string, Key>;
   blobs: Database<Buffer, string>;
+}
+
+// ---- outbox rows in their two homes (see the header) ----
+
+function locate(dbs: SubDatabases, id: string): LocatedRow | null {
+  const freshKey = dbs.outboxIds.get(id);
+  const fresh = freshKey === undefined ? undefined : dbs.outbox.get(freshKey);
+  if (freshKey !== undefined && fresh !== undefined) return { deferred: false, key: freshKey, row: fresh };
+  const deferredKey = dbs.outboxDeferredIds.get(id);
+  const deferred = deferredKey === undefined ? undefined : dbs.outboxDeferred.get(deferredKey);
+  return deferredKey !== undefined && deferred !== undefined ? { deferred: true, key: deferredKey, row: deferred } : null;
+}
+
+/** Writes the row back where it is (its due time unchanged). */
+function putLocated(dbs: SubDatabases, located: LocatedRow): void {
+  (located.deferred ? dbs.outboxDeferred : dbs.outbox).putSync(located.key, located.row);
+}
+
+/** Writes `row` (which carries its new notBeforeMs) as a deferred row, moving it there if fresh. */
+function moveToDeferred(dbs: SubDatabases, located: LocatedRow, row: OutboxRecord): void {
+  const [topic, seq] = located.key;
+  if (located.deferred) {
+    dbs.outboxDue.removeSync([topic, located.row.notBeforeMs ?? 0, seq]);
+  } else {
+    dbs.outbox.removeSync(located.key);
+    dbs.outboxIds.removeSync(row.id);
+    dbs.outboxDeferredIds.putSync(row.id, located.key);
+  }
+  dbs.outboxDeferred.putSync(located.key, row);
+  dbs.outboxDue.putSync([topic, row.notBeforeMs ?? 0, seq], true);
+}
+
+function removeLocated(dbs: SubDatabases, located: LocatedRow): void {
+  const [topic, seq] = located.key;
+  if (located.deferred) {
+    dbs.outboxDeferred.removeSync(located.key);
+    dbs.outboxDue.removeSync([topic, located.row.notBeforeMs ?? 0, seq]);
+    dbs.outboxDeferredIds.removeSync(located.row.id);
+  } else {
+    dbs.outbox.removeSync(located.key);
+    dbs.outboxIds.removeSync(located.row.id);
+  }
+}
+
+/** The first `limit` rows of two seq-ordered lists, in seq order. */
+function mergeBySeq(a: readonly OutboxRecord[], b: readonly OutboxRecord[], limit: number): OutboxRecord[] {
+  const merged: OutboxRecord[] = [];
+  let i = 0;
+  let j = 0;
+  while (merged.length < limit) {
+    const left = a[i];
+    const right = b[j];
+    if (left === undefined && right === undefined) break;
+    if (right === undefined || (left !== undefined && left.seq < right.seq)) {
+      if (left !== undefined) merged.push(left);
+      i += 1;
+    } else {
+      merged.push(right);
+      j += 1;
+    }
+  }
+  return merged;
 }
 
 function indexKey(index: ReadModelIndex, doc: JsonObject, id: string): Key[] | null {

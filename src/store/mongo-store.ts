@@ -3,17 +3,23 @@
 // (a one-node replica set is enough); init() refuses a standalone server. Reads outside
 // transactions use majority read concern, so a dispatcher never sees an outbox row that could still
 // be rolled back: durable before visible. See docs/store.md for the collections and indexes.
+//
+// Outbox rows a worker deferred carry `notBeforeMs` (with attempts, reason, parked); rows never
+// deferred, and rows written by releases before deferral existed, have none and are due. Claims
+// walk `by_topic_due` (topic, notBeforeMs, seq): a missing notBeforeMs sorts before every number,
+// so fresh rows come first in commit order, then the due deferred rows, and rows deferred into the
+// future are outside the index bounds: never read by a claim, however many there are.
 import { randomUUID } from 'node:crypto';
 import { Binary, MongoClient, MongoServerError, ReadConcern, WriteConcern } from 'mongodb';
 import type { ClientSession, Collection, Db, Document, Filter, TransactionOptions } from 'mongodb';
 import {
   IndexCatalog, appliedRepliesPerActorDefault, assertBlob, assertCollection, assertCommitWrite, assertFence,
   assertIdentifier, assertLimit, assertNonNegativeInteger, assertReadModelDoc, defaultReadModelIndexes,
-  outboxBacklogCountMax, outboxBatchMax, planList,
+  outboxBacklogCountMax, outboxBatchMax, planList, assertDeferral,
 } from './store.ts';
 import type {
   ActorSnapshot, AppliedReply, BatchCommitResult, CommitResult, CommitWrite, FenceResult, JsonObject, JsonValue, ListPage,
-  ListQuery, OutboxBacklog, OutboxRow, PutIfAbsentResult, SnapshotStore, StoredEvent, StoreOptions,
+  ListQuery, OutboxBacklog, OutboxDeferral, OutboxRow, OutboxRowAction, PutIfAbsentResult, SnapshotStore, StoredEvent, StoreOptions,
 } from './store.ts';
 
 export interface MongoStoreOptions extends StoreOptions {
@@ -59,6 +65,11 @@ interface OutboxDoc {
   /** Set by the claim that holds the row, so the claimer can read back exactly what it won. */
   claimId: string | null;
   createdAtMs?: number;
+  /** Set by outboxDefer (with the three below); absent on rows never deferred: due. */
+  notBeforeMs?: number;
+  attempts?: number;
+  reason?: string;
+  parked?: boolean;
 }
 interface CounterDoc {
   _id: string;
@@ -135,6 +146,11 @@ export class MongoStore implements SnapshotStore {
     await this.events.createIndex({ actorKey: 1, version: 1, index: 1 }, { name: 'by_actor_version' });
     await this.outbox.createIndex({ topic: 1, seq: 1 }, { name: 'by_topic_seq' });
     await this.outbox.createIndex({ claimId: 1 }, { name: 'by_claim' });
+    await this.outbox.createIndex({ topic: 1, notBeforeMs: 1, seq: 1 }, { name: 'by_topic_due' });
+    // Partial: only deferred rows (the operators' listing) and parked rows (the backlog's count).
+    // Key patterns differ from every other index's, as MongoDB requires of two indexes.
+    await this.outbox.createIndex({ topic: 1, seq: 1, notBeforeMs: 1 }, { name: 'by_topic_seq_deferred', partialFilterExpression: { notBeforeMs: { $exists: true } } });
+    await this.outbox.createIndex({ topic: 1, parked: 1 }, { name: 'by_topic_parked', partialFilterExpression: { parked: true } });
     for (const index of this.indexes.all()) {
       const keys: Record<string, 1> = {};
       for (const field of [...index.equal, index.orderBy]) keys[`doc.${field}`] = 1;
@@ -339,8 +355,8 @@ export class MongoStore implements SnapshotStore {
 
   /**
    * Each step is safe under concurrent claimers: read candidates; updateMany re-checks "no live
-   * claim" per document atomically and stamps this call's claimId; read back what this call won.
-   * A row taken by another claimer in between is simply not won (so a batch may be short).
+   * claim, due" per document atomically and stamps this call's claimId; read back what this call
+   * won. A row taken by another claimer in between is simply not won (so a batch may be short).
    */
   async outboxClaim(topic: string, owner: string, limit: number, leaseMs: number, nowMs: number): Promise<OutboxRow[]> {
     assertIdentifier('topic', topic);
@@ -348,13 +364,15 @@ export class MongoStore implements SnapshotStore {
     assertLimit('limit', limit, outboxBatchMax);
     assertLimit('leaseMs', leaseMs, Number.MAX_SAFE_INTEGER);
     assertNonNegativeInteger('nowMs', nowMs);
-    const claimable: Filter<OutboxDoc> = { topic, claimExpiresAtMs: { $lte: nowMs } };
+    // `$not: {$gt}` also matches a missing notBeforeMs (never deferred, or an earlier release's row).
+    const claimable: Filter<OutboxDoc> = { topic, claimExpiresAtMs: { $lte: nowMs }, notBeforeMs: { $not: { $gt: nowMs } } };
+    const dueOrder = { notBeforeMs: 1, seq: 1 } as const;
     const claimId = randomUUID();
     let wonCount = 0;
     // A round can lose candidates to a concurrent claimer; a few more rounds fill the batch.
     for (let round = 0; round < claimRoundsMax && wonCount < limit; round += 1) {
       const candidates = await this.outbox.find(claimable, { projection: { _id: 1 } })
-        .sort({ seq: 1 }).limit(limit - wonCount).toArray();
+        .sort(dueOrder).hint('by_topic_due').limit(limit - wonCount).toArray();
       if (candidates.length === 0) break;
       const result = await this.outbox.updateMany(
         { ...claimable, _id: { $in: candidates.map((doc) => doc._id) } },
@@ -364,7 +382,7 @@ export class MongoStore implements SnapshotStore {
       if (result.modifiedCount === candidates.length) break;
     }
     if (wonCount === 0) return [];
-    const won = await this.outbox.find({ claimId }).sort({ seq: 1 }).toArray();
+    const won = await this.outbox.find({ claimId }).sort(dueOrder).toArray();
     return won.map(toOutboxRow);
   }
 
@@ -392,6 +410,56 @@ export class MongoStore implements SnapshotStore {
     );
   }
 
+  /**
+   * One update per row (concurrently), each atomic on `claimOwner`: a row another claimer won is
+   * left alone. Per row, so the answer says which rows were deferred.
+   */
+  async outboxDefer(deferrals: readonly OutboxDeferral[], owner: string): Promise<string[]> {
+    assertIdentifier('owner', owner);
+    if (deferrals.length > outboxBatchMax) throw new RangeError(`at most ${outboxBatchMax} rows at once`);
+    for (const deferral of deferrals) assertDeferral(deferral);
+    const results = await Promise.all(deferrals.map(async (deferral) => {
+      const recorded = { notBeforeMs: deferral.notBeforeMs, attempts: deferral.attempts, parked: deferral.parked };
+      const released = { claimOwner: null, claimExpiresAtMs: 0, claimId: null };
+      const update = deferral.reason === null
+        ? { $set: { ...released, ...recorded }, $unset: { reason: '' as const } }
+        : { $set: { ...released, ...recorded, reason: deferral.reason } };
+      const result = await this.outbox.updateOne({ _id: deferral.id, claimOwner: owner }, update);
+      return result.matchedCount === 1 ? deferral.id : null;
+    }));
+    return results.filter((id): id is string => id !== null);
+  }
+
+  async outboxWaiting(topic: string, limit: number, afterSeq = 0): Promise<OutboxRow[]> {
+    assertIdentifier('topic', topic);
+    assertLimit('limit', limit, outboxBatchMax);
+    assertNonNegativeInteger('afterSeq', afterSeq);
+    const docs = await this.outbox.find({ topic, seq: { $gt: afterSeq }, notBeforeMs: { $exists: true } })
+      .sort({ seq: 1 }).limit(limit).toArray(); // answered by the partial by_topic_seq_deferred
+    return docs.map(toOutboxRow);
+  }
+
+  /** Atomic: the row changes only if it is still deferred and unclaimed at `nowMs`. */
+  async outboxRetryNow(topic: string, id: string, nowMs: number): Promise<OutboxRowAction> {
+    assertWaitingRef(topic, id, nowMs);
+    const changed = await this.outbox.findOneAndUpdate(
+      waitingUnclaimed(topic, id, nowMs), { $set: { notBeforeMs: 0 } }, { returnDocument: 'after' },
+    );
+    return changed !== null ? { result: 'ok', row: toOutboxRow(changed) } : this.whyNotWaiting(topic, id);
+  }
+
+  /** Atomic: the row is deleted only if it is still deferred and unclaimed at `nowMs`. */
+  async outboxResolve(topic: string, id: string, nowMs: number): Promise<OutboxRowAction> {
+    assertWaitingRef(topic, id, nowMs);
+    const removed = await this.outbox.findOneAndDelete(waitingUnclaimed(topic, id, nowMs));
+    return removed !== null ? { result: 'ok', row: toOutboxRow(removed) } : this.whyNotWaiting(topic, id);
+  }
+
+  private async whyNotWaiting(topic: string, id: string): Promise<OutboxRowAction> {
+    const doc = await this.outbox.findOne({ _id: id, topic, notBeforeMs: { $exists: true } });
+    return doc === null ? { result: 'not_found' } : { result: 'claimed', row: toOutboxRow(doc) };
+  }
+
   async outboxMarkDone(ids: readonly string[]): Promise<void> {
     assertIds(ids);
     if (ids.length === 0) return;
@@ -402,15 +470,21 @@ export class MongoStore implements SnapshotStore {
     assertIdentifier('topic', topic);
     assertNonNegativeInteger('nowMs', nowMs);
     assertLimit('countMax', countMax, outboxBacklogCountMax);
-    // Both counts walk the by_topic_seq index (claimed ones also read the rows), at most countMax + 1.
-    const [rows, claimed, oldest] = await Promise.all([
-      this.outbox.countDocuments({ topic }, { limit: countMax + 1 }),
-      this.outbox.countDocuments({ topic, claimExpiresAtMs: { $gt: nowMs } }, { limit: countMax + 1 }),
+    // Each count walks an index (claimed ones also read the rows), at most countMax + 1 entries:
+    // rows and claimed by_topic_seq, deferred by_topic_due, parked the partial by_topic_parked.
+    const limit = { limit: countMax + 1 };
+    const [rows, claimed, deferred, parked, oldest] = await Promise.all([
+      this.outbox.countDocuments({ topic }, limit),
+      this.outbox.countDocuments({ topic, claimExpiresAtMs: { $gt: nowMs } }, limit),
+      this.outbox.countDocuments({ topic, notBeforeMs: { $gt: nowMs } }, limit),
+      this.outbox.countDocuments({ topic, parked: true }, limit),
       this.outbox.findOne({ topic }, { sort: { seq: 1 }, projection: { createdAtMs: 1 } }),
     ]);
     return {
       rows: Math.min(rows, countMax),
       claimed: Math.min(claimed, countMax),
+      deferred: Math.min(deferred, countMax),
+      parked: Math.min(parked, countMax),
       capped: rows > countMax,
       oldestCreatedAtMs: typeof oldest?.createdAtMs === 'number' ? oldest.createdAtMs : null,
     };
@@ -511,6 +585,17 @@ function assertIds(ids: readonly string[]): void {
   for (const id of ids) assertIdentifier('outbox id', id);
 }
 
+function assertWaitingRef(topic: string, id: string, nowMs: number): void {
+  assertIdentifier('topic', topic);
+  assertIdentifier('outbox id', id);
+  assertNonNegativeInteger('nowMs', nowMs);
+}
+
+/** A deferred row of the topic that no worker holds a live claim on at `nowMs`. */
+function waitingUnclaimed(topic: string, id: string, nowMs: number): Filter<OutboxDoc> {
+  return { _id: id, topic, notBeforeMs: { $exists: true }, claimExpiresAtMs: { $lte: nowMs } };
+}
+
 function toOutboxRow(doc: OutboxDoc): OutboxRow {
   const row: OutboxRow = {
     id: doc._id, topic: doc.topic, seq: doc.seq, actorKey: doc.actorKey, version: doc.version,
@@ -518,6 +603,10 @@ function toOutboxRow(doc: OutboxDoc): OutboxRow {
   };
   if (doc.partitionKey !== undefined) row.partitionKey = doc.partitionKey;
   if (doc.createdAtMs !== undefined) row.createdAtMs = doc.createdAtMs;
+  if (typeof doc.notBeforeMs === 'number') row.notBeforeMs = doc.notBeforeMs;
+  if (typeof doc.attempts === 'number') row.attempts = doc.attempts;
+  if (typeof doc.reason === 'string') row.reason = doc.reason;
+  if (typeof doc.parked === 'boolean') row.parked = doc.parked;
   return row;
 }
 

@@ -101,7 +101,40 @@ export interface OutboxRow {
    * time. Absent on rows written before this was recorded.
    */
   createdAtMs?: number;
+  // What the last `outboxDefer` recorded. A row never deferred has none of these: it is due since
+  // its commit (rows written before deferral existed read the same way).
+  /** Not claimable before this time (the claimers' clock, ms); 0 after an operator's retry. */
+  notBeforeMs?: number;
+  /** Failed attempts so far. */
+  attempts?: number;
+  /** Why it waits: the last failure (≤ `outboxReasonCharsMax` characters). */
+  reason?: string;
+  /** The last attempt parked it: the work waits on operations and is retried slowly. */
+  parked?: boolean;
 }
+
+/** A claimed row handed back until a later time, with what its holder learnt (`outboxDefer`). */
+export interface OutboxDeferral {
+  readonly id: string;
+  /** Not claimable before this time (ms, the clock the claimers pass as `nowMs`). */
+  readonly notBeforeMs: number;
+  /** Failed attempts so far (kept with the row: backoff and operations continue from it). */
+  readonly attempts: number;
+  /** The last failure, ≤ `outboxReasonCharsMax` characters; null when there is none. */
+  readonly reason: string | null;
+  /** True when the work waits on operations (the chain refuses it), not on a passing failure. */
+  readonly parked: boolean;
+}
+
+/**
+ * An operator's action on a waiting row (`outboxRetryNow`, `outboxResolve`). Only rows that were
+ * deferred at least once are acted on; a row a worker holds a live claim on right now is left
+ * alone (`claimed`): its attempt is running and decides.
+ */
+export type OutboxRowAction =
+  | { readonly result: 'ok'; readonly row: OutboxRow }
+  | { readonly result: 'claimed'; readonly row: OutboxRow }
+  | { readonly result: 'not_found' };
 
 export type IndexValue = string | number | boolean;
 
@@ -164,7 +197,12 @@ export interface SnapshotStore {
 
   /** Rows not yet marked done, claimed or not, with seq > afterSeq, in commit order. */
   outboxPending(topic: string, limit: number, afterSeq?: number): Promise<OutboxRow[]>;
-  /** Claims up to `limit` rows that are not done and not under a live claim, in commit order. */
+  /**
+   * Claims up to `limit` rows that are not done, not under a live claim and due (never deferred, or
+   * deferred until `nowMs` or earlier). Order: rows never deferred first, in commit order (new work
+   * is never queued behind retries), then deferred rows by due time, oldest first (commit order
+   * between equal times). Rows deferred into the future are not read at all, however many there are.
+   */
   outboxClaim(topic: string, owner: string, limit: number, leaseMs: number, nowMs: number): Promise<OutboxRow[]>;
   /**
    * Extends to `nowMs + leaseMs` the claims `owner` still holds on these rows (live, or lapsed with
@@ -174,11 +212,29 @@ export interface SnapshotStore {
   outboxRenew(ids: readonly string[], owner: string, leaseMs: number, nowMs: number): Promise<string[]>;
   /** Drops the claims that `owner` holds on these rows (others' claims are left alone). */
   outboxRelease(ids: readonly string[], owner: string): Promise<void>;
+  /**
+   * Drops `owner`'s claims on these rows (as `outboxRelease`) and keeps each from being claimed
+   * before its `notBeforeMs`, recording its attempts, reason and whether it is parked; answers
+   * the ids deferred. A row `owner` no longer holds (another claimed it, released, done) is left
+   * alone and not answered. The retry wait of a row is then the store's, not a worker's: nobody
+   * holds or renews a row while it waits.
+   */
+  outboxDefer(deferrals: readonly OutboxDeferral[], owner: string): Promise<string[]>;
+  /**
+   * Rows of the topic deferred at least once and not done (waiting, or due and maybe claimed
+   * again), with what their last deferral recorded, in commit order, seq > afterSeq.
+   */
+  outboxWaiting(topic: string, limit: number, afterSeq?: number): Promise<OutboxRow[]>;
+  /** Operations: a waiting row of the topic becomes due at once, first among deferred rows. */
+  outboxRetryNow(topic: string, id: string, nowMs: number): Promise<OutboxRowAction>;
+  /** Operations: a waiting row of the topic is deleted as done by hand (the caller logs why). */
+  outboxResolve(topic: string, id: string, nowMs: number): Promise<OutboxRowAction>;
   /** Deletes the rows: they are never returned again. Unknown ids are ignored. */
   outboxMarkDone(ids: readonly string[]): Promise<void>;
   /**
-   * How many rows of the topic are not done, and how many of those are under a live claim at
-   * `nowMs`; both counted up to `countMax` (then `capped`), so a huge backlog costs a bounded read.
+   * How many rows of the topic are not done, how many of those are under a live claim at `nowMs`,
+   * deferred past `nowMs` and parked; each counted up to `countMax` (then `capped`), so a huge
+   * backlog costs a bounded read.
    */
   outboxBacklog(topic: string, nowMs: number, countMax: number): Promise<OutboxBacklog>;
 
@@ -214,12 +270,18 @@ export const commitItemsMax = 1_000;
 export const outboxBatchMax = 1_000;
 /** Largest `countMax` of `outboxBacklog`. */
 export const outboxBacklogCountMax = 100_000;
+/** Longest `reason` a deferral records (characters). */
+export const outboxReasonCharsMax = 500;
 
 export interface OutboxBacklog {
   /** Rows not done (up to countMax). */
   readonly rows: number;
   /** Of those, rows under a live claim (being worked on). */
   readonly claimed: number;
+  /** Of those, rows deferred past `nowMs`: waiting for a retry (parked ones included). */
+  readonly deferred: number;
+  /** Of those, rows whose last attempt parked them (waiting on operations), due or not. */
+  readonly parked: number;
   /** True when there were more than countMax rows: the numbers are lower bounds. */
   readonly capped: boolean;
   /** `createdAtMs` of the oldest row not done (the first in commit order); null when none or unknown. */
@@ -300,6 +362,26 @@ export function assertBlob(key: string, bytes: Uint8Array): void {
   assertIdentifier('blob key', key);
   if (!(bytes instanceof Uint8Array)) fail('blob bytes must be a Uint8Array');
   if (bytes.byteLength > blobBytesMax) fail(`blob is larger than ${blobBytesMax} bytes`);
+}
+
+export function assertDeferral(deferral: OutboxDeferral): void {
+  assertIdentifier('outbox id', deferral.id);
+  assertNonNegativeInteger('notBeforeMs', deferral.notBeforeMs);
+  assertNonNegativeInteger('attempts', deferral.attempts);
+  if (deferral.reason !== null && (typeof deferral.reason !== 'string' || deferral.reason.length > outboxReasonCharsMax)) {
+    fail(`reason must be null or a string of at most ${outboxReasonCharsMax} characters`);
+  }
+  if (typeof deferral.parked !== 'boolean') fail('parked must be a boolean');
+}
+
+/** The row as a deferral leaves it: unclaimed, with what was recorded (a null reason clears it). */
+export function deferredRow(row: OutboxRow, deferral: OutboxDeferral): OutboxRow {
+  const next: OutboxRow = {
+    ...row, claimOwner: null, claimExpiresAtMs: 0, notBeforeMs: deferral.notBeforeMs, attempts: deferral.attempts, parked: deferral.parked,
+  };
+  if (deferral.reason === null) delete next.reason;
+  else next.reason = deferral.reason;
+  return next;
 }
 
 export function assertFence(shard: number, token: number): void {

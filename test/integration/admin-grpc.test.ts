@@ -10,6 +10,15 @@ import { createAdminClient, type AdminClient } from '../../src/grpc/admin-client
 import { runCli } from '../../src/grpc/admin-cli.ts';
 import { partnerOverridesCollection } from '../../src/service/partner-overrides.ts';
 import { sha256Hex } from '../../src/edge/auth.ts';
+import { randomBytes } from 'node:crypto';
+import { pino } from 'pino';
+import { chainRefundTopic, depositActorKey, depositActorType, depositsCollection, type DepositReply } from '../../src/actors/deposit-actor.ts';
+import { toJsonValue } from '../../src/actors/state-codec.ts';
+import type { ActorClient } from '../../src/actors/client.ts';
+import { base58Encode, resolveChainSetups } from '../../src/chains/config.ts';
+import { randomAddress, SandboxChain } from '../../src/chains/sandbox-chain.ts';
+import { loadDefaultCorridors } from '../../src/config/corridors.ts';
+import { decimalFromExactString } from '../../src/domain/money.ts';
 import { eventually } from '../support/eventually.ts';
 import { randomUUID } from 'node:crypto';
 import { shardOf } from '../../src/bus/shards.ts';
@@ -22,11 +31,14 @@ const demoKey = 'demo-key-for-the-admin-test-0123456789';
 let dir: string;
 let service: RunningService;
 let admin: AdminClient;
+/** What the service logs at warn and above (the audit trail of operators' actions is there). */
+const warnings: string[] = [];
 
 before(async () => {
   dir = mkdtempSync(join(tmpdir(), 'admin-'));
   service = await startService(
     readEnv({ PORT: '0', GRPC_PORT: '0', DATA_DIR: dir, LOG_LEVEL: 'silent', OPS_API_KEY: opsKey, DEMO_API_KEY: demoKey, SHARDS: '8' }),
+    { log: pino({ level: 'warn' }, { write: (line: string) => void warnings.push(line) }) },
   );
   assert.ok(service.adminPort);
   admin = createAdminClient(`127.0.0.1:${service.adminPort}`, opsKey);
@@ -138,4 +150,87 @@ test('quarantined actors: listed, inspected (kinds and ids, no payloads) and rep
   await eventually(async () => assert.ok(await loadQuote(service.ctx.store, quoteId), 'the dead-lettered creation was applied'));
   await eventually(async () => assert.rejects(admin.call('InspectQuarantined', { actor_id: actorId }), (error: { code?: number }) => error.code === 5));
   await assert.rejects(admin.call('ReplayQuarantined', { actor_id: actorId }), (error: { code?: number }) => error.code === 5);
+});
+
+/** A Solana transfer nobody can match, recorded by its deposit actor: a chain refund row for its sender. */
+let actors: ActorClient | null = null;
+async function unmatchedSolanaDeposit(): Promise<string> {
+  actors ??= await service.ctx.actorClient('admin-test'); // one reply stream per name: one client
+  const client = actors;
+  const onChainId = base58Encode(randomBytes(64));
+  const transfer = { network: 'SOLANA', onChainId, asset: 'USDC', amount: decimalFromExactString('2'), sender: randomAddress('SOLANA'), memo: null };
+  const key = depositActorKey('SOLANA', onChainId);
+  const reply = await client.ask<DepositReply>(depositActorType, key, 'unmatched', toJsonValue({ transfer, reason: 'memo_missing' }), { timeoutMs: 20_000 });
+  assert.equal(reply.result, 'recorded');
+  return key;
+}
+
+interface ParkedRowView {
+  topic: string;
+  id: string;
+  partition_key: string;
+  state: string;
+  attempts: number;
+  reason: string;
+  not_before_ms: string;
+  claimed: boolean;
+}
+
+test('refunds a chain refuses: /metrics counts them parked, the listing shows why; an operator retries one now and resolves one by hand (logged)', async () => {
+  const setups = resolveChainSetups(null, { sandbox: true, corridors: loadDefaultCorridors() });
+  const chain = new SandboxChain({ store: service.ctx.store, clock: service.ctx.clock, setups: Object.values(setups).filter((setup) => setup !== undefined) });
+  await chain.setKnobs('SOLANA', { sendRejects: true });
+  try {
+    const retried = await unmatchedSolanaDeposit();
+    const resolved = await unmatchedSolanaDeposit();
+    // The service's refund worker tries both, the chain refuses, and they are parked.
+    const rows = await eventually(async () => {
+      const reply = await admin.call('ListParked', { topic: chainRefundTopic });
+      const ours = (reply.rows as ParkedRowView[]).filter((row) => row.partition_key === retried || row.partition_key === resolved);
+      assert.equal(ours.length, 2);
+      return ours;
+    }, 15_000, 100);
+    for (const row of rows) {
+      assert.deepEqual([row.topic, row.state, row.attempts, row.reason, row.claimed], [chainRefundTopic, 'parked', 1, 'sandbox send rejected (knob)', false]);
+      assert.ok(Number(row.not_before_ms) > Date.now() + 60_000, 'retried in ten minutes, not before');
+    }
+    await eventually(async () => {
+      const response = await fetch(`http://127.0.0.1:${service.port}/metrics`, { headers: { 'x-ops-api-key': opsKey } });
+      assert.match(await response.text(), /^outbox_rows_parked\{topic="refunds\.chain"\} 2$/m);
+    }, 15_000, 250);
+
+    const lines: string[] = [];
+    assert.equal(await runCli(['parked', chainRefundTopic], { OPS_API_KEY: opsKey, ADMIN_ADDR: `127.0.0.1:${service.adminPort}` }, (text) => lines.push(text)), 0);
+    assert.match(lines[0] ?? '', /^topic\s+id\s+state\s+attempts\s+reason/);
+    assert.match(lines[0] ?? '', /parked\s+1\s+sandbox send rejected \(knob\)/);
+
+    // The chain takes sends again: the retried refund goes out at once, the other waits its ten minutes.
+    await chain.setKnobs('SOLANA', { sendRejects: false });
+    const [toRetry, toResolve] = [rows.find((row) => row.partition_key === retried), rows.find((row) => row.partition_key === resolved)];
+    assert.ok(toRetry && toResolve);
+    assert.equal((await admin.call('RetryParked', { topic: chainRefundTopic, id: toRetry.id })).ok, true);
+    await eventually(async () => assert.equal((await service.ctx.store.get(depositsCollection, retried))?.['refund'], 'settled'), 10_000, 50);
+    assert.equal((await service.ctx.store.get(depositsCollection, resolved))?.['refund'], 'pending');
+
+    // Resolving needs a note; it deletes the row as done and leaves an audit line with the note.
+    await assert.rejects(admin.call('ResolveParked', { topic: chainRefundTopic, id: toResolve.id }), (error: { code?: number }) => error.code === 3);
+    const note = 'sender asked for the refund on another address; sent by hand';
+    assert.equal((await admin.call('ResolveParked', { topic: chainRefundTopic, id: toResolve.id, note })).ok, true);
+    assert.ok(!(await service.ctx.store.outboxPending(chainRefundTopic, 1_000)).some((row) => row.id === toResolve.id), 'the row is done');
+    const listed = (await admin.call('ListParked', { topic: chainRefundTopic, include_retrying: true })).rows as ParkedRowView[];
+    assert.ok(!listed.some((row) => row.id === toResolve.id || row.id === toRetry.id), 'neither waits any more');
+    const audit = warnings.map((line) => JSON.parse(line) as { msg: string; note?: string; outboxRow?: { id: string; reason: string } })
+      .find((entry) => entry.outboxRow?.id === toResolve.id);
+    assert.ok(audit, 'the resolution is logged');
+    assert.equal(audit.note, note);
+    assert.equal(audit.outboxRow?.reason, 'sandbox send rejected (knob)');
+    assert.match(audit.msg, /resolved by an operator/);
+
+    // A row that does not wait, a topic that does not exist.
+    await assert.rejects(admin.call('RetryParked', { topic: chainRefundTopic, id: toResolve.id }), (error: { code?: number }) => error.code === 5);
+    await assert.rejects(admin.call('ResolveParked', { topic: chainRefundTopic, id: 'nobody:1:0', note }), (error: { code?: number }) => error.code === 5);
+    await assert.rejects(admin.call('ListParked', { topic: 'no-such-topic' }), (error: { code?: number }) => error.code === 3);
+  } finally {
+    await chain.setKnobs('SOLANA', { sendRejects: false });
+  }
 });

@@ -446,7 +446,7 @@ describe('chain refunds survive crashes and outages (outbox claims)', () => {
     return { id, sent };
   }
 
-  test('a worker that dies mid-refund: its claim lapses and another worker finishes, sending once', async () => {
+  test('a worker that dies after a failed refund attempt: another worker finishes it once it is due, sending once', async () => {
     const { id } = await wrongAmountOnSolana();
     await stack.sandboxChain.setKnobs('SOLANA', { sendOutage: true });
     const crashed = worker('crashed');
@@ -456,10 +456,10 @@ describe('chain refunds survive crashes and outages (outbox claims)', () => {
 
     const successor = worker('successor');
     await successor.tick();
-    assert.equal(successor.status().inFlight, 0, 'the claim of the dead worker is still live');
+    assert.equal(successor.status().inFlight, 0, 'the refund waits in the store for its retry time');
     assert.equal((await transaction(stack, id)).refundOnChainId, null);
 
-    nowMs += 61_000; // the claim lapses
+    nowMs += 61_000; // past the retry time (and any claim the dead worker held)
     await successor.tick();
     const refunded = await untilRefunded(stack, id);
     assert.equal(refunded.status, 'WRONG_AMOUNT');

@@ -10,6 +10,7 @@ import pino from 'pino';
 import type { JsonValue } from '../../src/actors/envelope.ts';
 import { outboxTopicDeliveries, outboxTopicRefundsPix, transactionsCollection } from '../../src/actors/transaction-actor.ts';
 import { resolveChainSetups } from '../../src/chains/config.ts';
+import type { ChainAdapter } from '../../src/chains/chains.ts';
 import type { ActorAsker } from '../../src/chains/deposits.ts';
 import { randomAddress, SandboxChain, sandboxChainCollection } from '../../src/chains/sandbox-chain.ts';
 import { loadDefaultCorridors } from '../../src/config/corridors.ts';
@@ -19,6 +20,7 @@ import { DeliveryWorker, onrampDeliveriesCollection } from '../../src/onramp/del
 import { StoredOnrampInventory } from '../../src/onramp/inventory.ts';
 import { startActorHarness, type ActorHarness, type BusKind } from '../support/actor-harness.ts';
 import { accept, createQuote, pixPaymentReceived } from '../support/payout-child.ts';
+import { eventually } from '../support/eventually.ts';
 
 const log = pino({ level: process.env['HARNESS_LOG'] === undefined ? 'silent' : 'debug' });
 
@@ -39,11 +41,11 @@ for (const busKind of ['memory', 'redis'] as const satisfies readonly BusKind[])
       await harness.stop();
     });
 
-    function worker(options: { inventory?: StoredOnrampInventory; actors?: ActorAsker } = {}): { worker: DeliveryWorker; inventory: StoredOnrampInventory } {
+    function worker(options: { inventory?: StoredOnrampInventory; actors?: ActorAsker; stellar?: ChainAdapter } = {}): { worker: DeliveryWorker; inventory: StoredOnrampInventory } {
       const inventory = options.inventory ?? new StoredOnrampInventory({ store: harness.store });
       const created = new DeliveryWorker({
         store: harness.store,
-        adapters: new Map([['STELLAR', chain.adapter('STELLAR')]]),
+        adapters: new Map([['STELLAR', options.stellar ?? chain.adapter('STELLAR')]]),
         actors: options.actors ?? harness.client,
         inventory,
         clock,
@@ -181,27 +183,43 @@ for (const busKind of ['memory', 'redis'] as const satisfies readonly BusKind[])
       }
     });
 
-    // Two watcher processes run delivery workers. One that stalls past its claim (a long GC, a
-    // frozen VM) finds the row taken by the other when it wakes: it must leave it, not keep
-    // working it side by side (each send would then rest on the adapter's journal alone).
-    test('a worker that lost its claim to another leaves the row to it; one transfer, delivered by the new holder', async () => {
+    // Two watcher processes run delivery workers. One that stalls in the middle of an attempt past
+    // its claim (a long GC, a frozen VM, a node that does not answer) finds the row taken by the
+    // other when it wakes: its late outcome must not be written back, and it must leave the row
+    // instead of working it side by side (each send would then rest on the adapter's journal alone).
+    test('a worker that lost its claim to another mid-attempt leaves the row to it; one transfer, delivered by the new holder', async () => {
       await chain.setKnobs('STELLAR', { sendPendingPolls: 3 });
+      let wake: () => void = () => undefined;
+      const woken = new Promise<void>((resolve) => { wake = resolve; });
+      let sending = 0;
+      const stellar = chain.adapter('STELLAR');
+      const frozen: ChainAdapter = {
+        ...stellar,
+        async send(request) {
+          sending += 1;
+          await woken;
+          return stellar.send(request);
+        },
+      };
       try {
         const { id, wallet } = await paidTransaction();
-        const { worker: stalled } = worker();
+        const { worker: stalled } = worker({ stellar: frozen });
         const { worker: taker } = worker();
-        await stalled.tick();
-        assert.deepEqual([stalled.stats().inFlight, stalled.stats().attempts], [1, 1]);
-        nowMs += 61_000; // past the 60 s claim, without a tick of the stalled worker
+        const stalledTick = stalled.tick();
+        await eventually(() => assert.equal(sending, 1, 'the stalled worker is in the middle of its send'));
+        assert.equal(stalled.stats().inFlight, 1);
+        nowMs += 61_000; // past the 60 s claim, while the stalled worker is frozen
         await taker.tick();
-        assert.equal(taker.stats().inFlight, 1, 'the lapsed row is claimed by the other worker');
-        await stalled.tick();
-        assert.deepEqual([stalled.stats().inFlight, stalled.stats().attempts], [0, 1], 'the stalled worker forgot the row and made no attempt');
+        assert.deepEqual([taker.stats().attempts, taker.stats().retrying.length], [1, 1], 'the lapsed row was claimed and tried by the other worker');
+        wake();
+        await stalledTick;
+        assert.deepEqual([stalled.stats().inFlight, stalled.stats().retrying.length, stalled.stats().attempts], [0, 0, 1], 'the stalled worker forgot the row');
         await tickUntil(taker, async () => (await partnerView(id)).status === 'PAYMENT_COMPLETED');
         assert.equal(await sendsTo(wallet), 1);
         await stalled.stop();
         await taker.stop();
       } finally {
+        wake();
         await chain.setKnobs('STELLAR', { sendPendingPolls: 0 });
       }
     });

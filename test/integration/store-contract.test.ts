@@ -314,7 +314,7 @@ function contract(adapter: Adapter): void {
         const { rows, claimed, capped } = await store.outboxBacklog(topic, nowMs, countMax);
         return { rows, claimed, capped };
       };
-      assert.deepEqual(await store.outboxBacklog('t', 1_000, 100), { rows: 0, claimed: 0, capped: false, oldestCreatedAtMs: null });
+      assert.deepEqual(await store.outboxBacklog('t', 1_000, 100), { rows: 0, claimed: 0, deferred: 0, parked: 0, capped: false, oldestCreatedAtMs: null });
       const before = Date.now();
       assert.equal(await store.commit(write('a', 0, { topics: ['t'] })), 'ok');
       await new Promise((resolve) => setTimeout(resolve, 20));
@@ -332,9 +332,116 @@ function contract(adapter: Adapter): void {
       assert.ok(oldest >= before && oldest < secondAt, 'the first row committed is the oldest, claimed or not');
       await store.outboxMarkDone(ids.slice(0, 4));
       const rest = await store.outboxBacklog('t', 1_050, 100);
-      assert.deepEqual({ ...rest, oldestCreatedAtMs: null }, { rows: 2, claimed: 0, capped: false, oldestCreatedAtMs: null }, 'done rows are gone');
+      assert.deepEqual({ ...rest, oldestCreatedAtMs: null }, { rows: 2, claimed: 0, deferred: 0, parked: 0, capped: false, oldestCreatedAtMs: null }, 'done rows are gone');
       assert.ok((rest.oldestCreatedAtMs ?? 0) >= secondAt, 'the oldest is now a later row');
       await assert.rejects(store.outboxBacklog('t', 1_050, 0), StoreUsageError);
+    }));
+
+    test('outbox backlog: deferred and parked rows are counted, and the oldest row may be a deferred one', () => withStore(adapter, {}, async (store) => {
+      for (let version = 0; version < 4; version += 1) assert.equal(await store.commit(write('a', version, { topics: ['t'] })), 'ok');
+      const ids = [1, 2, 3, 4].map((version) => outboxRowId('a', version, 0));
+      const oldest = (await store.outboxPending('t', 1))[0]?.createdAtMs ?? null;
+      await store.outboxClaim('t', 'w', 3, 10_000, 1_000);
+      await store.outboxDefer([
+        { id: ids[0] ?? '', notBeforeMs: 5_000, attempts: 1, reason: 'refused', parked: true },
+        { id: ids[1] ?? '', notBeforeMs: 2_000, attempts: 1, reason: 'timeout', parked: false },
+      ], 'w');
+      const at = async (nowMs: number, countMax = 100) => {
+        const { rows, claimed, deferred, parked, capped } = await store.outboxBacklog('t', nowMs, countMax);
+        return { rows, claimed, deferred, parked, capped };
+      };
+      assert.deepEqual(await at(1_500), { rows: 4, claimed: 1, deferred: 2, parked: 1, capped: false });
+      assert.deepEqual(await at(2_500), { rows: 4, claimed: 1, deferred: 1, parked: 1, capped: false }, 'a due row is not deferred any more');
+      assert.deepEqual(await at(6_000), { rows: 4, claimed: 1, deferred: 0, parked: 1, capped: false }, 'parked until an attempt says otherwise');
+      assert.deepEqual(await at(1_500, 3), { rows: 3, claimed: 1, deferred: 2, parked: 1, capped: true });
+      assert.equal((await store.outboxBacklog('t', 1_500, 100)).oldestCreatedAtMs, oldest, 'the first row committed, deferred or not');
+    }));
+
+    test('outbox defer: a row handed back until a time is neither held nor claimable before it; claims take fresh rows first, then the oldest due', () => withStore(adapter, {}, async (store, harness) => {
+      for (let version = 0; version < 6; version += 1) assert.equal(await store.commit(write('a', version, { topics: ['t'] })), 'ok');
+      const ids = [1, 2, 3, 4, 5, 6].map((version) => outboxRowId('a', version, 0));
+      const at = (index: number): string => ids[index] ?? '';
+      assert.equal((await store.outboxClaim('t', 'w', 10, 10_000, 1_000)).length, 6);
+      assert.deepEqual(await store.outboxDefer([
+        { id: at(0), notBeforeMs: 5_000, attempts: 3, reason: 'the chain refuses the send', parked: true },
+        { id: at(1), notBeforeMs: 3_000, attempts: 1, reason: 'node timeout', parked: false },
+        { id: at(2), notBeforeMs: 2_000, attempts: 2, reason: null, parked: false },
+      ], 'w'), ids.slice(0, 3));
+      assert.deepEqual(await store.outboxDefer([{ id: at(3), notBeforeMs: 9_000, attempts: 1, reason: 'not mine', parked: false }], 'someone-else'), [], 'not its claim');
+      assert.deepEqual(await store.outboxDefer([{ id: 'a:99:0', notBeforeMs: 9_000, attempts: 1, reason: null, parked: false }], 'w'), [], 'no such row');
+      assert.deepEqual(await store.outboxRenew(ids, 'w', 10_000, 1_100), ids.slice(3), 'deferred rows are no longer held');
+      const claimIds = async (owner: string, nowMs: number): Promise<string[]> => (await store.outboxClaim('t', owner, 10, 10_000, nowMs)).map((row) => row.id);
+      assert.deepEqual(await claimIds('x', 1_999), [], 'nothing is due before its time');
+      assert.deepEqual(await claimIds('x', 2_000), [at(2)]);
+      await store.outboxRelease([at(3)], 'w');
+      assert.deepEqual(await claimIds('y', 3_000), [at(3), at(1)], 'a fresh row first, then the due one');
+      const parked = await store.outboxClaim('t', 'z', 10, 10_000, 5_000);
+      assert.deepEqual(parked.map((row) => row.id), [at(0)]);
+      assert.deepEqual(
+        { ...parked[0], seq: 0, createdAtMs: 0 },
+        { id: at(0), topic: 't', seq: 0, actorKey: 'a', version: 1, partitionKey: 'a', payload: { actorKey: 'a', version: 1, index: 0 },
+          claimOwner: 'z', claimExpiresAtMs: 15_000, createdAtMs: 0, notBeforeMs: 5_000, attempts: 3, reason: 'the chain refuses the send', parked: true },
+      );
+      // Pending rows keep commit order; a row never deferred carries no deferral fields.
+      const pending = await allPending(store, 't');
+      assert.deepEqual(pending.map((row) => row.id), ids);
+      assert.deepEqual([pending[2]?.attempts, pending[2]?.reason, pending[2]?.parked], [2, undefined, false], 'a null reason is no reason');
+      assert.deepEqual([pending[4]?.notBeforeMs, pending[4]?.attempts, pending[4]?.parked], [undefined, undefined, undefined]);
+      // Deferred again (and across a reopen): the new time and record replace the old ones.
+      assert.deepEqual(await store.outboxDefer([{ id: at(0), notBeforeMs: 20_000, attempts: 4, reason: 'still refused', parked: true }], 'z'), [at(0)]);
+      await store.close();
+      const reopened = await harness.open();
+      try {
+        assert.deepEqual((await reopened.outboxClaim('t', 'v', 10, 10_000, 19_999)).map((row) => row.id), [at(3), at(4), at(5), at(2), at(1)], 'lapsed claims come back: fresh rows, then by due time');
+        const again = await reopened.outboxClaim('t', 'v', 10, 10_000, 20_000);
+        assert.deepEqual(again.map((row) => [row.id, row.attempts, row.reason]), [[at(0), 4, 'still refused']]);
+        await reopened.outboxRelease([at(0)], 'v');
+        assert.deepEqual((await reopened.outboxClaim('t', 'u', 10, 10_000, 20_001)).map((row) => row.id), [at(0)], 'released, a deferred row is due at once');
+        await reopened.outboxMarkDone([at(0), at(1)]);
+        assert.deepEqual((await allPending(reopened, 't')).map((row) => row.id), ids.slice(2));
+        await assert.rejects(reopened.outboxDefer([{ id: at(2), notBeforeMs: -1, attempts: 0, reason: null, parked: false }], 'v'), StoreUsageError);
+        await assert.rejects(reopened.outboxDefer([{ id: at(2), notBeforeMs: 1, attempts: 0, reason: 'x'.repeat(501), parked: false }], 'v'), StoreUsageError);
+      } finally {
+        await reopened.close();
+      }
+    }));
+
+    test('outbox waiting rows: listed in commit order with their reason; an operator retries one now or resolves one, never one a worker is on', () => withStore(adapter, {}, async (store) => {
+      for (let version = 0; version < 4; version += 1) assert.equal(await store.commit(write('a', version, { topics: ['t'] })), 'ok');
+      const ids = [1, 2, 3, 4].map((version) => outboxRowId('a', version, 0));
+      const at = (index: number): string => ids[index] ?? '';
+      assert.equal((await store.outboxClaim('t', 'w', 10, 1_000, 1_000)).length, 4);
+      await store.outboxDefer([
+        { id: at(0), notBeforeMs: 100_000, attempts: 1, reason: 'refused', parked: true },
+        { id: at(1), notBeforeMs: 50_000, attempts: 2, reason: 'timeout', parked: false },
+      ], 'w');
+      await store.outboxRelease([at(3)], 'w');
+      const waiting = await store.outboxWaiting('t', 10);
+      assert.deepEqual(waiting.map((row) => [row.id, row.notBeforeMs, row.attempts, row.reason, row.parked]), [
+        [at(0), 100_000, 1, 'refused', true],
+        [at(1), 50_000, 2, 'timeout', false],
+      ]);
+      assert.deepEqual((await store.outboxWaiting('t', 1)).map((row) => row.id), [at(0)]);
+      assert.deepEqual((await store.outboxWaiting('t', 10, waiting[0]?.seq ?? 0)).map((row) => row.id), [at(1)]);
+      assert.deepEqual(await store.outboxWaiting('other', 10), []);
+
+      const retried = await store.outboxRetryNow('t', at(0), 1_500);
+      assert.equal(retried.result, 'ok');
+      assert.deepEqual((await store.outboxClaim('t', 'x', 10, 1_000, 1_500)).map((row) => [row.id, row.parked ?? null]), [[at(3), null], [at(0), true]]);
+      assert.equal((await store.outboxRetryNow('t', at(0), 1_600)).result, 'claimed', 'a worker is on it');
+      assert.equal((await store.outboxResolve('t', at(0), 1_600)).result, 'claimed');
+      assert.equal((await store.outboxRetryNow('t', at(2), 1_600)).result, 'not_found', 'never deferred: nothing to retry');
+      assert.equal((await store.outboxResolve('t', at(2), 1_600)).result, 'not_found');
+      assert.equal((await store.outboxResolve('other', at(1), 1_600)).result, 'not_found', 'another topic');
+      assert.equal((await store.outboxResolve('t', 'a:99:0', 1_600)).result, 'not_found');
+
+      const resolved = await store.outboxResolve('t', at(1), 1_600);
+      assert.ok(resolved.result === 'ok');
+      assert.deepEqual([resolved.row.id, resolved.row.reason, resolved.row.attempts], [at(1), 'timeout', 2]);
+      assert.deepEqual((await allPending(store, 't')).map((row) => row.id), [at(0), at(2), at(3)], 'resolved is done');
+      assert.deepEqual((await store.outboxClaim('t', 'y', 10, 1_000, 60_000)).map((row) => row.id), [at(2), at(3), at(0)], 'and never claimed again');
+      assert.equal((await store.outboxResolve('t', at(0), 61_000)).result, 'ok', 'once the claim lapsed');
+      assert.deepEqual((await store.outboxWaiting('t', 10)).map((row) => row.id), []);
     }));
 
     test('concurrent claims split the rows between owners', () => withStore(adapter, {}, async (store) => {

@@ -173,6 +173,8 @@ export function renderClusterMetrics(reading: ClusterStatsReading, nowMs: number
   };
   perTopic('outbox_rows', `Outbox rows of the topic not done yet: work waiting or in progress (counted up to ${outboxBacklogShownMax}).`, (topic) => topic.rows);
   perTopic('outbox_rows_claimed', 'Of those, rows under a live claim: a worker is on them.', (topic) => topic.claimed);
+  perTopic('outbox_rows_deferred', 'Of those, rows waiting for a later retry (a backoff, or parked); nobody holds them until then.', (topic) => topic.deferred);
+  perTopic('outbox_rows_parked', 'Of those, rows whose last attempt parked them: the work waits on operations (npm run admin -- parked).', (topic) => topic.parked);
   perTopic('outbox_rows_capped', 'Whether the topic has more rows than counted (1: outbox_rows is a lower bound).', (topic) => (topic.capped ? 1 : 0));
   family('outbox_oldest_row_age_seconds', 'gauge', 'How long the oldest row of the topic not done has waited since its commit (absent when the topic is empty).');
   for (const topic of stats.outbox) {
