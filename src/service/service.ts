@@ -114,6 +114,7 @@ export async function startService(env: EnvConfig, overrides: ContextOverrides =
         shardCount: ctx.shardCount,
         clock: ctx.clock,
         batchesInFlightMax: env.SHARD_BATCHES_IN_FLIGHT,
+        leaseTtlMs: env.SHARD_LEASE_TTL_MS,
         log: (level, message, fields) => ctx.log[level](fields ?? {}, message),
       });
       roles.push({ name: 'shard', phase: 'shard', stop: () => shard.stop(), health: () => shard.worker.health() });
@@ -136,7 +137,7 @@ export async function startService(env: EnvConfig, overrides: ContextOverrides =
         ...(chains ? { sandbox: onramp ? onramp.sandboxDriver(chains.sandbox) : chains.sandbox } : {}),
       }, { rateLimit: { ratePerSecond: env.EDGE_RATE_LIMIT_PER_SECOND, burst: env.EDGE_RATE_LIMIT_BURST } });
       port = edge.port;
-      roles.push({ name: 'edge', phase: 'intake', stop: (waitMs) => edge.stop(waitMs) });
+      roles.push({ name: 'edge', phase: 'intake', stop: (waitMs) => edge.stop(waitMs), health: () => edge.health() });
     }
     if (railServices && runs(env, 'payout')) {
       const payout = await railServices.startPayoutRole();

@@ -12,8 +12,15 @@ import { freePort, stopChild } from './processes.ts';
 export interface PrivateRedis {
   readonly url: string;
   readonly port: number;
-  /** The server's PID (tests freeze it with SIGSTOP to play an unreachable Redis). */
+  /** The server's PID (tests freeze it with SIGSTOP to play an unreachable Redis); a new one after `restart`. */
   readonly pid: number;
+  /**
+   * Stops the server (SIGTERM: it writes its AOF first, when run with `--appendonly yes`) but keeps
+   * its port and directory: clients see connections refused until `restart`.
+   */
+  halt(): Promise<void>;
+  /** Starts the server again after `halt`, on the same port with the same directory (and data, with AOF). */
+  restart(): Promise<void>;
   /** Stops the server (SIGTERM, then SIGKILL after a bound) and removes its working directory. */
   stop(): Promise<void>;
 }
@@ -61,9 +68,12 @@ async function pingOnce(port: number): Promise<boolean> {
 }
 
 
-async function startOnce(options: StartRedisOptions): Promise<PrivateRedis> {
-  const port = await freePort();
-  const dir = mkdtempSync(join(tmpdir(), 'test-redis-'));
+interface Spawned {
+  readonly child: ChildProcess;
+  stderr(): string;
+}
+
+function spawnServer(port: number, dir: string, options: StartRedisOptions): Spawned {
   const args = [
     '--port', String(port),
     '--bind', '127.0.0.1',
@@ -79,32 +89,56 @@ async function startOnce(options: StartRedisOptions): Promise<PrivateRedis> {
   child.stderr?.on('data', (chunk: Buffer) => {
     if (stderr.length < stderrBytesMax) stderr += chunk.toString('utf8');
   });
-  const spawnFailed = new Promise<never>((_, reject) => child.once('error', reject));
+  return { child, stderr: () => stderr };
+}
+
+/** Waits for the spawned server's PONG (bounded); on failure stops it and names its stderr. */
+async function untilServing(spawned: Spawned, port: number, options: StartRedisOptions): Promise<void> {
+  const spawnFailed = new Promise<never>((_, reject) => spawned.child.once('error', reject));
   spawnFailed.catch(() => undefined);
-  const cleanup = async (): Promise<void> => {
-    await stopChild(child, stopTimeoutMs);
-    rmSync(dir, { recursive: true, force: true });
-  };
   try {
     const deadlineMs = Date.now() + (options.startTimeoutMs ?? startTimeoutMsDefault);
-    await Promise.race([waitForPong(port, child, deadlineMs), spawnFailed]);
+    await Promise.race([waitForPong(port, spawned.child, deadlineMs), spawnFailed]);
   } catch (error) {
-    await cleanup();
-    const detail = stderr.trim() === '' ? '' : `: ${stderr.trim()}`;
+    await stopChild(spawned.child, stopTimeoutMs);
+    const detail = spawned.stderr().trim() === '' ? '' : `: ${spawned.stderr().trim()}`;
     throw new Error(`could not start redis-server${detail}`, { cause: error });
+  }
+}
+
+async function startOnce(options: StartRedisOptions): Promise<PrivateRedis> {
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'test-redis-'));
+  let spawned = spawnServer(port, dir, options);
+  try {
+    await untilServing(spawned, port, options);
+  } catch (error) {
+    rmSync(dir, { recursive: true, force: true });
+    throw error;
   }
   // A test runner that dies without calling stop() must not leave the server behind.
   const onExit = (): void => {
-    child.kill('SIGKILL');
+    spawned.child.kill('SIGKILL');
   };
   process.once('exit', onExit);
   let stopped: Promise<void> | undefined;
   return {
     url: `redis://127.0.0.1:${port}`,
     port,
-    pid: child.pid ?? -1,
+    get pid() {
+      return spawned.child.pid ?? -1;
+    },
+    halt: () => stopChild(spawned.child, stopTimeoutMs),
+    async restart() {
+      if (stopped !== undefined) throw new Error('redis-server was stopped for good');
+      await stopChild(spawned.child, stopTimeoutMs);
+      spawned = spawnServer(port, dir, options);
+      await untilServing(spawned, port, options);
+    },
     stop: async () => {
-      stopped ??= cleanup().finally(() => process.off('exit', onExit));
+      stopped ??= stopChild(spawned.child, stopTimeoutMs)
+        .then(() => rmSync(dir, { recursive: true, force: true }))
+        .finally(() => process.off('exit', onExit));
       return stopped;
     },
   };

@@ -28,6 +28,10 @@ export interface ServiceFleetOptions {
   readonly shards?: number;
   /** Extra environment of every process. */
   readonly env?: Readonly<Record<string, string>>;
+  /** Extra `redis-server` arguments (e.g. AOF, so the data survives `redis.halt()` / `redis.restart()`). */
+  readonly redisArgs?: readonly string[];
+  /** How much of each process's output (stdout and stderr) is kept; 6,000 characters by default. */
+  readonly outputCharsMax?: number;
 }
 
 export interface FleetProcess {
@@ -52,6 +56,8 @@ export interface StopResult {
 
 export interface ServiceFleet {
   readonly redisUrl: string;
+  /** The fleet's Redis, for tests of an outage (`halt`, `restart`, SIGSTOP by `pid`). */
+  readonly redis: PrivateRedis;
   readonly keyPrefix: string;
   readonly dataDir: string;
   readonly storeDir: string;
@@ -70,7 +76,7 @@ export interface ServiceFleet {
 
 /** Bound on one process's start-up (tsx compiles on start; CI machines are shared). */
 const startTimeoutMs = 90_000;
-const outputCharsMax = 6_000;
+const outputCharsMaxDefault = 6_000;
 const readyPollMs = 50;
 
 function secretKey(label: string): string {
@@ -79,7 +85,8 @@ function secretKey(label: string): string {
 
 export async function startServiceFleet(options: ServiceFleetOptions): Promise<ServiceFleet> {
   const dataDir = mkdtempSync(join(tmpdir(), 'service-fleet-'));
-  const redis: PrivateRedis = await startRedis();
+  const redis: PrivateRedis = await startRedis(options.redisArgs === undefined ? {} : { extraArgs: options.redisArgs });
+  const outputCharsMax = options.outputCharsMax ?? outputCharsMaxDefault;
   const opsApiKey = secretKey('ops');
   const apiKeys: Record<string, string> = {};
   const webhookSecrets: Record<string, string> = {};
@@ -117,6 +124,7 @@ export async function startServiceFleet(options: ServiceFleetOptions): Promise<S
 
   const fleet: ServiceFleet = {
     redisUrl: redis.url,
+    redis,
     keyPrefix: baseEnv['KEY_PREFIX'] ?? '',
     dataDir,
     storeDir: join(dataDir, 'store'),
