@@ -11,8 +11,9 @@
 //
 // When the leases cannot be read for `graceMs`, Redis is not answering this edge: ownership is
 // unknown and a request would fail anyway, so every shard is refused for that reason instead.
-// The first reading after that gives every shard the grace again: the workers were cut off too,
-// their leases may have lapsed meanwhile, and they take them back in their next lease round.
+// The first reading after that gives the shards that were served when the leases went unread the
+// grace again: their workers were cut off too, their leases may have lapsed meanwhile, and they
+// take them back in their next lease round. A shard already unserved then stays unserved.
 import { BusError } from './bus.ts';
 import { RequestError } from './request-reply.ts';
 import { assertShardCount } from './shards.ts';
@@ -66,7 +67,12 @@ export class ShardCoverage {
 
   /** A successful reading of the leases, finished at `nowMs`: these shards were held. */
   observed(nowMs: number, heldShards: Iterable<number>): void {
-    if (this.lastReadingAtMs !== null && this.leasesUnreadable(nowMs)) this.lastHeldAtMs.fill(nowMs);
+    const lastReadingAtMs = this.lastReadingAtMs;
+    if (lastReadingAtMs !== null && this.leasesUnreadable(nowMs)) {
+      this.lastHeldAtMs.forEach((heldAtMs, shard) => {
+        if (lastReadingAtMs - heldAtMs <= this.graceMs) this.lastHeldAtMs[shard] = nowMs;
+      });
+    }
     for (const shard of heldShards) {
       if (!Number.isSafeInteger(shard) || shard < 0 || shard >= this.shardCount) throw new RangeError(`not a shard of ${this.shardCount}: ${shard}`);
       this.lastHeldAtMs[shard] = nowMs;

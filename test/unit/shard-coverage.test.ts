@@ -43,6 +43,11 @@ test('leases unread for longer than the grace: Redis is not answering, every sha
   coverage.observed(startMs + 9_600, [1]);
   coverage.observed(startMs + 10_001, [1]);
   assert.equal(coverage.verdict(0, startMs + 10_001), 'no_owner', 'a shard still without an owner after that grace');
+
+  // A shard already unserved when the leases went unread gets no grace from the outage.
+  coverage.observed(startMs + 10_500, [1]);
+  coverage.observed(startMs + 20_000, [1]);
+  assert.deepEqual([coverage.verdict(0, startMs + 20_000), coverage.verdict(1, startMs + 20_000)], ['no_owner', 'served']);
 });
 
 test('bad inputs are refused', () => {
