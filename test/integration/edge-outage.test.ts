@@ -7,7 +7,9 @@
 //   whole outage; a worker back → ready, quotes work, one recovery line;
 // - Redis down: no route answers 500; the ones that need Redis answer 503 with the error body and
 //   Retry-After; nothing goes raw to stderr (`[ioredis] Unhandled error event`); each Redis client
-//   logs one line when its connection is lost and one when it is back, with the outage's length.
+//   logs one line when its connection is lost and one when it is back, with the outage's length;
+// - the only worker frozen: a request sent while it held the shard still gets its answer once the
+//   worker is back, while new requests for the shard are refused at once meanwhile.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -48,7 +50,7 @@ interface Answer {
   readonly json: Record<string, unknown>;
 }
 
-async function call(method: string, path: string, options: { body?: unknown; ops?: boolean; anonymous?: boolean } = {}): Promise<Answer> {
+async function call(method: string, path: string, options: { body?: unknown; ops?: boolean; anonymous?: boolean; timeoutMs?: number } = {}): Promise<Answer> {
   const headers: Record<string, string> = {};
   if (options.ops === true) headers['x-ops-api-key'] = fleet.opsApiKey;
   else if (options.anonymous !== true) headers['x-api-key'] = fleet.apiKeys[partnerId] ?? '';
@@ -57,7 +59,7 @@ async function call(method: string, path: string, options: { body?: unknown; ops
     method,
     headers,
     ...(options.body === undefined ? {} : { body: JSON.stringify(options.body) }),
-    signal: AbortSignal.timeout(requestTimeoutMs),
+    signal: AbortSignal.timeout(options.timeoutMs ?? requestTimeoutMs),
   });
   const text = await response.text();
   let json: Record<string, unknown> = {};
@@ -210,4 +212,26 @@ test('Redis down: no route answers 500, those that need Redis answer 503 with th
     }
   }
   assert.equal(linesWith(edge, /request failed/).length, 0, 'no request was treated as a bug');
+});
+
+test('a request sent while its shard had an owner still waits for its reply, even once the edge refuses new ones for that shard', async () => {
+  await eventually(async () => assert.equal((await readyz()).status, 200), 15_000, 100);
+  const pid = shard.child.pid;
+  assert.ok(pid !== undefined);
+  // The only worker freezes: its leases are still held, so the edge sends this request and waits.
+  process.kill(pid, 'SIGSTOP');
+  let waiting: Promise<Answer> | null = null;
+  try {
+    // Its own bound: the freeze, the grace, the worker's recovery; still below the ask timeout.
+    waiting = call('POST', '/quote', { body: quoteBody, timeoutMs: askTimeoutMs - 3_000 }).catch((error: unknown) => ({ status: 0, retryAfter: null, json: { error: String(error) } }));
+    // Its leases lapse, the grace runs out: new requests are refused at once.
+    await eventually(async () => assertUnavailable(await readyz(), '/readyz', /shard worker/i), 15_000, 100);
+    assertUnavailable(await call('POST', '/quote', { body: quoteBody }), 'a new quote', /no shard worker/i);
+  } finally {
+    process.kill(pid, 'SIGCONT');
+  }
+  // The worker takes its shards back and answers the request that was already sent.
+  const answered = await waiting;
+  assert.equal(answered.status, 200, JSON.stringify(answered.json));
+  await eventually(async () => assert.equal((await readyz()).status, 200), 15_000, 100);
 });
