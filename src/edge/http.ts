@@ -28,6 +28,7 @@ import { randomUuid } from './uuid.ts';
 import { errorResponse, unavailableReason } from './errors.ts';
 import { writeAccessLog, type AccessLogEntry } from './access-log.ts';
 import { RateLimitedLog } from '../bus/outage-log.ts';
+import { systemClock } from '../bus/bus.ts';
 
 export { parseJsonBody, type BodyParse } from './body.ts';
 
@@ -713,7 +714,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
   };
   const unavailableLog = new RateLimitedLog({
     log: (level, message, fields) => logger[level](fields, message),
-    clock: { nowMs: () => Date.now() },
+    clock: systemClock,
     level: 'warn',
     message: 'requests answered 503: a dependency is unavailable',
     intervalMs: unavailableLogIntervalMs,

@@ -53,107 +53,76 @@ export function shardWatchPollMs(graceMs: number): number {
 const shardsNamedMax = 32;
 
 export async function startShardWatch(options: ShardWatchOptions): Promise<ShardWatch> {
-  const now = options.now ?? Date.now;
-  const pollMs = shardWatchPollMs(options.graceMs);
-  const coverage = new ShardCoverage(options.shardCount, options.graceMs, now());
-  const readings = new LoopHealth(pollMs, now);
-  const clock = { nowMs: now };
-  const noOwner = new OutageLog({
-    log: options.log,
-    clock,
-    beganMessage: 'no shard worker is serving some shards: requests for them are refused with 503',
-    endedMessage: 'every shard has a live owner again',
-    countName: 'refusedRequests',
-  });
-  const unreadable = new OutageLog({
-    log: options.log,
-    clock,
-    beganMessage: 'the shard leases cannot be read (Redis is not answering): requests that need a shard worker are refused with 503',
-    endedMessage: 'the shard leases can be read again',
-    countName: 'refusedRequests',
-  });
-  let lastError: string | null = null;
-  let reading: Promise<void> | null = null;
-  let timer: NodeJS.Timeout | null = null;
-  let stopped = false;
+  const watch = new LeaseShardWatch(options);
+  await watch.start();
+  return watch;
+}
 
-  const noOwnerDetail = (summary: CoverageSummary): Record<string, unknown> => ({
-    unservedShards: summary.unservedShards.slice(0, shardsNamedMax),
-    unservedCount: summary.unservedShards.length,
-    shardCount: summary.shardCount,
-    graceMs: options.graceMs,
-  });
+class LeaseShardWatch implements ShardWatch {
+  private readonly now: () => number;
+  private readonly pollMs: number;
+  private readonly coverage: ShardCoverage;
+  /** Finished readings, for the check's details. */
+  private readonly readings: LoopHealth;
+  private readonly noOwner: OutageLog;
+  private readonly unreadable: OutageLog;
+  private lastError: string | null = null;
+  private reading: Promise<void> | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  private stopped = false;
 
-  /** Begins or ends the outage lines from what the coverage says now. */
-  const evaluate = (): void => {
-    const summary = coverage.summary(now());
-    if (summary.verdict === 'bus_unreachable') {
-      unreadable.began({ lastError, graceMs: options.graceMs });
-      return;
-    }
-    unreadable.recovered();
-    if (summary.verdict === 'no_owner') noOwner.began(noOwnerDetail(summary));
-    else noOwner.recovered();
-  };
-
-  const readOnce = async (): Promise<void> => {
-    try {
-      const holders = await Promise.all(Array.from({ length: options.shardCount }, async (_, shard) => options.leases.owner(shardLeaseName(shard))));
-      if (stopped) return;
-      const held: number[] = [];
-      holders.forEach((holder, shard) => {
-        if (holder !== null) held.push(shard);
-      });
-      coverage.observed(now(), held);
-      readings.succeeded();
-    } catch (error) {
-      if (stopped) return;
-      // Only the first words: the outage line carries it, the bus's own line says more.
-      lastError = (error instanceof Error ? error.message : String(error)).slice(0, 200);
-      readings.failed();
-    }
-    evaluate();
-  };
-
-  const round = (): void => {
-    timer = null;
-    if (stopped) return;
-    reading ??= readOnce().finally(() => {
-      reading = null;
+  constructor(private readonly options: ShardWatchOptions) {
+    this.now = options.now ?? Date.now;
+    this.pollMs = shardWatchPollMs(options.graceMs);
+    this.coverage = new ShardCoverage(options.shardCount, options.graceMs, this.now());
+    this.readings = new LoopHealth(this.pollMs, this.now);
+    const clock = { nowMs: this.now };
+    this.noOwner = new OutageLog({
+      log: options.log,
+      clock,
+      beganMessage: 'no shard worker is serving some shards: requests for them are refused with 503',
+      endedMessage: 'every shard has a live owner again',
+      countName: 'refusedRequests',
     });
-    evaluate();
-    timer = setTimeout(round, pollMs);
-    timer.unref();
-  };
+    this.unreadable = new OutageLog({
+      log: options.log,
+      clock,
+      beganMessage: 'the shard leases cannot be read (Redis is not answering): requests that need a shard worker are refused with 503',
+      endedMessage: 'the shard leases can be read again',
+      countName: 'refusedRequests',
+    });
+  }
 
-  // The first reading before the edge takes requests, so it starts with what the leases say.
-  reading = readOnce().finally(() => {
-    reading = null;
-  });
-  await reading;
-  timer = setTimeout(round, pollMs);
-  timer.unref();
+  /** The first reading before the edge takes requests, so it starts with what the leases say; then the rounds. */
+  async start(): Promise<void> {
+    await this.startReading();
+    this.schedule();
+  }
 
-  return {
-    refusal(shard) {
-      const nowMs = now();
-      const verdict = coverage.verdict(shard, nowMs);
-      if (verdict === 'served') return null;
-      if (verdict === 'no_owner') {
-        if (!noOwner.active) noOwner.began(noOwnerDetail(coverage.summary(nowMs)));
-        noOwner.counted();
-        return new NoShardOwnerError(shard);
-      }
-      unreadable.began({ lastError, graceMs: options.graceMs });
-      unreadable.counted();
-      return leasesUnreadableError();
-    },
-    summary: () => coverage.summary(now()),
-    check: () => ({
+  refusal(shard: number): Error | null {
+    const nowMs = this.now();
+    const verdict = this.coverage.verdict(shard, nowMs);
+    if (verdict === 'served') return null;
+    if (verdict === 'no_owner') {
+      if (!this.noOwner.active) this.noOwner.began(this.noOwnerDetail(this.coverage.summary(nowMs)));
+      this.noOwner.counted();
+      return new NoShardOwnerError(shard);
+    }
+    this.unreadable.began(this.unreadableDetail());
+    this.unreadable.counted();
+    return leasesUnreadableError();
+  }
+
+  summary(): CoverageSummary {
+    return this.coverage.summary(this.now());
+  }
+
+  check(): HealthCheck {
+    return {
       name: 'shard-owners',
-      report(_nowMs, unreadyAfterMs) {
-        const loop = readings.report(now(), unreadyAfterMs);
-        const summary = coverage.summary(now());
+      report: (_nowMs, unreadyAfterMs) => {
+        const loop = this.readings.report(this.now(), unreadyAfterMs);
+        const summary = this.summary();
         return {
           // The readings run on a timer of their own: a hung one is Redis frozen, which a restart
           // of the edge would not cure. So always live; ready only while every shard is served.
@@ -166,15 +135,84 @@ export async function startShardWatch(options: ShardWatchOptions): Promise<Shard
             verdict: summary.verdict,
             unservedShards: summary.unservedShards.length,
             shardCount: summary.shardCount,
-            graceMs: options.graceMs,
+            graceMs: this.options.graceMs,
           },
         };
       },
-    }),
-    stop() {
-      stopped = true;
-      if (timer !== null) clearTimeout(timer);
-      timer = null;
-    },
-  };
+    };
+  }
+
+  stop(): void {
+    this.stopped = true;
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = null;
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => this.round(), this.pollMs);
+    this.timer.unref();
+  }
+
+  /** A new reading unless one is still in flight (never piled on a hung one), and the lines. */
+  private round(): void {
+    this.timer = null;
+    if (this.stopped) return;
+    if (this.reading === null) void this.startReading();
+    this.evaluate();
+    this.schedule();
+  }
+
+  private startReading(): Promise<void> {
+    const reading = this.readOnce().finally(() => {
+      this.reading = null;
+    });
+    this.reading = reading;
+    return reading;
+  }
+
+  private async readOnce(): Promise<void> {
+    const { leases, shardCount } = this.options;
+    try {
+      const holders = await Promise.all(Array.from({ length: shardCount }, async (_, shard) => leases.owner(shardLeaseName(shard))));
+      if (this.stopped) return;
+      const held: number[] = [];
+      holders.forEach((holder, shard) => {
+        if (holder !== null) held.push(shard);
+      });
+      this.coverage.observed(this.now(), held);
+      this.readings.succeeded();
+    } catch (error) {
+      if (this.stopped) return;
+      // The first words only: the outage line carries it; the Redis client's own line says more.
+      this.lastError = (error instanceof Error ? error.message : String(error)).slice(0, 200);
+      this.readings.failed();
+    }
+    this.evaluate();
+  }
+
+  /** Begins or ends the outage lines from what the coverage says now. */
+  private evaluate(): void {
+    const summary = this.summary();
+    if (summary.verdict === 'bus_unreachable') {
+      this.unreadable.began(this.unreadableDetail());
+      return;
+    }
+    this.unreadable.recovered();
+    if (summary.verdict === 'no_owner') this.noOwner.began(this.noOwnerDetail(summary));
+    else this.noOwner.recovered();
+  }
+
+  private noOwnerDetail(summary: CoverageSummary): Record<string, unknown> {
+    return {
+      unservedShards: summary.unservedShards.slice(0, shardsNamedMax),
+      unservedCount: summary.unservedShards.length,
+      shardCount: summary.shardCount,
+      graceMs: this.options.graceMs,
+    };
+  }
+
+  private unreadableDetail(): Record<string, unknown> {
+    return { lastError: this.lastError, graceMs: this.options.graceMs };
+  }
 }
