@@ -1,9 +1,12 @@
 // How other roles talk to actors: `ask` sends a command to the actor's shard stream and awaits its
 // reply (request/reply over the bus); `tell` sends one that expects no reply. A command id makes
 // a retry of the same logical command safe: the actor applies it once and replays its reply.
+// With a `gate` (the edge's: src/service/shard-watch.ts), an ask for a shard that no live worker
+// owns is refused before it is sent, instead of waiting its whole timeout for a reply.
 import { randomUUID } from 'node:crypto';
 import type { Bus } from '../bus/bus.ts';
 import type { Reply as BusReply, Requester, RequestOptions } from '../bus/request-reply.ts';
+import type { ShardGate } from '../bus/shard-coverage.ts';
 import { commandStreamKey, commandStreamKeys, shardOf } from '../bus/shards.ts';
 import { encodeEnvelope } from './codec.ts';
 import { actorId, type CommandEnvelope, type JsonValue } from './envelope.ts';
@@ -15,6 +18,8 @@ export interface ActorClientOptions {
   readonly shardCount: number;
   readonly nowMs: () => number;
   readonly streamLengthMax?: number;
+  /** Asked before every `ask`: a refusal fails the ask at once (nothing is sent). */
+  readonly gate?: ShardGate;
 }
 
 export interface AskOptions {
@@ -33,8 +38,11 @@ export class ActorClient {
   constructor(private readonly options: ActorClientOptions) {}
 
   streamFor(actorType: string, actorKey: string): string {
+    return this.streamOfShard(shardOf(actorId(actorType, actorKey), this.options.shardCount));
+  }
+
+  private streamOfShard(shard: number): string {
     const { keyPrefix, shardCount } = this.options;
-    const shard = shardOf(actorId(actorType, actorKey), shardCount);
     this.commandStreams ??= commandStreamKeys(keyPrefix, shardCount);
     return this.commandStreams[shard] ?? commandStreamKey(keyPrefix, shard);
   }
@@ -52,7 +60,10 @@ export class ActorClient {
   askRaw(actorType: string, actorKey: string, kind: string, payload: JsonValue, options: AskOptions = {}): Promise<BusReply> {
     let stream: string;
     try {
-      stream = this.streamFor(actorType, actorKey);
+      const shard = shardOf(actorId(actorType, actorKey), this.options.shardCount);
+      const refusal = this.options.gate?.refusal(shard) ?? null;
+      if (refusal !== null) return Promise.reject(refusal);
+      stream = this.streamOfShard(shard);
     } catch (error) {
       return Promise.reject(error instanceof Error ? error : new Error(String(error)));
     }

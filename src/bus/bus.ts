@@ -122,8 +122,13 @@ export interface Bus {
   close(): Promise<void>;
 }
 
-/** Why a bus call failed, as a closed set; adapters map their errors here in one place. */
-export type BusErrorCode = 'no_group' | 'closed' | 'invalid_argument' | 'readers_exhausted';
+/**
+ * Why a bus call failed, as a closed set; adapters map their errors here in one place.
+ * `unavailable`: the server could not be reached or cannot serve right now (connection lost,
+ * retries exhausted, cluster down, loading); the same call may succeed later. The lease adapter
+ * on the same server (leases.ts) fails with it too.
+ */
+export type BusErrorCode = 'no_group' | 'closed' | 'invalid_argument' | 'readers_exhausted' | 'unavailable';
 
 export class BusError extends Error {
   override readonly name = 'BusError';

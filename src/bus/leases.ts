@@ -8,6 +8,7 @@
 //   expired and was taken over, the old holder's renew fails and it must stop working on the shard.
 // - Writes made on behalf of a lease should carry its token, so the store can refuse a write from
 //   an owner whose token is lower than one it has already seen (fencing).
+// - A lease store that cannot be reached fails a call with BusError `unavailable` (bus.ts).
 // Redis adapter: redis-leases.ts (expiry by the Redis server's clock); in-process: memory-leases.ts.
 
 export interface LeaseGrant {

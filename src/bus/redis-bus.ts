@@ -17,11 +17,20 @@
 //
 // Entry encoding: field `payload` holds the payload; each header `k` is the field `h:k`.
 // The connection speaks RESP2 (`protocol: 2`) so replies have the documented RESP2 shapes parsed below.
+//
+// Failures: every error ioredis gives for "Redis cannot be reached or cannot serve right now" (see
+// `isRedisUnavailable`) becomes BusError `unavailable` in `toBusError`, the one place; callers
+// never see ioredis' own errors for that. Every client built here (`createRedisClient`, the
+// blocking connections) has an error listener: a connection loss is logged once through the
+// logger given (`watchRedisConnection`), never printed raw by ioredis.
 import { Cluster, Redis } from 'ioredis';
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { OutageLog, silentLog, type OutageLogFn } from './outage-log.ts';
 import {
   BusError,
+  systemClock,
+  type Clock,
   assertNonNegativeInteger,
   assertPositiveInteger,
   type AppendOptions,
@@ -138,8 +147,55 @@ function clusterNodeOptions(target: Extract<RedisTarget, { kind: 'cluster' }>, c
   };
 }
 
-/** A client for the URL: `Redis` for one server, `Cluster` for `redis+cluster://`. */
-export function createRedisClient(url: string, connectionName = 'payments'): RedisClient {
+/** Where a client reports its connection's outages (see `watchRedisConnection`). */
+export interface RedisConnectionLog {
+  /** Default: nothing is logged (failures still surface on the commands). */
+  readonly log?: OutageLogFn;
+  /** Times the outages; default the system clock. */
+  readonly clock?: Clock;
+}
+
+/**
+ * A client for the URL: `Redis` for one server, `Cluster` for `redis+cluster://`, its connection
+ * watched under `connectionName` (see `watchRedisConnection`).
+ */
+export function createRedisClient(url: string, connectionName = 'payments', connectionLog: RedisConnectionLog = {}): RedisClient {
+  const client = newRedisClient(url, connectionName);
+  watchRedisConnection(client, connectionName, connectionLog);
+  return client;
+}
+
+/**
+ * Listens to a client's connection: the first error after it was up logs one warning
+ * (`Redis connection lost`, with the error), further errors are only counted, and the next
+ * `ready` logs one line (`Redis connection restored`) with the outage's length and its count of
+ * errors. The listener is also what keeps ioredis from printing `[ioredis] Unhandled error
+ * event` to stderr. A Cluster client reports its nodes' errors as `node error`: same outage.
+ */
+export function watchRedisConnection(client: RedisClient, name: string, connectionLog: RedisConnectionLog): void {
+  const outage = new OutageLog({
+    log: connectionLog.log ?? silentLog,
+    clock: connectionLog.clock ?? systemClock,
+    beganMessage: 'Redis connection lost',
+    endedMessage: 'Redis connection restored',
+    fields: { client: name },
+    countName: 'errors',
+  });
+  const failed = (error: unknown): void => outage.failed({ error: errorText(error) });
+  client.on('error', failed);
+  if (isCluster(client)) client.on('node error', failed);
+  client.on('ready', () => outage.recovered());
+}
+
+/** An error for a log line: its name and message, bounded (ioredis' texts name host:port, never a password). */
+function errorText(error: unknown): string {
+  const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  return text.slice(0, errorTextCharsMax);
+}
+
+const errorTextCharsMax = 300;
+
+function newRedisClient(url: string, connectionName: string): RedisClient {
   const target = parseRedisTarget(url);
   if (target.kind === 'single') return new Redis(url, redisClientOptions(connectionName));
   return new Cluster(
@@ -211,12 +267,53 @@ export function redisErrorCode(error: unknown): string | null {
   return match?.[1] ?? null;
 }
 
-/** Maps Redis reply errors to the bus's error codes; the one place this happens. */
-function toBusError(error: unknown): unknown {
+// ioredis' ways of saying "Redis cannot be reached or cannot serve right now". ioredis gives most
+// of them as plain Errors, so their messages are matched here, in this one place, against its
+// exact texts (node_modules/ioredis: CONNECTION_CLOSED_ERROR_MSG and the cluster client's own).
+/** Error classes (by name: ioredis does not export them) of commands that gave up on the connection. */
+const unavailableErrorNames: ReadonlySet<string> = new Set(['MaxRetriesPerRequestError', 'ClusterAllFailedError']);
+const unavailableMessages: ReadonlySet<string> = new Set([
+  'Connection is closed.',
+  "Stream isn't writeable and enableOfflineQueue options is false",
+  "Cluster isn't ready and enableOfflineQueue options is false",
+  'None of startup nodes is available',
+  'Cluster is disconnected.',
+  'Node is disconnected',
+  'Command timed out',
+  'Connection is aborted',
+  'Connection is discarded because a new connection is made',
+]);
+/** Reply errors of a server that is up but cannot serve for now (loading, failing over, out of memory). */
+const unavailableReplyCodes: ReadonlySet<string> = new Set(['LOADING', 'CLUSTERDOWN', 'TRYAGAIN', 'MASTERDOWN', 'READONLY', 'BUSY', 'OOM']);
+/** Socket errors (`error.code`), should one reach a command. */
+const unavailableSocketCodes: ReadonlySet<string> = new Set([
+  'ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN',
+]);
+
+/** Whether a command failed because Redis could not be reached or cannot serve right now. */
+export function isRedisUnavailable(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  if (unavailableErrorNames.has(error.name) || unavailableMessages.has(error.message)) return true;
+  if (error.message.startsWith('Too many Cluster redirections')) return true;
+  const replyCode = redisErrorCode(error);
+  if (replyCode !== null && unavailableReplyCodes.has(replyCode)) return true;
+  const socketCode = (error as NodeJS.ErrnoException).code;
+  return typeof socketCode === 'string' && unavailableSocketCodes.has(socketCode);
+}
+
+/** Maps Redis errors to the bus's error codes; the one place this happens (the lease adapter uses it too). */
+export function toBusError(error: unknown): unknown {
+  if (error instanceof BusError) return error;
   if (redisErrorCode(error) === 'NOGROUP') {
     return new BusError('no_group', error instanceof Error ? error.message : 'no such group', { cause: error });
   }
+  if (isRedisUnavailable(error)) return new BusError('unavailable', `Redis is unavailable (${errorText(error)})`, { cause: error });
   return error;
+}
+
+/** `toBusError` as a rejection handler. */
+export function throwBusError(error: unknown): never {
+  throw toBusError(error);
 }
 
 /**
@@ -389,6 +486,8 @@ export interface RedisBusOptions {
    * may own plus one per requester. Default 32 (one server) or 256 (cluster).
    */
   readonly blockingConnectionsMax?: number;
+  /** Where connection outages are logged (a client of our own: under the name `bus`). */
+  readonly connectionLog?: RedisConnectionLog;
 }
 
 const blockingConnectionsMaxDefault = 32;
@@ -480,11 +579,19 @@ export class RedisBus implements Bus {
   /** Cluster mode: each blocking connection's CLIENT ID (null if it could not be read). */
   private readonly blockerIds = new WeakMap<Redis, Promise<number | null>>();
   private closed = false;
+  private readonly log: OutageLogFn;
+  /**
+   * A blocking connection's errors: its read fails with them and its reader reports that; the
+   * connection is dropped after it. So they are kept at debug level, never on stderr.
+   */
+  private readonly blockerError = (error: unknown): void => this.log('debug', 'blocking Redis connection error', { error: errorText(error) });
 
   constructor(options: RedisBusOptions) {
+    const connectionLog = options.connectionLog ?? {};
+    this.log = connectionLog.log ?? silentLog;
     if (typeof options.redis === 'string') {
       this.url = options.redis;
-      this.client = createRedisClient(options.redis, 'bus');
+      this.client = createRedisClient(options.redis, 'bus', connectionLog);
       this.ownsClient = true;
     } else {
       this.url = null;
@@ -507,7 +614,7 @@ export class RedisBus implements Bus {
     } catch (error) {
       return Promise.reject(error instanceof Error ? error : new Error(String(error)));
     }
-    return this.client.call('XADD', args).then(entryIdOf);
+    return this.client.call('XADD', args).then(entryIdOf, throwBusError);
   }
 
   async ensureGroup(stream: string, group: string): Promise<void> {
@@ -515,7 +622,7 @@ export class RedisBus implements Bus {
     try {
       await this.client.call('XGROUP', 'CREATE', stream, group, '0', 'MKSTREAM');
     } catch (error) {
-      if (redisErrorCode(error) !== 'BUSYGROUP') throw error;
+      if (redisErrorCode(error) !== 'BUSYGROUP') throw toBusError(error);
     }
   }
 
@@ -738,7 +845,7 @@ export class RedisBus implements Bus {
     // A copy of the cluster client's own connection to that node: same address, credentials and
     // TLS, and no reconnects (ioredis' default for cluster nodes).
     const blocker = node.duplicate({ connectionName: 'bus-blocking', enableAutoPipelining: false, lazyConnect: false, retryStrategy: () => null });
-    blocker.on('error', () => undefined);
+    blocker.on('error', this.blockerError);
     // Sent before any read on this connection, so it is answered before the connection blocks.
     this.blockerIds.set(
       blocker,
@@ -778,7 +885,7 @@ export class RedisBus implements Bus {
       ? client.duplicate({ enableAutoPipelining: false, connectionName: 'bus-blocking' })
       : new Redis(this.url, { ...redisClientOptions('bus-blocking'), enableAutoPipelining: false });
     // Errors surface on the command; a disconnected idle connection is simply dropped.
-    blocker.on('error', () => undefined);
+    blocker.on('error', this.blockerError);
     this.busyBlockers.add(blocker);
     return blocker;
   }
@@ -810,7 +917,7 @@ export class RedisBus implements Bus {
   async ack(stream: string, group: string, ids: readonly EntryId[]): Promise<number> {
     this.assertOpen();
     if (ids.length === 0) return 0;
-    return asInteger('xack', await this.client.xack(stream, group, ...ids));
+    return asInteger('xack', await this.client.xack(stream, group, ...ids).catch(throwBusError));
   }
 
   async claimStale(stream: string, group: string, consumer: string, options: ClaimOptions): Promise<ClaimBatch> {
@@ -836,11 +943,15 @@ export class RedisBus implements Bus {
 
   async length(stream: string): Promise<number> {
     this.assertOpen();
-    return asInteger('xlen', await this.client.xlen(stream));
+    return asInteger('xlen', await this.client.xlen(stream).catch(throwBusError));
   }
 
   async summary(stream: string): Promise<StreamSummary> {
     this.assertOpen();
+    return this.readSummary(stream).catch(throwBusError);
+  }
+
+  private async readSummary(stream: string): Promise<StreamSummary> {
     const [length, exists] = await Promise.all([this.client.xlen(stream), this.client.exists(stream)]);
     if (exists === 0) return { stream, length: 0, groups: [] };
     let rawGroups: unknown;

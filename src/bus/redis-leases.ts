@@ -6,8 +6,9 @@
 // On a Redis Cluster (`redis+cluster://…`, see redis-bus.ts) every command goes to its key's slot;
 // only `listAll` spans the cluster: it SCANs every master (replicas hold copies, not more keys).
 // Every check-and-change is one Lua script; the return codes map to results in `leaseOutcome` only.
+// Redis errors map as the bus's do (`toBusError`): an unreachable Redis is BusError `unavailable`.
 import type { Redis } from 'ioredis';
-import { LuaScript, createRedisClient, isCluster, type RedisClient } from './redis-bus.ts';
+import { LuaScript, createRedisClient, isCluster, throwBusError, type RedisClient, type RedisConnectionLog } from './redis-bus.ts';
 import { assertNoBraces } from './shards.ts';
 import {
   assertLeaseName,
@@ -119,6 +120,8 @@ export interface RedisLeasesOptions {
   readonly redis: string | RedisClient;
   /** Prefix of every key (isolates deployments and tests); no braces. */
   readonly keyPrefix?: string;
+  /** Where connection outages are logged (a client of our own: under the name `leases`). */
+  readonly connectionLog?: RedisConnectionLog;
 }
 
 const scanCount = 500;
@@ -146,7 +149,7 @@ export class RedisLeases implements Leases {
     this.keyPrefix = options.keyPrefix ?? '';
     assertNoBraces('key prefix', this.keyPrefix);
     if (typeof options.redis === 'string') {
-      this.client = createRedisClient(options.redis, 'leases');
+      this.client = createRedisClient(options.redis, 'leases', options.connectionLog ?? {});
       this.ownsClient = true;
     } else {
       this.client = options.redis;
@@ -166,7 +169,7 @@ export class RedisLeases implements Leases {
     assertLeaseName(name);
     assertLeaseOwner(owner);
     assertLeaseTtl(ttlMs);
-    const reply = await acquireScript.run(this.client, [this.leaseKey(name), this.tokenKey(name)], [owner, ttlMs]);
+    const reply = await acquireScript.run(this.client, [this.leaseKey(name), this.tokenKey(name)], [owner, ttlMs]).catch(throwBusError);
     if (!Array.isArray(reply)) throw new Error(`unexpected acquire reply: ${JSON.stringify(reply)}`);
     if (toInteger(reply[0]) !== 1) return null;
     return { name, owner, token: toInteger(reply[1]), ttlMs };
@@ -177,7 +180,7 @@ export class RedisLeases implements Leases {
     assertLeaseOwner(owner);
     assertLeaseToken(token);
     assertLeaseTtl(ttlMs);
-    const code = await renewScript.run(this.client, [this.leaseKey(name)], [owner, String(token), ttlMs]);
+    const code = await renewScript.run(this.client, [this.leaseKey(name)], [owner, String(token), ttlMs]).catch(throwBusError);
     return leaseOutcome(toLeaseCode(code));
   }
 
@@ -185,13 +188,13 @@ export class RedisLeases implements Leases {
     assertLeaseName(name);
     assertLeaseOwner(owner);
     assertLeaseToken(token);
-    const code = await releaseScript.run(this.client, [this.leaseKey(name)], [owner, String(token)]);
+    const code = await releaseScript.run(this.client, [this.leaseKey(name)], [owner, String(token)]).catch(throwBusError);
     return leaseOutcome(toLeaseCode(code));
   }
 
   async owner(name: string): Promise<LeaseHolder | null> {
     assertLeaseName(name);
-    const reply = await inspectScript.run(this.client, [this.leaseKey(name)], []);
+    const reply = await inspectScript.run(this.client, [this.leaseKey(name)], []).catch(throwBusError);
     if (!Array.isArray(reply)) throw new Error(`unexpected inspect reply: ${JSON.stringify(reply)}`);
     if (reply.length === 0) return null;
     const remainingMs = toInteger(reply[2]);
@@ -209,7 +212,7 @@ export class RedisLeases implements Leases {
     const pattern = `${globEscape(keyStart)}${globEscape(prefix)}*`;
     const names = new Set<string>();
     const servers = isCluster(this.client) ? this.client.nodes('master') : [this.client];
-    for (const server of servers) await scanNames(server, pattern, keyStart, names);
+    for (const server of servers) await scanNames(server, pattern, keyStart, names).catch(throwBusError);
     const holders = await Promise.all([...names].sort().map(async (name) => this.owner(name)));
     return holders.filter((holder): holder is LeaseHolder => holder !== null);
   }

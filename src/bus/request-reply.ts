@@ -31,7 +31,11 @@ export interface Reply {
   readonly entryId: EntryId;
 }
 
-export type RequestErrorCode = 'timeout' | 'overloaded' | 'closed';
+/**
+ * Why a request got no reply: none in time, too many waiting, the requester closed, or (refused
+ * before it was sent) no live worker owns the target shard (shard-coverage.ts).
+ */
+export type RequestErrorCode = 'timeout' | 'overloaded' | 'closed' | 'no_owner';
 
 export class RequestError extends Error {
   override readonly name: string = 'RequestError';
@@ -42,6 +46,16 @@ export class RequestError extends Error {
   ) {
     super(message, options);
   }
+}
+
+/**
+ * Whether a failure is the infrastructure's — Redis unreachable or the bus closed, no reply in
+ * time, too many waiting, no live shard worker — so the same call may succeed later; anything
+ * else is a bug. Adapters have already mapped their own errors (Redis: `toBusError`).
+ */
+export function isUnavailableFailure(error: unknown): boolean {
+  if (error instanceof RequestError) return true;
+  return error instanceof BusError && (error.code === 'unavailable' || error.code === 'closed');
 }
 
 /** No reply within the request's timeout. The command may still be applied later (ids make it safe). */
@@ -87,6 +101,8 @@ export interface RequesterOptions {
   readonly newRequestId?: () => string;
   /** Reply-loop failures (e.g. Redis unreachable); the loop backs off and keeps going. */
   readonly onError?: (error: unknown) => void;
+  /** The reply loop read again after failures (to end what `onError` began, e.g. an outage line). */
+  readonly onRecovered?: () => void;
 }
 
 export interface RequestOptions {
@@ -156,6 +172,7 @@ export class Requester {
   private readonly blockMs: number;
   private readonly newRequestId: () => string;
   private readonly onError: (error: unknown) => void;
+  private readonly onRecovered: () => void;
   private readonly waiting = new Map<string, Waiting>();
   /** One timeout queue per distinct timeoutMs (one timer each, not one per request). */
   private readonly timeouts = new Map<number, DeadlineQueue<Waiting>>();
@@ -178,6 +195,7 @@ export class Requester {
     this.blockMs = options.blockMs ?? blockMsDefault;
     this.newRequestId = options.newRequestId ?? sequentialRequestIds();
     this.onError = options.onError ?? (() => undefined);
+    this.onRecovered = options.onRecovered ?? (() => undefined);
     for (const [name, value] of Object.entries({ pendingMax: this.pendingMax, readCount: this.readCount, blockMs: this.blockMs })) {
       if (!Number.isSafeInteger(value) || value <= 0) throw new RangeError(`${name} must be a positive integer`);
     }
@@ -334,6 +352,7 @@ export class Requester {
           blockMs: this.blockMs,
           signal: this.stop.signal,
         });
+        if (failures > 0) this.onRecovered();
         failures = 0;
         for (const entry of entries) {
           this.dispatch(entry);

@@ -49,6 +49,17 @@ const envSchema = z.object({
    */
   SHARD_BATCHES_IN_FLIGHT: z.coerce.number().int().min(1).max(16).default(2),
   /**
+   * Shard workers hold their shards' leases for this long and renew them every third of it; a
+   * worker that died loses its shards within it. The edge uses it as the grace for a shard without
+   * an owner (docs/operations.md "What /readyz means"). The same value in every process.
+   */
+  SHARD_LEASE_TTL_MS: z.coerce.number().int().min(1_000).max(600_000).default(10_000),
+  /**
+   * How long the edge waits for an actor's reply before it answers 503 (the command may still be
+   * applied: a retry with the same Idempotency-Key is safe). Below the edge's 30 s handler timeout.
+   */
+  EDGE_ASK_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(25_000).default(10_000),
+  /**
    * Embedded store: a batch of at most this many actor writes commits on the event loop (lowest
    * latency when quiet; the process waits for the sync), bigger ones on lmdb-js's write thread.
    * 0 sends every batch to the write thread (docs/store.md "Batch commit").

@@ -3,6 +3,12 @@
 // default reason. The body is always `{ code, reason, retryable }` (DESIGN.md, "Error body of
 // non-quote endpoints"). Reasons are for humans and never carry provider errors, stack traces,
 // keys or personal data; callers may pass a more specific, equally safe reason.
+//
+// Infrastructure failures (Redis unreachable, no shard worker, no reply in time) are not bugs:
+// `unavailableReason` is the one place they become a 503 `service_unavailable` with a reason that
+// names what is missing; every 503 carries `Retry-After`.
+import { BusError } from '../bus/bus.ts';
+import { RequestError, isUnavailableFailure } from '../bus/request-reply.ts';
 import type { HttpResponse } from './http.ts';
 
 export interface ErrorDefinition {
@@ -59,17 +65,53 @@ export function errorStatus(code: ErrorCode): number {
   return errorCatalogue[code].status;
 }
 
-/** The HTTP response for a catalogue error; `headers` adds e.g. `Allow` or `Retry-After`. */
+/**
+ * `Retry-After` of every 503: a shard worker's shards are taken over within a lease round or two
+ * (the lease TTL is 10 s by default), Redis reconnects within 2 s of coming back.
+ */
+export const unavailableRetryAfterSeconds = 5;
+
+/**
+ * The HTTP response for a catalogue error; `headers` adds e.g. `Allow` or `Retry-After` (a 503
+ * gets `Retry-After: unavailableRetryAfterSeconds` unless `headers` sets it).
+ */
 export function errorResponse(
   code: ErrorCode,
   reason?: string,
   headers?: Readonly<Record<string, string>>,
 ): HttpResponse {
+  const retryAfter = code === 'service_unavailable' ? { 'retry-after': String(unavailableRetryAfterSeconds) } : undefined;
   return {
     status: errorStatus(code),
-    headers: { 'content-type': 'application/json; charset=utf-8', ...headers },
+    headers: { 'content-type': 'application/json; charset=utf-8', ...retryAfter, ...headers },
     body: JSON.stringify(errorBody(code, reason)),
   };
+}
+
+/** Reasons of the 503s for infrastructure failures (they name what is missing; no error texts). */
+export const unavailableReasons = {
+  no_owner: 'No shard worker is serving requests right now; retry later',
+  redis: 'The message bus (Redis) is not reachable right now; retry later',
+  timeout: 'The service did not answer in time; retry later',
+  overloaded: 'Too many requests are waiting for an answer; retry later',
+  closed: 'The service is shutting down; retry later',
+} as const;
+
+/**
+ * The reason of the 503 for an infrastructure failure, or null for anything else (a bug: 500).
+ * The one place these failures are recognised; the adapters have already turned their own errors
+ * into these (Redis: `toBusError` in src/bus/redis-bus.ts).
+ */
+export function unavailableReason(error: unknown): string | null {
+  if (!isUnavailableFailure(error)) return null;
+  if (error instanceof RequestError) return unavailableReasons[error.code];
+  return error instanceof BusError && error.code === 'closed' ? unavailableReasons.closed : unavailableReasons.redis;
+}
+
+/** The 503 for an infrastructure failure, or null for anything else. */
+export function unavailableResponse(error: unknown): HttpResponse | null {
+  const reason = unavailableReason(error);
+  return reason === null ? null : errorResponse('service_unavailable', reason);
 }
 
 export function isErrorCode(value: string): value is ErrorCode {

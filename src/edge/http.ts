@@ -6,7 +6,10 @@
 // - a response may be aborted at any time: every write checks the aborted flag, goes through
 //   `res.cork`, and happens at most once;
 // - bodies are read under a byte cap (413 as soon as it is crossed, connection closed) and a
-//   process-wide budget; a thrown handler error is a generic 500, the real error goes to the log;
+//   process-wide budget; a thrown handler error is a generic 500, the real error goes to the log —
+//   unless it is an infrastructure failure (Redis unreachable, no shard worker, no reply in time:
+//   `unavailableReason` in errors.ts), which is a 503 with Retry-After for every route and is
+//   logged at most once a minute with a count, not once per request;
 // - every response carries `X-Request-Id`; every request gives one access-log line;
 // - per request, no timer (deadline queues, one timer per kind of timeout), no closure that a
 //   class method can replace, and nothing built for a log level that drops it.
@@ -22,8 +25,10 @@ import type { Logger } from 'pino';
 import { createBodyBudget, jsonBodyBytesMax, parseContentLength, readBody, type BodyReader } from './body.ts';
 import { DeadlineLink, DeadlineQueue } from '../bus/deadline-queue.ts';
 import { randomUuid } from './uuid.ts';
-import { errorResponse } from './errors.ts';
+import { errorResponse, unavailableReason } from './errors.ts';
 import { writeAccessLog, type AccessLogEntry } from './access-log.ts';
+import { RateLimitedLog } from '../bus/outage-log.ts';
+import { systemClock } from '../bus/bus.ts';
 
 export { parseJsonBody, type BodyParse } from './body.ts';
 
@@ -141,6 +146,8 @@ export interface HttpApp {
 
 /** How often a drain checks whether the requests in flight have finished. */
 const drainPollMs = 10;
+/** Requests answered 503 for an infrastructure failure: one log line per this long at most. */
+const unavailableLogIntervalMs = 60_000;
 
 export const httpDefaults = {
   bodyBytesMax: jsonBodyBytesMax,
@@ -452,6 +459,8 @@ interface ExchangeHooks {
   readonly logger: Logger;
   readonly onFinished: () => void;
   readonly reportError: (error: unknown, info: RequestErrorInfo) => void;
+  /** A handler failed for an infrastructure reason (answered 503): counted, logged rate-limited. */
+  readonly reportUnavailable: (reason: string, info: RequestErrorInfo) => void;
   readonly onRequestFinished?: ((entry: AccessLogEntry) => void) | undefined;
   /** Requests whose body is being read (`bodyReadTimeoutMs`). */
   readonly bodyDeadlines: Deadlines;
@@ -551,6 +560,11 @@ class Exchange extends DeadlineLink {
     if (!this.handlerRunning) return;
     this.handlerRunning = false;
     this.clearTimer();
+    const unavailable = unavailableReason(error);
+    if (unavailable !== null) {
+      this.hooks.reportUnavailable(unavailable, this.info());
+      return this.respond(errorResponse('service_unavailable', unavailable));
+    }
     this.hooks.reportError(error, this.info());
     this.respond(errorResponse('server_error'));
   }
@@ -698,10 +712,18 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
       logger.error({ err: hookError }, 'onError hook threw');
     }
   };
+  const unavailableLog = new RateLimitedLog({
+    log: (level, message, fields) => logger[level](fields, message),
+    clock: systemClock,
+    level: 'warn',
+    message: 'requests answered 503: a dependency is unavailable',
+    intervalMs: unavailableLogIntervalMs,
+  });
   const hooks: ExchangeHooks = {
     draining: () => draining,
     logger,
     reportError,
+    reportUnavailable: (reason, info) => unavailableLog.note({ reason, requestId: info.requestId, route: info.routePattern }),
     onFinished: () => (inFlight -= 1),
     onRequestFinished: options.onRequestFinished,
     bodyDeadlines: new Deadlines(limits.bodyReadTimeoutMs, (exchange) => exchange.bodyTimedOut()),

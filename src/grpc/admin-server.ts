@@ -12,6 +12,7 @@ import {
   type ServiceDefinition,
   type UntypedServiceImplementation,
 } from '@grpc/grpc-js';
+import { isUnavailableFailure } from '../bus/request-reply.ts';
 import { commandStreamKey, shardLeaseName } from '../bus/shards.ts';
 import { commandGroup } from '../service/shard-role.ts';
 import { workerStatsCollection } from '../actors/store-adapter.ts';
@@ -342,6 +343,12 @@ function wrap(ctx: ServiceContext, name: string, handler: Handler) {
       (error: unknown) => {
         if (error instanceof AdminError) {
           callback({ code: error.code, details: error.message });
+          return;
+        }
+        if (isUnavailableFailure(error)) {
+          // Redis or the shard workers are away: retry later, not a bug (the cause has its own log lines).
+          ctx.log.warn({ method: name, error: String(error) }, 'admin call failed: a dependency is unavailable');
+          callback({ code: grpcStatus.UNAVAILABLE, details: 'Redis or the shard workers are not reachable right now; retry later' });
           return;
         }
         ctx.log.error({ method: name, error: String(error) }, 'admin call failed');

@@ -3,13 +3,16 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { pino, type Logger } from 'pino';
-import type { Bus } from '../bus/bus.ts';
+import { systemClock, type Bus } from '../bus/bus.ts';
 import type { Leases } from '../bus/leases.ts';
 import { MemoryBus } from '../bus/memory-bus.ts';
 import { MemoryLeases } from '../bus/memory-leases.ts';
 import { RedisBus } from '../bus/redis-bus.ts';
 import { RedisLeases } from '../bus/redis-leases.ts';
 import { Requester } from '../bus/request-reply.ts';
+import { OutageLog, type OutageLogFn } from '../bus/outage-log.ts';
+import type { RedisConnectionLog } from '../bus/redis-bus.ts';
+import type { ShardGate } from '../bus/shard-coverage.ts';
 import { replyStreamKey } from '../bus/shards.ts';
 import { ActorClient } from '../actors/client.ts';
 import { runtimeReadModelIndexes } from '../actors/store-adapter.ts';
@@ -57,8 +60,8 @@ export interface ServiceContext {
   readonly keyRing: KeyRing;
   /** Keys generated at start (not from the environment), to print once. Never logged elsewhere. */
   readonly generatedKeys: { readonly demoApiKey?: string; readonly opsApiKey?: string };
-  /** An actor client with its own reply stream (one per role that asks actors). */
-  actorClient(name: string): Promise<ActorClient>;
+  /** An actor client with its own reply stream (one per role that asks actors); `gate`: see ActorClient. */
+  actorClient(name: string, options?: { readonly gate?: ShardGate }): Promise<ActorClient>;
   close(): Promise<void>;
 }
 
@@ -82,13 +85,21 @@ export interface ContextOverrides {
   readonly clock?: { nowMs(): number };
 }
 
+/** Lines of the bus's outage logs (src/bus/outage-log.ts) through the process's logger. */
+export function outageLogTo(log: Logger): OutageLogFn {
+  return (level, message, fields) => log[level](fields, message);
+}
+
 export async function createContext(env: EnvConfig, overrides: ContextOverrides = {}): Promise<ServiceContext> {
   const processId = `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
   const log = overrides.log ?? pino({ level: env.LOG_LEVEL, base: { role: env.ROLE, processId } });
   const clock = overrides.clock ?? { nowMs: () => Date.now() };
-  const bus = overrides.bus ?? (env.REDIS_URL ? new RedisBus({ redis: env.REDIS_URL }) : new MemoryBus());
+  // Connection outages of the Redis clients go to the log, one line when lost and one when back.
+  const connectionLog: RedisConnectionLog = { log: outageLogTo(log) };
+  const bus = overrides.bus ?? (env.REDIS_URL ? new RedisBus({ redis: env.REDIS_URL, connectionLog }) : new MemoryBus());
   const leases =
-    overrides.leases ?? (env.REDIS_URL ? new RedisLeases({ redis: env.REDIS_URL, keyPrefix: env.KEY_PREFIX }) : new MemoryLeases());
+    overrides.leases ??
+    (env.REDIS_URL ? new RedisLeases({ redis: env.REDIS_URL, keyPrefix: env.KEY_PREFIX, connectionLog }) : new MemoryLeases());
   const store =
     overrides.store ??
     (env.MONGODB_URL
@@ -136,14 +147,32 @@ export async function createContext(env: EnvConfig, overrides: ContextOverrides 
     partners,
     keyRing,
     generatedKeys,
-    async actorClient(name) {
+    async actorClient(name, options = {}) {
+      // The reply loop retries every ≤ 2 s while Redis is away: one line when it starts failing,
+      // one when it reads again (not one per retry).
+      const replyOutage = new OutageLog({
+        log: outageLogTo(log),
+        clock: systemClock,
+        beganMessage: 'reply loop cannot read its reply stream; retrying',
+        endedMessage: 'reply loop reads its reply stream again',
+        fields: { client: name },
+        countName: 'failures',
+      });
       const requester = await Requester.start({
         bus,
         replyStream: replyStreamKey(env.KEY_PREFIX, `${name}-${processId}`),
-        onError: (error) => log.warn({ error: String(error) }, 'reply loop error'),
+        onError: (error) => replyOutage.failed({ error: String(error) }),
+        onRecovered: () => replyOutage.recovered(),
       });
       requesters.push(requester);
-      return new ActorClient({ bus, requester, keyPrefix: env.KEY_PREFIX, shardCount: env.SHARDS, nowMs: clock.nowMs });
+      return new ActorClient({
+        bus,
+        requester,
+        keyPrefix: env.KEY_PREFIX,
+        shardCount: env.SHARDS,
+        nowMs: clock.nowMs,
+        ...(options.gate === undefined ? {} : { gate: options.gate }),
+      });
     },
     async close() {
       for (const requester of requesters) await requester.close();

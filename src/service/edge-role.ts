@@ -2,6 +2,11 @@
 // spec (docs/api.md), built on the toolkit in src/edge/ and turned into commands to the actors
 // through the edge's own actor client. Capabilities owned by other roles (chains, rails, sandbox)
 // come in as `EdgeDeps`; an endpoint whose capability is absent answers 503 `service_unavailable`.
+// The edge watches the shard leases (src/service/shard-watch.ts): not ready, and asks refused at
+// once with 503, while a shard has no live worker or Redis does not answer.
+import { RequestTimeoutError } from '../bus/request-reply.ts';
+import { RateLimitedLog } from '../bus/outage-log.ts';
+import { systemClock } from '../bus/bus.ts';
 import { createHttpApp, type Route } from '../edge/http.ts';
 import { opsGuard, partnerGuard } from '../edge/auth.ts';
 import { createIdempotency } from '../edge/idempotency.ts';
@@ -18,8 +23,10 @@ import { sandboxRoutes } from '../edge/routes/sandbox.ts';
 import { transactionRoutes } from '../edge/routes/transactions.ts';
 import { eventsRoutes } from '../edge/routes/events.ts';
 import { createEventLogReader } from '../webhooks/event-log.ts';
-import type { ServiceContext } from './context.ts';
+import { outageLogTo, type ServiceContext } from './context.ts';
 import { createClusterStats } from './cluster-stats.ts';
+import type { HealthCheck } from './health.ts';
+import { startShardWatch, type ShardWatch } from './shard-watch.ts';
 import type { ChainAvailability, DepositVerifier, LiquidityView, OnrampAcceptance, PaymentContexts, Reconciler, SandboxDriver } from './ports.ts';
 
 /** What the edge needs from other roles; each is optional until that role is wired. */
@@ -45,6 +52,8 @@ export interface EdgeRole {
   readonly port: number;
   /** Graceful: drains for at most `waitMs` (default SHUTDOWN_GRACE_MS); see `stop` below. */
   stop(waitMs?: number): Promise<void>;
+  /** Its checks on the health listener: `shard-owners`. */
+  health(): readonly HealthCheck[];
 }
 
 /**
@@ -69,8 +78,39 @@ export function edgeRoutes(env: EdgeEnv): Route[] {
   ];
 }
 
+/** Asks that got no reply in time: one log line per this long at most (with a count). */
+const askTimeoutLogIntervalMs = 60_000;
+
 export async function startEdgeRole(ctx: ServiceContext, deps: EdgeDeps = {}, options: EdgeRoleOptions = {}): Promise<EdgeRole> {
-  const actors = edgeActors(await ctx.actorClient('edge'));
+  const log = outageLogTo(ctx.log);
+  const shards = await startShardWatch({ leases: ctx.leases, shardCount: ctx.shardCount, graceMs: ctx.env.SHARD_LEASE_TTL_MS, log });
+  try {
+    return await startEdgeWithWatch(ctx, deps, options, shards);
+  } catch (error) {
+    shards.stop();
+    throw error;
+  }
+}
+
+async function startEdgeWithWatch(
+  ctx: ServiceContext,
+  deps: EdgeDeps,
+  options: EdgeRoleOptions,
+  shards: ShardWatch,
+): Promise<EdgeRole> {
+  const askTimeouts = new RateLimitedLog({
+    log: outageLogTo(ctx.log),
+    clock: systemClock,
+    level: 'warn',
+    message: 'actor asks got no reply in time; answered 503',
+    intervalMs: askTimeoutLogIntervalMs,
+  });
+  const actors = edgeActors(await ctx.actorClient('edge', { gate: shards }), {
+    timeoutMs: ctx.env.EDGE_ASK_TIMEOUT_MS,
+    onFailure: (error) => {
+      if (error instanceof RequestTimeoutError) askTimeouts.note({ timeoutMs: error.timeoutMs });
+    },
+  });
   const rateLimiter = createRateLimiter({ config: options.rateLimit ?? defaultRateLimitConfig });
   const ops = opsGuard({ keyRing: ctx.keyRing });
   // Set once the app exists (the routes are built before it).
@@ -84,6 +124,7 @@ export async function startEdgeRole(ctx: ServiceContext, deps: EdgeDeps = {}, op
     opsGuard: ops,
     notifyBudget: createNotifyBudget(options.notifyBudget ?? defaultNotifyBudgetConfig, () => ctx.clock.nowMs()),
     draining: () => draining(),
+    shards,
   };
   const metrics = createEdgeMetrics();
   let stats = (): { inFlightRequests: number } => ({ inFlightRequests: 0 });
@@ -128,7 +169,9 @@ export async function startEdgeRole(ctx: ServiceContext, deps: EdgeDeps = {}, op
       if (left === 0) left = await untilQuiet(() => app.stats().inFlightRequests, startedAtMs + waitMs);
       if (left > 0) ctx.log.warn({ inFlightRequests: left }, 'edge stopped with requests still in flight');
       else ctx.log.info({ drainMs: Date.now() - startedAtMs }, 'edge drained');
+      shards.stop();
     },
+    health: () => [shards.check()],
   };
 }
 

@@ -114,6 +114,7 @@ export async function startService(env: EnvConfig, overrides: ContextOverrides =
         shardCount: ctx.shardCount,
         clock: ctx.clock,
         batchesInFlightMax: env.SHARD_BATCHES_IN_FLIGHT,
+        leaseTtlMs: env.SHARD_LEASE_TTL_MS,
         log: (level, message, fields) => ctx.log[level](fields ?? {}, message),
       });
       roles.push({ name: 'shard', phase: 'shard', stop: () => shard.stop(), health: () => shard.worker.health(), metrics: () => shardMetrics(shard.runtime) });
@@ -139,7 +140,7 @@ export async function startService(env: EnvConfig, overrides: ContextOverrides =
         notifyBudget: { perMinute: env.NOTIFY_MISMATCH_PER_MINUTE, burst: env.NOTIFY_MISMATCH_BURST },
       });
       port = edge.port;
-      roles.push({ name: 'edge', phase: 'intake', stop: (waitMs) => edge.stop(waitMs) });
+      roles.push({ name: 'edge', phase: 'intake', stop: (waitMs) => edge.stop(waitMs), health: () => edge.health() });
     }
     if (railServices && runs(env, 'payout')) {
       const payout = await railServices.startPayoutRole();

@@ -18,7 +18,7 @@ let shard: FleetProcess;
 
 before(async () => {
   receiver = await startWebhookReceiver();
-  fleet = await startServiceFleet({ partners: [{ id: 'acme', webhookUrl: receiver.url }] });
+  fleet = await startServiceFleet({ partners: [{ id: 'acme', webhookUrl: receiver.url }], env: { EDGE_ASK_TIMEOUT_MS: '3000' } });
   shard = await fleet.start('shard', 'shard-1');
   await fleet.start('payout', 'payout-1');
   await fleet.start('watcher', 'watcher-1');

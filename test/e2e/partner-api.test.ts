@@ -101,7 +101,7 @@ for (const busKind of ['memory', 'redis'] as const satisfies readonly BusKind[])
         assert.deepEqual((await api('GET', '/healthz')).json, { status: 'ok' });
         const ready = await api('GET', '/readyz');
         assert.equal(ready.status, 200);
-        assert.deepEqual(ready.json, { status: 'ready', store: 'ok', bus: 'ok' });
+        assert.deepEqual(ready.json, { status: 'ready', store: 'ok', bus: 'ok', shards: 'ok' });
       });
 
       test('GET /payments/banks no longer exists', async () => {

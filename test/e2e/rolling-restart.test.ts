@@ -317,7 +317,7 @@ test('rolling restart of every role under load: every request answered, every pa
 
   // ---- every process's health listener: ready, with its role's loops making rounds ----
   const checksByRole: Record<string, string[]> = {
-    edge: [],
+    edge: ['shard-owners'],
     shard: ['shard-leases', 'shard-commands'],
     payout: ['payout-rounds'],
     watcher: ['watchers', 'watcher-lease', 'refund-rounds', 'delivery-rounds'],

@@ -12,11 +12,16 @@ import { freePort, stopChild } from './processes.ts';
 export interface PrivateRedis {
   readonly url: string;
   readonly port: number;
-  /** The server's PID (tests freeze it with SIGSTOP to play an unreachable Redis); a restart changes it. */
+  /** The server's PID (tests freeze it with SIGSTOP to play an unreachable Redis); a new one after `restart`. */
   readonly pid: number;
-  /** Kills the server with SIGKILL (a crash: no shutdown save) and waits for it to exit. */
+  /**
+   * Stops the server (SIGTERM: it writes its AOF first, when run with `--appendonly yes`) but keeps
+   * its port and directory: clients see connections refused until `restart`.
+   */
+  halt(): Promise<void>;
+  /** Kills the server with SIGKILL (a crash: no shutdown write) and waits for it to exit; `restart` brings it back. */
   crash(): Promise<void>;
-  /** Starts the server again on the same port and directory (with AOF, it reloads its data). */
+  /** Starts the server again after `halt`, on the same port with the same directory (and data, with AOF). */
   restart(): Promise<void>;
   /** Stops the server (SIGTERM, then SIGKILL after a bound) and removes its working directory. */
   stop(): Promise<void>;
@@ -65,8 +70,12 @@ async function pingOnce(port: number): Promise<boolean> {
 }
 
 
-/** One redis-server process on `port` in `dir`, answering PING; rejects (and kills it) otherwise. */
-async function spawnServer(port: number, dir: string, options: StartRedisOptions): Promise<ChildProcess> {
+interface Spawned {
+  readonly child: ChildProcess;
+  stderr(): string;
+}
+
+function spawnServer(port: number, dir: string, options: StartRedisOptions): Spawned {
   const args = [
     '--port', String(port),
     '--bind', '127.0.0.1',
@@ -82,15 +91,19 @@ async function spawnServer(port: number, dir: string, options: StartRedisOptions
   child.stderr?.on('data', (chunk: Buffer) => {
     if (stderr.length < stderrBytesMax) stderr += chunk.toString('utf8');
   });
-  const spawnFailed = new Promise<never>((_, reject) => child.once('error', reject));
+  return { child, stderr: () => stderr };
+}
+
+/** Waits for the spawned server's PONG (bounded); on failure stops it and names its stderr. */
+async function untilServing(spawned: Spawned, port: number, options: StartRedisOptions): Promise<void> {
+  const spawnFailed = new Promise<never>((_, reject) => spawned.child.once('error', reject));
   spawnFailed.catch(() => undefined);
   try {
     const deadlineMs = Date.now() + (options.startTimeoutMs ?? startTimeoutMsDefault);
-    await Promise.race([waitForPong(port, child, deadlineMs), spawnFailed]);
-    return child;
+    await Promise.race([waitForPong(port, spawned.child, deadlineMs), spawnFailed]);
   } catch (error) {
-    await stopChild(child, stopTimeoutMs);
-    const detail = stderr.trim() === '' ? '' : `: ${stderr.trim()}`;
+    await stopChild(spawned.child, stopTimeoutMs);
+    const detail = spawned.stderr().trim() === '' ? '' : `: ${spawned.stderr().trim()}`;
     throw new Error(`could not start redis-server${detail}`, { cause: error });
   }
 }
@@ -98,16 +111,16 @@ async function spawnServer(port: number, dir: string, options: StartRedisOptions
 async function startOnce(options: StartRedisOptions): Promise<PrivateRedis> {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'test-redis-'));
-  let child: ChildProcess;
+  let spawned = spawnServer(port, dir, options);
   try {
-    child = await spawnServer(port, dir, options);
+    await untilServing(spawned, port, options);
   } catch (error) {
     rmSync(dir, { recursive: true, force: true });
     throw error;
   }
   // A test runner that dies without calling stop() must not leave the server behind.
   const onExit = (): void => {
-    child.kill('SIGKILL');
+    spawned.child.kill('SIGKILL');
   };
   process.once('exit', onExit);
   let stopped: Promise<void> | undefined;
@@ -115,20 +128,24 @@ async function startOnce(options: StartRedisOptions): Promise<PrivateRedis> {
     url: `redis://127.0.0.1:${port}`,
     port,
     get pid() {
-      return child.pid ?? -1;
+      return spawned.child.pid ?? -1;
     },
-    crash: async () => {
+    halt: () => stopChild(spawned.child, stopTimeoutMs),
+    async crash() {
+      const { child } = spawned;
       if (child.exitCode !== null || child.signalCode !== null) return;
       const exited = new Promise((resolve) => child.once('exit', resolve));
       child.kill('SIGKILL');
       await exited;
     },
-    restart: async () => {
-      if (stopped !== undefined) throw new Error('redis-server was stopped');
-      child = await spawnServer(port, dir, options);
+    async restart() {
+      if (stopped !== undefined) throw new Error('redis-server was stopped for good');
+      await stopChild(spawned.child, stopTimeoutMs);
+      spawned = spawnServer(port, dir, options);
+      await untilServing(spawned, port, options);
     },
     stop: async () => {
-      stopped ??= stopChild(child, stopTimeoutMs)
+      stopped ??= stopChild(spawned.child, stopTimeoutMs)
         .then(() => rmSync(dir, { recursive: true, force: true }))
         .finally(() => process.off('exit', onExit));
       return stopped;

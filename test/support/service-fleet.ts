@@ -28,8 +28,10 @@ export interface ServiceFleetOptions {
   readonly shards?: number;
   /** Extra environment of every process. */
   readonly env?: Readonly<Record<string, string>>;
-  /** Extra `redis-server` arguments (e.g. AOF, for a test that crashes Redis). */
+  /** Extra `redis-server` arguments (e.g. AOF, so the data survives `redis.halt()` / `redis.restart()`). */
   readonly redisArgs?: readonly string[];
+  /** How much of each process's output (stdout and stderr) is kept; 6,000 characters by default. */
+  readonly outputCharsMax?: number;
 }
 
 export interface FleetProcess {
@@ -54,7 +56,7 @@ export interface StopResult {
 
 export interface ServiceFleet {
   readonly redisUrl: string;
-  /** The fleet's private Redis (a chaos test crashes and restarts it). */
+  /** The fleet's Redis, for tests of an outage (`halt`, `restart`, SIGSTOP by `pid`). */
   readonly redis: PrivateRedis;
   readonly keyPrefix: string;
   readonly dataDir: string;
@@ -76,7 +78,7 @@ export interface ServiceFleet {
 
 /** Bound on one process's start-up (tsx compiles on start; CI machines are shared). */
 const startTimeoutMs = 90_000;
-const outputCharsMax = 6_000;
+const outputCharsMaxDefault = 6_000;
 const readyPollMs = 50;
 
 function secretKey(label: string): string {
@@ -86,6 +88,7 @@ function secretKey(label: string): string {
 export async function startServiceFleet(options: ServiceFleetOptions): Promise<ServiceFleet> {
   const dataDir = mkdtempSync(join(tmpdir(), 'service-fleet-'));
   const redis: PrivateRedis = await startRedis(options.redisArgs === undefined ? {} : { extraArgs: options.redisArgs });
+  const outputCharsMax = options.outputCharsMax ?? outputCharsMaxDefault;
   const opsApiKey = secretKey('ops');
   const apiKeys: Record<string, string> = {};
   const webhookSecrets: Record<string, string> = {};
@@ -189,17 +192,17 @@ export async function startServiceFleet(options: ServiceFleetOptions): Promise<S
       child.once('exit', () => processes.delete(started));
       return started;
     },
-    async terminate(target, killAfterMs = 30_000) {
-      const startedAtMs = Date.now();
-      await stopChild(target.child, killAfterMs);
-      return { code: target.child.exitCode, signal: target.child.signalCode, stopMs: Date.now() - startedAtMs };
-    },
     async kill(target) {
       const { child } = target;
       if (child.exitCode !== null || child.signalCode !== null) return;
       const exited = new Promise((resolve) => child.once('exit', resolve));
       child.kill('SIGKILL');
       await exited;
+    },
+    async terminate(target, killAfterMs = 30_000) {
+      const startedAtMs = Date.now();
+      await stopChild(target.child, killAfterMs);
+      return { code: target.child.exitCode, signal: target.child.signalCode, stopMs: Date.now() - startedAtMs };
     },
     running: () => [...processes],
     async stop() {

@@ -18,3 +18,12 @@ test('webhook attempts: connect and first-byte timeouts default to 3 s and 5 s, 
   assert.throws(() => readEnv({ WEBHOOK_CONNECT_TIMEOUT_MS: '0' }), /WEBHOOK_CONNECT_TIMEOUT_MS/);
   assert.throws(() => readEnv({ WEBHOOK_FIRST_BYTE_TIMEOUT_MS: '60000' }), /WEBHOOK_FIRST_BYTE_TIMEOUT_MS/);
 });
+
+test('shard lease TTL and the edge ask timeout: 10 s by default; the ask timeout stays below the edge handler timeout', () => {
+  const defaults = readEnv({});
+  assert.deepEqual([defaults.SHARD_LEASE_TTL_MS, defaults.EDGE_ASK_TIMEOUT_MS], [10_000, 10_000]);
+  const set = readEnv({ SHARD_LEASE_TTL_MS: '1500', EDGE_ASK_TIMEOUT_MS: '25000' });
+  assert.deepEqual([set.SHARD_LEASE_TTL_MS, set.EDGE_ASK_TIMEOUT_MS], [1_500, 25_000]);
+  assert.throws(() => readEnv({ SHARD_LEASE_TTL_MS: '500' }), /SHARD_LEASE_TTL_MS/);
+  assert.throws(() => readEnv({ EDGE_ASK_TIMEOUT_MS: '30000' }), /EDGE_ASK_TIMEOUT_MS/);
+});

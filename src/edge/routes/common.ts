@@ -1,7 +1,8 @@
 // What every route module of the partner edge shares: the edge's environment (context, optional
 // capabilities, actor client, idempotency, guards), JSON-object bodies, idempotent POST handling,
 // partner-scoped transaction lookups and the mapping of infrastructure failures to 503.
-import { RequestError, type Reply as BusReply } from '../../bus/request-reply.ts';
+import type { Reply as BusReply } from '../../bus/request-reply.ts';
+import type { CoverageSummary } from '../../bus/shard-coverage.ts';
 import type { ActorClient } from '../../actors/client.ts';
 import type { JsonValue } from '../../actors/envelope.ts';
 import { fromJsonValue } from '../../actors/state-codec.ts';
@@ -15,13 +16,20 @@ import type { ServiceContext } from '../../service/context.ts';
 import type { EdgeDeps } from '../../service/edge-role.ts';
 import { identifierBytesMax, type JsonObject } from '../../store/store.ts';
 import { parseJsonBody } from '../body.ts';
-import { errorResponse } from '../errors.ts';
+import { errorResponse, unavailableResponse } from '../errors.ts';
 import { jsonResponse, type Guard, type HttpResponse, type RequestContext } from '../http.ts';
 import { canonicalJson, fingerprint, readIdempotencyKey, type Idempotency, type Ids } from '../idempotency.ts';
 import type { NotifyBudget } from '../notify-budget.ts';
 
-/** Time the edge waits for an actor's reply before answering 503 (the command may still apply). */
+/** Default time the edge waits for an actor's reply before answering 503 (EDGE_ASK_TIMEOUT_MS; the command may still apply). */
 export const actorReplyTimeoutMs = 10_000;
+
+export interface EdgeActorsOptions {
+  /** EDGE_ASK_TIMEOUT_MS; `actorReplyTimeoutMs` by default. */
+  readonly timeoutMs?: number;
+  /** Told of every failed ask (the edge logs timeouts from it, rate-limited). */
+  readonly onFailure?: (error: unknown) => void;
+}
 
 /** The actor client as the edge uses it: counts requests waiting for a reply (a metric). */
 export interface EdgeActors {
@@ -31,7 +39,9 @@ export interface EdgeActors {
   pending(): number;
 }
 
-export function edgeActors(client: ActorClient): EdgeActors {
+export function edgeActors(client: ActorClient, options: EdgeActorsOptions = {}): EdgeActors {
+  const timeoutMs = options.timeoutMs ?? actorReplyTimeoutMs;
+  const onFailure = options.onFailure ?? (() => undefined);
   let pending = 0;
   // Shared by every ask (no closures or async frames per request).
   const answered = <Reply>(reply: Reply): Reply => {
@@ -44,16 +54,17 @@ export function edgeActors(client: ActorClient): EdgeActors {
   };
   const failed = (error: unknown): never => {
     pending -= 1;
+    onFailure(error);
     throw error;
   };
   return {
     ask<Reply>(actorType: string, actorKey: string, kind: string, payload: JsonValue, commandId: string): Promise<Reply> {
       pending += 1;
-      return client.ask<Reply>(actorType, actorKey, kind, payload, { commandId, timeoutMs: actorReplyTimeoutMs }).then(answered, failed);
+      return client.ask<Reply>(actorType, actorKey, kind, payload, { commandId, timeoutMs }).then(answered, failed);
     },
     askText(actorType: string, actorKey: string, kind: string, payload: JsonValue, commandId: string): Promise<string> {
       pending += 1;
-      return client.askRaw(actorType, actorKey, kind, payload, { commandId, timeoutMs: actorReplyTimeoutMs }).then(answeredText, failed);
+      return client.askRaw(actorType, actorKey, kind, payload, { commandId, timeoutMs }).then(answeredText, failed);
     },
     pending: () => pending,
   };
@@ -70,6 +81,8 @@ export interface EdgeEnv {
   readonly notifyBudget: NotifyBudget;
   /** True once the edge drains for shutdown: /readyz answers 503 so load balancers stop routing here. */
   readonly draining?: () => boolean;
+  /** Whether every shard has a live worker (src/service/shard-watch.ts), for /readyz. */
+  readonly shards?: { summary(): CoverageSummary };
 }
 
 /** The partner id a guarded route runs for (the guard set it). */
@@ -97,9 +110,10 @@ export function capabilityUnavailable(what: string): HttpResponse {
 }
 
 /**
- * Infrastructure failures while asking an actor (no reply in time, requester overloaded or
- * closed) are 503: the request may be retried (with its Idempotency-Key, safely). Anything else
- * is a bug and propagates to the toolkit's 500.
+ * Infrastructure failures while asking an actor (Redis unreachable, no shard worker, no reply in
+ * time, requester overloaded or closed: `unavailableReason` in errors.ts) are 503: the request may
+ * be retried (with its Idempotency-Key, safely). Anything else is a bug and propagates to the
+ * toolkit's 500.
  */
 export function askOr503<T>(run: () => Promise<T>): Promise<{ ok: true; value: T } | { ok: false; response: HttpResponse }> {
   let asked: Promise<T>;
@@ -112,15 +126,9 @@ export function askOr503<T>(run: () => Promise<T>): Promise<{ ok: true; value: T
 }
 
 function unavailableOnRequestError(error: unknown): { ok: false; response: HttpResponse } {
-  if (isUnavailable(error)) {
-    return { ok: false, response: errorResponse('service_unavailable', 'The service did not answer in time; retry later') };
-  }
+  const response = unavailableResponse(error);
+  if (response !== null) return { ok: false, response };
   throw error;
-}
-
-/** An infrastructure failure of an ask (no reply in time, requester overloaded or closed): a 503, not a bug. */
-export function isUnavailable(error: unknown): boolean {
-  return error instanceof RequestError;
 }
 
 /**

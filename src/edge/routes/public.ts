@@ -1,7 +1,9 @@
 // Unauthenticated routes: GET /public/corridors (the authoritative route list), GET /healthz
-// (the process answers) and GET /readyz (the store and the bus answer, each within a bound).
+// (the process answers) and GET /readyz: the edge can serve requests — the store and the bus
+// answer, each within a bound, and every shard has a live worker (src/service/shard-watch.ts).
+import type { CoverageSummary } from '../../bus/shard-coverage.ts';
 import { corridorToJson, listCorridors } from '../../domain/corridors.ts';
-import { errorResponse } from '../errors.ts';
+import { errorBody, errorResponse } from '../errors.ts';
 import { jsonResponse, type HttpResponse, type Route } from '../http.ts';
 import type { EdgeEnv } from './common.ts';
 
@@ -30,15 +32,41 @@ async function probe(run: () => Promise<unknown>): Promise<boolean> {
   }
 }
 
+/** Why the shard workers cannot serve, for a human (null when they can). */
+function shardsReason(summary: CoverageSummary): string | null {
+  switch (summary.verdict) {
+    case 'served':
+      return null;
+    case 'no_owner':
+      return summary.unservedShards.length === summary.shardCount
+        ? 'no shard worker is serving requests right now'
+        : `no shard worker is serving ${summary.unservedShards.length} of ${summary.shardCount} shards`;
+    case 'bus_unreachable':
+      return 'the shard leases cannot be read (Redis is not answering)';
+  }
+}
+
+/**
+ * 200 `{status: "ready", store, bus, shards}` when all three are `ok`; else 503 with the error
+ * body, a reason naming what is missing, and the same three fields (`down` / `unserved` /
+ * `unknown` for what is not ok).
+ */
 async function readiness(env: EdgeEnv): Promise<HttpResponse> {
   if (env.draining?.() === true) return errorResponse('service_unavailable', 'Not ready: shutting down');
   const [store, bus] = await Promise.all([
     probe(() => env.ctx.store.get('health', 'readyz')),
     probe(() => env.ctx.bus.length(`${env.ctx.keyPrefix}readyz`)),
   ]);
-  if (store && bus) return jsonResponse(200, { status: 'ready', store: 'ok', bus: 'ok' });
-  const down = [store ? null : 'store', bus ? null : 'bus'].filter((name) => name !== null).join(' and ');
-  return errorResponse('service_unavailable', `Not ready: the ${down} did not answer`);
+  const summary = env.shards?.summary();
+  const shardsWhy = summary === undefined ? null : shardsReason(summary);
+  const shards = shardsWhy === null ? 'ok' : summary?.verdict === 'bus_unreachable' ? 'unknown' : 'unserved';
+  const fields = { store: store ? 'ok' : 'down', bus: bus ? 'ok' : 'down', shards };
+  if (store && bus && shardsWhy === null) return jsonResponse(200, { status: 'ready', ...fields });
+  const down = [store ? null : 'the store', bus ? null : 'the bus'].filter((name) => name !== null).join(' and ');
+  const reasons = [down === '' ? null : `${down} did not answer`, shardsWhy].filter((text) => text !== null);
+  const reason = `Not ready: ${reasons.join('; ')}`;
+  // The catalogue's 503 (headers included), its body with the three fields added.
+  return { ...errorResponse('service_unavailable', reason), body: JSON.stringify({ ...errorBody('service_unavailable', reason), ...fields }) };
 }
 
 export function publicRoutes(env: EdgeEnv): Route[] {

@@ -2,7 +2,9 @@
 // quote itself use the spec's quote error shape and codes (src/domain/quote-errors.ts):
 // `invalid_request` for a body that is not the documented shape, then whatever pricing answers.
 // Transport-level refusals (401 is `authentication_failed` already; 413, 415, 429 …) keep the
-// toolkit's catalogue codes (docs/api.md).
+// toolkit's catalogue codes (docs/api.md), and so does a quote we cannot compute because the
+// service is not reachable (Redis down, no shard worker, no reply in time): 503
+// `service_unavailable` with Retry-After, as on every other endpoint — not a quote outcome.
 import { quoteActorType, type CreateQuotePayload, type QuoteReply } from '../../actors/quote-actor.ts';
 import type { JsonValue } from '../../actors/envelope.ts';
 import type { QuoteRequest } from '../../domain/pricing.ts';
@@ -14,7 +16,8 @@ import { jsonResponse, jsonTextResponse, type HttpResponse, type RequestContext,
 import { lastObjectMemberText } from '../json-text.ts';
 import { parseQuoteRoute } from '../schemas.ts';
 import { randomUuid } from '../uuid.ts';
-import { idOf, idempotentPost, isUnavailable, jsonObjectBody, partnerOf, type EdgeEnv } from './common.ts';
+import { unavailableResponse } from '../errors.ts';
+import { idOf, idempotentPost, jsonObjectBody, partnerOf, type EdgeEnv } from './common.ts';
 
 const amountFields: Readonly<Record<QuoteKind, 'amount' | 'source_amount' | 'fiat_amount'>> = {
   payout: 'amount',
@@ -94,9 +97,10 @@ export function quoteReplyResponse(replyText: string): HttpResponse {
   return jsonResponse(quoteErrorHttpStatus(code), { code, reason: reply.error.reason, retryable: reply.error.retryable });
 }
 
-/** The quote endpoints answer failures on our side with the quote shape's server_error; bugs stay 500s. */
+/** An infrastructure failure is the 503 of every endpoint (errors.ts); anything else is a bug (500). */
 function quoteAskFailed(error: unknown): HttpResponse {
-  if (isUnavailable(error)) return quoteErrorResponse('server_error', 'The quote could not be computed right now; retry later');
+  const response = unavailableResponse(error);
+  if (response !== null) return response;
   throw error;
 }
 
