@@ -19,7 +19,7 @@ import type { ChainSetups } from '../chains/config.ts';
 import { RailUnavailableError, type PixCharge, type Rail } from '../rails/rails.ts';
 import type { OnrampAcceptance, OnrampPreparation } from '../service/ports.ts';
 import type { JsonObject, SnapshotStore } from '../store/store.ts';
-import type { OnrampInventory } from './inventory.ts';
+import type { InventoryStatus, OnrampInventory } from './inventory.ts';
 
 /** charge id → the transaction it pays (what a payment notice is matched by). */
 export const pixChargesCollection = 'pix_charges';
@@ -154,14 +154,19 @@ export class OnrampCharges implements OnrampAcceptance {
       return { ok: false, unavailable: `Onramp delivery of ${quote.cryptoCurrency} on ${quote.network}` };
     }
     // liquidity_insufficient comes before the PIX charge: no charge for a delivery we cannot make.
-    let available: Decimal;
+    let inventory: InventoryStatus;
     try {
-      available = await this.options.inventory.available(quote.network, quote.cryptoCurrency);
+      inventory = await this.options.inventory.status(quote.network, quote.cryptoCurrency);
     } catch (error) {
       log.warn({ error: String(error), network: quote.network }, 'onramp inventory unreadable');
       return { ok: false, unavailable: 'The onramp inventory' };
     }
-    if (compare(available, quote.targetAmount) < 0) return { ok: false, rejection: { code: 'liquidity_insufficient' } };
+    if (compare(inventory.available, quote.targetAmount) < 0) return { ok: false, rejection: { code: 'liquidity_insufficient' } };
+    // Deliveries in flight at their bound: this one could not be held until some finish. Retryable.
+    if (inventory.openHoldsMax !== null && inventory.openHolds >= inventory.openHoldsMax) {
+      log.warn({ network: quote.network, asset: quote.cryptoCurrency, openHolds: inventory.openHolds }, 'onramp deliveries in flight at their bound; acceptance refused');
+      return { ok: false, unavailable: `Onramp deliveries on ${quote.network} (too many in flight)` };
+    }
 
     let charge: PixCharge;
     try {

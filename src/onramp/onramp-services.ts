@@ -23,7 +23,7 @@ import type { OnrampAcceptance, SandboxDriver } from '../service/ports.ts';
 import { OnrampCharges } from './charges.ts';
 import { DeliveryWorker, type DeliveryWorkerOptions, type DeliveryWorkerStats } from './delivery-worker.ts';
 import { PixNoticeIntake } from './intake.ts';
-import { StoredOnrampInventory, type OnrampInventory } from './inventory.ts';
+import { ActorOnrampInventory, type OnrampInventory } from './inventory.ts';
 import { sandboxPixPayments, withPixPayments } from './sandbox-driver.ts';
 import type { HealthCheck } from '../service/health.ts';
 
@@ -60,8 +60,10 @@ export interface OnrampServices {
 }
 
 export async function createOnrampServices(ctx: ServiceContext, options: OnrampServicesOptions): Promise<OnrampServices> {
-  const inventory = new StoredOnrampInventory({
+  const actors = await ctx.actorClient('onramp');
+  const inventory = new ActorOnrampInventory({
     store: ctx.store,
+    actors,
     ...(options.inventory?.initial !== undefined ? { initial: options.inventory.initial } : {}),
     ...(options.inventory?.initialDefault !== undefined ? { initialDefault: options.inventory.initialDefault } : {}),
   });
@@ -73,7 +75,6 @@ export async function createOnrampServices(ctx: ServiceContext, options: OnrampS
     clock: ctx.clock,
     log: ctx.log.child({ component: 'onramp' }),
   });
-  const actors = await ctx.actorClient('onramp');
   const intake = new PixNoticeIntake({ store: ctx.store, actors, log: ctx.log.child({ component: 'pix-notices' }) });
   const sandboxRail = options.sandboxRail;
 

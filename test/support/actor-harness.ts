@@ -49,6 +49,8 @@ export interface HarnessOptions {
   readonly quoteTtlMs?: number;
   /** Receives the shard workers' log lines (besides HARNESS_LOG). */
   readonly log?: (level: LogLevel, message: string, fields?: Record<string, unknown>) => void;
+  /** Bound on open onramp inventory holds per network × asset. */
+  readonly onrampOpenHoldsMax?: number;
   /** See ShardRoleOptions.timerRetryDelayMsMin / Max. */
   readonly timerRetryDelayMsMin?: number;
   readonly timerRetryDelayMsMax?: number;
@@ -78,6 +80,7 @@ export async function startActorHarness(options: HarnessOptions): Promise<ActorH
     rates: () => corridors.rates,
     partnerFee: () => undefined,
     limits: () => limits,
+    ...(options.onrampOpenHoldsMax !== undefined ? { onrampOpenHoldsMax: () => options.onrampOpenHoldsMax ?? 0 } : {}),
   });
   const clock = options.clock ?? { nowMs: () => Date.now() };
   const log = (level: LogLevel, message: string, fields?: Record<string, unknown>): void => {
