@@ -4,10 +4,11 @@
 //   const onramp = await createOnrampServices(ctx, { rail: rails.rail, sandboxRail: rails.sandbox,
 //                                                   adapters: chains.adapters, setups: chains.setups });
 //   edge deps:   { onramp: onramp.acceptance, sandbox: onramp.sandboxDriver(chains.sandbox) }
-//   watcher:     roles.push(await onramp.startDeliveryWorker());
+//   watcher:     roles.push(await onramp.startDeliveryWorker(), onramp.startNoticeWorker());
 //
 // - `acceptance` (edge): inventory check + idempotent PIX charge before the acceptance is answered.
-// - `intake`: PIX payment notices → PixPaymentReceived to the transaction actor.
+// - `intake`: PIX payment notices → the inbox (stored first) → PixPaymentReceived to the transaction
+//   actor; `startNoticeWorker()` (watcher role) applies the notices stored but not applied yet.
 // - `startDeliveryWorker()` (watcher role): DeliveryRequested rows → chain send → CryptoDelivered /
 //   CryptoDeliveryFailed. The PIX refunds that follow a failure are the rails' payout worker's.
 // Decisions: docs/onramp.md.
@@ -22,7 +23,8 @@ import type { ServiceContext } from '../service/context.ts';
 import type { OnrampAcceptance, SandboxDriver } from '../service/ports.ts';
 import { OnrampCharges } from './charges.ts';
 import { DeliveryWorker, type DeliveryWorkerOptions, type DeliveryWorkerStats } from './delivery-worker.ts';
-import { PixNoticeIntake } from './intake.ts';
+import { PixNoticeIntake, type PixNoticeIntakeOptions } from './intake.ts';
+import { NoticeWorker, type NoticeWorkerOptions, type NoticeWorkerStats } from './notice-worker.ts';
 import { ActorOnrampInventory, type OnrampInventory } from './inventory.ts';
 import { sandboxPixPayments, withPixPayments } from './sandbox-driver.ts';
 import type { HealthCheck } from '../service/health.ts';
@@ -40,6 +42,15 @@ export interface OnrampServicesOptions {
   /** Starting inventory per network/asset the store has no record of (default 1,000,000 each). */
   readonly inventory?: { readonly initial?: Partial<Record<`${Network}/${CryptoAsset}`, Decimal>>; readonly initialDefault?: Decimal };
   readonly delivery?: DeliveryTuning;
+  /** Retry delays of stored PIX notices, and the inbox worker's round. */
+  readonly notices?: { readonly inbox?: PixNoticeIntakeOptions['inbox']; readonly worker?: Pick<NoticeWorkerOptions, 'tickMs' | 'batchMax' | 'leaseMs'> };
+}
+
+export interface RunningNoticeWorker {
+  readonly name: 'watcher';
+  stats(): NoticeWorkerStats;
+  health(): HealthCheck;
+  stop(): Promise<void>;
 }
 
 export interface RunningDeliveryWorker {
@@ -57,6 +68,8 @@ export interface OnrampServices {
   /** The sandbox helpers with POST /sandbox/pix-payments handled here (sandbox rail only). */
   sandboxDriver(base: SandboxDriver): SandboxDriver;
   startDeliveryWorker(): Promise<RunningDeliveryWorker>;
+  /** The PIX notice inbox worker (watcher role): applies notices stored but not applied yet. */
+  startNoticeWorker(): RunningNoticeWorker;
 }
 
 export async function createOnrampServices(ctx: ServiceContext, options: OnrampServicesOptions): Promise<OnrampServices> {
@@ -75,7 +88,7 @@ export async function createOnrampServices(ctx: ServiceContext, options: OnrampS
     clock: ctx.clock,
     log: ctx.log.child({ component: 'onramp' }),
   });
-  const intake = new PixNoticeIntake({ store: ctx.store, actors, log: ctx.log.child({ component: 'pix-notices' }) });
+  const intake = new PixNoticeIntake({ store: ctx.store, actors, clock: ctx.clock, log: ctx.log.child({ component: 'pix-notices' }), ...(options.notices?.inbox ? { inbox: options.notices.inbox } : {}) });
   const sandboxRail = options.sandboxRail;
 
   return {
@@ -99,6 +112,11 @@ export async function createOnrampServices(ctx: ServiceContext, options: OnrampS
       });
       worker.start();
       return { name: 'watcher', stats: () => worker.stats(), health: () => worker.health(), stop: (waitMs) => worker.stop(waitMs) };
+    },
+    startNoticeWorker() {
+      const worker = new NoticeWorker({ intake, clock: ctx.clock, log: ctx.log.child({ component: 'pix-notices' }), ...options.notices?.worker });
+      worker.start();
+      return { name: 'watcher', stats: () => worker.stats(), health: () => worker.health(), stop: () => worker.stop() };
     },
   };
 }

@@ -149,6 +149,8 @@ export async function startService(env: EnvConfig, overrides: ContextOverrides =
     if (onramp && runs(env, 'watcher')) {
       const deliveries = await onramp.startDeliveryWorker();
       roles.push({ name: 'watcher', phase: 'intake', stop: (waitMs) => deliveries.stop(waitMs), health: () => [deliveries.health()], metrics: () => deliveryMetrics(deliveries.stats()) });
+      const notices = onramp.startNoticeWorker();
+      roles.push({ name: 'watcher', phase: 'intake', stop: () => notices.stop(), health: () => [notices.health()] });
     }
     if (runs(env, 'webhooks')) {
       const dispatcher = await webhooks.startWebhooksRole();

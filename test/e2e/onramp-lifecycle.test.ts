@@ -226,7 +226,7 @@ describe('onramp lifecycle over HTTP (composition root, sandbox chain and rail)'
     const paid = await api.call('POST', '/sandbox/pix-payments', { transaction_id: id });
     assert.equal(paid.body.status, 'PROCESSING_PAYMENT');
     // The provider delivers the same notice again (a webhook retry): same payment id.
-    const intake = new PixNoticeIntake({ store: running.service.ctx.store, actors: await running.service.ctx.actorClient('test-notices'), log: running.service.ctx.log });
+    const intake = new PixNoticeIntake({ store: running.service.ctx.store, actors: await running.service.ctx.actorClient('test-notices'), clock: running.service.ctx.clock, log: running.service.ctx.log });
     const notice = { chargeId: String(paid.body.charge_id), providerPaymentId: String(paid.body.provider_payment_id), amount: decimalFromExactString('100.00') };
     const [first, second] = [await intake.receive(notice), await intake.receive(notice)];
     assert.equal(first.result, 'applied');

@@ -20,6 +20,7 @@ import { defaultLimitsConfig } from '../../src/config/limits.ts';
 import type { LogLevel } from '../../src/actors/envelope.ts';
 import type { LimitsConfig } from '../../src/domain/limits.ts';
 import { LmdbStore } from '../../src/store/lmdb-store.ts';
+import { onrampReadModelIndexes } from '../../src/onramp/pix-inbox.ts';
 import { defaultReadModelIndexes, type SnapshotStore } from '../../src/store/store.ts';
 import { serviceBehaviors } from '../../src/service/behaviors.ts';
 import { startShardRole, type ShardRole } from '../../src/service/shard-role.ts';
@@ -71,7 +72,7 @@ export async function startActorHarness(options: HarnessOptions): Promise<ActorH
     leases = new MemoryLeases();
   }
   const dir = mkdtempSync(join(tmpdir(), 'actors-'));
-  const store = new LmdbStore({ dir, readModelIndexes: [...defaultReadModelIndexes, ...runtimeReadModelIndexes] });
+  const store = new LmdbStore({ dir, readModelIndexes: [...defaultReadModelIndexes, ...runtimeReadModelIndexes, ...onrampReadModelIndexes] });
   await store.init();
   const corridors = options.quoteTtlMs === undefined ? loadDefaultCorridors() : { ...loadDefaultCorridors(), quoteTtlMs: options.quoteTtlMs };
   const limits = options.limits ?? defaultLimitsConfig;
