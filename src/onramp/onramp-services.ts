@@ -2,7 +2,8 @@
 // composition root:
 //
 //   const onramp = await createOnrampServices(ctx, { rail: rails.rail, sandboxRail: rails.sandbox,
-//                                                   adapters: chains.adapters, setups: chains.setups });
+//                                                   adapters: chains.adapters, setups: chains.setups,
+//                                                   destinations: chains.destinations });
 //   edge deps:   { onramp: onramp.acceptance, sandbox: onramp.sandboxDriver(chains.sandbox) }
 //   watcher:     roles.push(await onramp.startDeliveryWorker(), onramp.startNoticeWorker());
 //
@@ -15,6 +16,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ChainAdapter } from '../chains/chains.ts';
 import type { ChainSetups } from '../chains/config.ts';
+import type { DestinationCheck } from '../chains/destinations.ts';
 import type { CryptoAsset, Network } from '../domain/assets.ts';
 import type { Decimal } from '../domain/money.ts';
 import type { Rail } from '../rails/rails.ts';
@@ -39,6 +41,8 @@ export interface OnrampServicesOptions {
   readonly sandboxRail: Pick<SandboxRail, 'simulatePixPayment'> | null;
   readonly adapters: ReadonlyMap<Network, ChainAdapter>;
   readonly setups: ChainSetups;
+  /** What an onramp destination is (chains: own addresses, tokens, chain lookups). */
+  readonly destinations: DestinationCheck;
   /** Starting inventory per network/asset the store has no record of (default 1,000,000 each). */
   readonly inventory?: { readonly initial?: Partial<Record<`${Network}/${CryptoAsset}`, Decimal>>; readonly initialDefault?: Decimal };
   readonly delivery?: DeliveryTuning;
@@ -84,6 +88,7 @@ export async function createOnrampServices(ctx: ServiceContext, options: OnrampS
     store: ctx.store,
     rail: options.rail,
     inventory,
+    destinations: options.destinations,
     setups: () => options.setups,
     clock: ctx.clock,
     log: ctx.log.child({ component: 'onramp' }),

@@ -87,7 +87,7 @@ export async function startService(env: EnvConfig, overrides: ContextOverrides =
     // Onramp: PIX charges at acceptance (edge), PIX payment notices, crypto deliveries (watcher).
     const onramp =
       railServices && chains
-        ? await createOnrampServices(ctx, { rail: railServices.rail, sandboxRail: railServices.sandbox, adapters: chains.adapters, setups: chains.setups })
+        ? await createOnrampServices(ctx, { rail: railServices.rail, sandboxRail: railServices.sandbox, adapters: chains.adapters, setups: chains.setups, destinations: chains.destinations })
         : null;
     const capabilities: AdminCapabilities = {
       ...(chains ? { reconciler: chains.reconciler } : {}),

@@ -9,6 +9,7 @@ import { randomUUID } from 'node:crypto';
 import pino from 'pino';
 import { resolveChainSetups } from '../../src/chains/config.ts';
 import { randomAddress } from '../../src/chains/sandbox-chain.ts';
+import { sandboxDestinations } from '../support/sandbox-destinations.ts';
 import { loadDefaultCorridors } from '../../src/config/corridors.ts';
 import { decimalFromExactString } from '../../src/domain/money.ts';
 import type { Quote } from '../../src/domain/quote.ts';
@@ -54,7 +55,7 @@ before(async () => {
   rail = new SandboxRail({ store, clock });
   inventory = new ActorOnrampInventory({ store, actors: harness.client, initialDefault: decimalFromExactString('500') });
   const setups = resolveChainSetups(null, { sandbox: true, corridors: loadDefaultCorridors() });
-  charges = new OnrampCharges({ store, rail, inventory, setups: () => setups, clock, log: pino({ level: 'silent' }) });
+  charges = new OnrampCharges({ store, rail, inventory, destinations: sandboxDestinations(store, setups, clock), setups: () => setups, clock, log: pino({ level: 'silent' }) });
 });
 
 after(async () => {

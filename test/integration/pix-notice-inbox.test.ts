@@ -21,6 +21,7 @@ import { ActorOnrampInventory } from '../../src/onramp/inventory.ts';
 import { NoticeWorker } from '../../src/onramp/notice-worker.ts';
 import { SandboxRail } from '../../src/rails/sandbox-rail.ts';
 import { acceptPayload } from '../support/accept-payload.ts';
+import { sandboxDestinations } from '../support/sandbox-destinations.ts';
 import { startActorHarness, type ActorHarness } from '../support/actor-harness.ts';
 import { createQuote, partnerId, transactionDoc } from '../support/payout-child.ts';
 
@@ -38,7 +39,7 @@ describe('PIX notice inbox', () => {
     rail = new SandboxRail({ store: harness.store, clock });
     const setups = resolveChainSetups(null, { sandbox: true, corridors: loadDefaultCorridors() });
     const inventory = new ActorOnrampInventory({ store: harness.store, actors: harness.client });
-    charges = new OnrampCharges({ store: harness.store, rail, inventory, setups: () => setups, clock, log });
+    charges = new OnrampCharges({ store: harness.store, rail, inventory, destinations: sandboxDestinations(harness.store, setups, clock), setups: () => setups, clock, log });
   });
 
   after(async () => {
