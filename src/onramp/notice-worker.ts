@@ -74,21 +74,24 @@ export class NoticeWorker {
   async tick(): Promise<void> {
     const { intake, clock, log } = this.options;
     const due = await intake.inbox.due(clock.nowMs(), this.batchMax);
-    for (const entry of due) {
-      await intake.inbox.take(entry, clock.nowMs(), this.leaseMs);
-      const outcome = await intake.apply(entry);
-      if (outcome.result !== 'queued') {
-        this.counters.applied += 1;
-        this.stuckLogged.delete(entry.id);
-        continue;
-      }
-      this.counters.retried += 1;
-      if (entry.attempts + 1 >= this.stuckAfterAttempts && !this.stuckLogged.has(entry.id)) {
-        // Bounded: one id per stuck notice, forgotten once it is applied.
-        if (this.stuckLogged.size < 10_000) this.stuckLogged.add(entry.id);
-        log.error({ providerPaymentId: entry.notice.providerPaymentId, attempts: entry.attempts + 1, reason: outcome.reason }, 'PIX notice still not applied; check the bus and the shard workers');
-      }
-    }
+    // Together: a round then lasts about one ask timeout, however many notices are due.
+    await Promise.all(
+      due.map(async (entry) => {
+        await intake.inbox.take(entry, clock.nowMs(), this.leaseMs);
+        const outcome = await intake.apply(entry);
+        if (outcome.result !== 'queued') {
+          this.counters.applied += 1;
+          this.stuckLogged.delete(entry.id);
+          return;
+        }
+        this.counters.retried += 1;
+        if (entry.attempts + 1 >= this.stuckAfterAttempts && !this.stuckLogged.has(entry.id)) {
+          // Bounded: one id per stuck notice, forgotten once it is applied.
+          if (this.stuckLogged.size < 10_000) this.stuckLogged.add(entry.id);
+          log.error({ providerPaymentId: entry.notice.providerPaymentId, attempts: entry.attempts + 1, reason: outcome.reason }, 'PIX notice still not applied; check the bus and the shard workers');
+        }
+      }),
+    );
   }
 
   private async run(): Promise<void> {
