@@ -70,6 +70,12 @@ export interface RuntimeOptions {
    * an actor's commands stay pending and are retried, as for an infrastructure failure.
    */
   readonly quarantine?: QuarantineStore;
+  /**
+   * Called when a `timer` command was applied and the actor still wants that same due time (it
+   * refused the timer, e.g. a transaction asked to expire before its expiry by its clock). No
+   * write changes the timer then, so nothing else would arm it again: the worker re-arms it.
+   */
+  readonly onTimerRefused?: (actorId: string, dueAtMs: number) => void;
 }
 
 interface ActiveActor {
@@ -119,6 +125,8 @@ interface PreparedWrite {
   /** The state the actor takes once the write is durable. */
   readonly state: unknown;
   readonly timerAtMs: number | null | undefined;
+  /** A timer this batch fired and the actor still wants at the same time (see onTimerRefused). */
+  readonly refusedTimerAtMs: number | null;
   readonly replies: PendingReply[];
   readonly outboxRows: OutboxRowWrite[];
   /** Set when this write applies a quarantined actor's dead letters: it is released once durable. */
@@ -137,9 +145,22 @@ export interface BatchResult {
   readonly pending: readonly BusEntry[];
 }
 
-/** The stable id of an actor's timer command for a due time: redelivery never double-fires. */
-export function timerCommandId(id: string, dueAtMs: number): string {
-  return `${id}:timer:${dueAtMs}`;
+/**
+ * The stable id of an actor's timer command for a due time: redelivery never double-fires. A
+ * timer armed again after a refusal (`attempt` ≥ 1) needs an id of its own: the refusal wrote
+ * nothing, but the actor remembers the first id for a while and would answer it from memory.
+ */
+export function timerCommandId(id: string, dueAtMs: number, attempt = 0): string {
+  return attempt === 0 ? `${id}:timer:${dueAtMs}` : `${id}:timer:${dueAtMs}:retry:${attempt}`;
+}
+
+/** The due time a `timer` command fired for (its payload), or null when it carries none. */
+function firedDueAtMs(command: CommandEnvelope): number | null {
+  if (command.kind !== timerCommandKind) return null;
+  const payload = command.payload;
+  if (payload === null || typeof payload !== 'object' || Array.isArray(payload)) return null;
+  const dueAtMs = payload['dueAtMs'];
+  return typeof dueAtMs === 'number' && Number.isSafeInteger(dueAtMs) ? dueAtMs : null;
 }
 
 export const outboxTopicCommands = 'commands';
@@ -517,6 +538,8 @@ export class ActorRuntime {
     const readModels = new Map<string, ReadModelWrite>();
     for (const write of extraReadModels) readModels.set(`${write.collection}\u0000${write.id}`, write);
     const seenInBatch = new Set<string>();
+    /** Due times of the timer commands handled (not deduplicated) in this batch. */
+    const firedTimers: number[] = [];
 
     for (const command of commands) {
       // A repeat of a command whose answer is deferred goes back to `handle` (see `asksAgain`).
@@ -538,6 +561,8 @@ export class ActorRuntime {
         }
       }
       const nowMs = this.options.clock.nowMs();
+      const fired = firedDueAtMs(command);
+      if (fired !== null) firedTimers.push(fired);
       const outcome = handleOrFault(behavior, id, state, command, nowMs);
       if (outcome.state !== undefined) {
         state = outcome.state;
@@ -568,10 +593,16 @@ export class ActorRuntime {
       for (const write of outcome.readModels ?? []) readModels.set(`${write.collection}\u0000${write.id}`, write);
     }
 
+    // A fired timer the actor still wants at the same time was not consumed (a refusal): nothing
+    // below re-arms it (the timer row is unchanged), so the worker is told to.
+    const stillDueAtMs = state !== null && behavior.timerAtMs && firedTimers.length > 0 ? behavior.timerAtMs(state) : null;
+    const refusedTimerAtMs = stillDueAtMs !== null && firedTimers.includes(stillDueAtMs) ? stillDueAtMs : null;
+
     // Read-only commands (no state change, no effects) need no write: re-applying them after a
     // crash yields the same reply from the same state.
     if (!changed && outbox.length === 0 && readModels.size === 0) {
       for (const appliedCommand of appliedCommands) this.remember(actor, appliedCommand.commandId, appliedCommand.reply);
+      if (refusedTimerAtMs !== null) this.options.onTimerRefused?.(id, refusedTimerAtMs);
       return { kind: 'done', outcome: { kind: 'applied', replies, outbox: [] } };
     }
 
@@ -606,7 +637,7 @@ export class ActorRuntime {
             ]),
       ],
     };
-    return { kind: 'write', actor, commit, state, timerAtMs, replies, outboxRows };
+    return { kind: 'write', actor, commit, state, timerAtMs, refusedTimerAtMs, replies, outboxRows };
   }
 
   /** The actor moves to its new state only once its write is durable; otherwise it is reloaded. */
@@ -629,10 +660,11 @@ export class ActorRuntime {
     actor.version = commit.newVersion;
     actor.lastUsedMs = this.options.clock.nowMs();
     for (const appliedCommand of commit.appliedCommands) this.remember(actor, appliedCommand.commandId);
-    if (step.timerAtMs !== undefined) {
-      actor.storedTimerAtMs = step.timerAtMs;
-      this.options.onTimer?.(actor.id, step.timerAtMs);
-    }
+    if (step.timerAtMs !== undefined) actor.storedTimerAtMs = step.timerAtMs;
+    // A refused timer is re-armed under a new command id (the first one is remembered by the
+    // actor); arming it as a plain timer would fire that remembered id again and be skipped.
+    if (step.refusedTimerAtMs !== null) this.options.onTimerRefused?.(actor.id, step.refusedTimerAtMs);
+    else if (step.timerAtMs !== undefined) this.options.onTimer?.(actor.id, step.timerAtMs);
     return { kind: 'applied', replies: step.replies, outbox: step.outboxRows };
   }
 
@@ -665,11 +697,11 @@ export class ActorRuntime {
     await replyTo(this.options.bus, reply.to, JSON.stringify(reply.payload));
   }
 
-  /** Builds the command that fires an actor's timer. */
-  timerCommand(id: string, dueAtMs: number): CommandEnvelope {
+  /** Builds the command that fires an actor's timer (`attempt` ≥ 1: armed again after a refusal). */
+  timerCommand(id: string, dueAtMs: number, attempt = 0): CommandEnvelope {
     const slash = id.indexOf('/');
     return {
-      commandId: timerCommandId(id, dueAtMs),
+      commandId: timerCommandId(id, dueAtMs, attempt),
       actorType: id.slice(0, slash),
       actorKey: id.slice(slash + 1),
       kind: timerCommandKind,

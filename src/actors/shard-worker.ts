@@ -67,6 +67,12 @@ export interface ShardWorkerOptions {
   readonly batchesInFlightMax?: number;
   readonly clock: { nowMs(): number };
   readonly log?: (level: LogLevel, message: string, fields?: Record<string, unknown>) => void;
+  /**
+   * A timer the actor refused (`retryTimer`) fires again no sooner than this after the refusal,
+   * doubling per refusal of the same due time up to `timerRetryDelayMsMax` (defaults 1 s, 60 s).
+   */
+  readonly timerRetryDelayMsMin?: number;
+  readonly timerRetryDelayMsMax?: number;
 }
 
 const memberLeasePrefix = 'member:';
@@ -80,6 +86,13 @@ export class ShardWorker {
   private readonly owned = new Map<number, number>(); // shard → fencing token
   private readonly needsRecovery = new Set<number>();
   private readonly timers = new Map<string, { dueAtMs: number; handle: NodeJS.Timeout }>();
+  /**
+   * Refusals of an actor's current due time so far (the retry's attempt number). One entry per
+   * actor whose timer was refused; dropped when its timer changes, is cleared or its shard goes.
+   */
+  private readonly timerRefusals = new Map<string, { dueAtMs: number; refusals: number }>();
+  private readonly timerRetryDelayMsMin: number;
+  private readonly timerRetryDelayMsMax: number;
   private running = false;
   private leaseLoop: Promise<void> | null = null;
   private consumeLoop: Promise<void> | null = null;
@@ -112,6 +125,11 @@ export class ShardWorker {
     this.leaseRounds = new LoopHealth(this.renewEveryMs);
     this.readBlockMs = options.readBlockMs ?? 1_000;
     this.readRounds = new LoopHealth(this.readBlockMs);
+    this.timerRetryDelayMsMin = options.timerRetryDelayMsMin ?? 1_000;
+    this.timerRetryDelayMsMax = options.timerRetryDelayMsMax ?? 60_000;
+    if (!(this.timerRetryDelayMsMin >= 1 && this.timerRetryDelayMsMax >= this.timerRetryDelayMsMin && this.timerRetryDelayMsMax <= timerDelayMsMax)) {
+      throw new RangeError('timerRetryDelayMsMin/Max must satisfy 1 ≤ min ≤ max ≤ 2^31 - 1');
+    }
     this.batchesInFlightMax = options.batchesInFlightMax ?? batchesInFlightMaxDefault;
     if (!Number.isInteger(this.batchesInFlightMax) || this.batchesInFlightMax < 1 || this.batchesInFlightMax > batchesInFlightLimit) {
       throw new RangeError(`batchesInFlightMax must be an integer in [1, ${batchesInFlightLimit}]`);
@@ -161,6 +179,7 @@ export class ShardWorker {
     await this.markingDone?.catch(() => undefined);
     for (const timer of this.timers.values()) clearTimeout(timer.handle);
     this.timers.clear();
+    this.timerRefusals.clear();
     await Promise.all(
       [...this.owned].map(([shard, token]) => this.options.leases.release(shardLeaseName(shard), this.options.workerId, token)),
     );
@@ -176,13 +195,40 @@ export class ShardWorker {
     if (existing && existing.dueAtMs === dueAtMs) return;
     if (existing) clearTimeout(existing.handle);
     this.timers.delete(actorId);
+    if (this.timerRefusals.get(actorId)?.dueAtMs !== dueAtMs) this.timerRefusals.delete(actorId);
     if (dueAtMs === null) return;
-    const delayMs = Math.min(Math.max(0, dueAtMs - this.options.clock.nowMs()), timerDelayMsMax);
+    this.arm(actorId, dueAtMs, dueAtMs, 0);
+  }
+
+  /**
+   * The actor was sent its timer and still wants that same due time (it refused: a transaction
+   * told to expire before its expiry by its own clock). Nothing else arms it again, so it is armed
+   * here, under a new command id (`attempt`), at the due time or after a backoff from now,
+   * whichever is later: an early firing retries at the due time, a refusal past it does not spin.
+   */
+  retryTimer(actorId: string, dueAtMs: number): void {
+    const existing = this.timers.get(actorId);
+    // Moved meanwhile (a write set another due time): that timer is the one to keep.
+    if (existing && existing.dueAtMs !== dueAtMs) return;
+    if (existing) clearTimeout(existing.handle);
+    this.timers.delete(actorId);
+    const previous = this.timerRefusals.get(actorId);
+    const refusals = (previous?.dueAtMs === dueAtMs ? previous.refusals : 0) + 1;
+    this.timerRefusals.set(actorId, { dueAtMs, refusals });
+    const backoffMs = Math.min(this.timerRetryDelayMsMax, this.timerRetryDelayMsMin * 2 ** Math.min(refusals - 1, 30));
+    const fireAtMs = Math.max(dueAtMs, this.options.clock.nowMs() + backoffMs);
+    this.log('info', 'actor refused its timer; armed again', { actorId, dueAtMs, refusals, fireAtMs });
+    this.arm(actorId, dueAtMs, fireAtMs, refusals);
+  }
+
+  /** Sends the timer command for `dueAtMs` at `fireAtMs` (by the injected clock). */
+  private arm(actorId: string, dueAtMs: number, fireAtMs: number, attempt: number): void {
+    const delayMs = Math.min(Math.max(0, fireAtMs - this.options.clock.nowMs()), timerDelayMsMax);
     const handle = setTimeout(() => {
       this.timers.delete(actorId);
-      this.options.runtime.send(this.options.runtime.timerCommand(actorId, dueAtMs)).catch((error: unknown) => {
+      this.options.runtime.send(this.options.runtime.timerCommand(actorId, dueAtMs, attempt)).catch((error: unknown) => {
         this.log('error', 'could not send a timer command; retrying', { actorId, error: String(error) });
-        this.scheduleTimer(actorId, dueAtMs);
+        if (!this.timers.has(actorId)) this.arm(actorId, dueAtMs, dueAtMs, attempt);
       });
     }, delayMs);
     handle.unref();
@@ -337,6 +383,9 @@ export class ShardWorker {
         clearTimeout(timer.handle);
         this.timers.delete(actorId);
       }
+    }
+    for (const actorId of this.timerRefusals.keys()) {
+      if (this.shardOfActor(actorId) === shard) this.timerRefusals.delete(actorId);
     }
     this.log('debug', 'shard released', { shard });
   }

@@ -1,7 +1,8 @@
 // The crypto side, assembled for the composition root: one adapter per offered network (live from
 // CHAINS_FILE through the factories the root passes, or the sandbox chain), payment_context, the
-// deposit intake (notify, reconcile, watched transfers), chain availability, the sandbox test
-// helpers, and the watcher role (the Stellar-style watchers plus the chain refund worker).
+// deposit intake (notify, reconcile, watched transfers), chain availability, the onramp destination
+// check, the sandbox test helpers, and the watcher role (the Stellar-style watchers plus the chain
+// refund worker).
 import { randomUUID } from 'node:crypto';
 import { networks, type Network } from '../domain/assets.ts';
 import { compare, rescale, toJsonNumber } from '../domain/money.ts';
@@ -11,9 +12,10 @@ import { transactionsCollection } from '../actors/transaction-actor.ts';
 import { transactionReference } from '../domain/reference.ts';
 import type { ChainAvailability, DepositVerifier, PaymentContexts, Reconciler, SandboxDriver, SandboxResult } from '../service/ports.ts';
 import type { ServiceContext } from '../service/context.ts';
-import type { ChainAdapter, TransferWatcher, WatcherStatus } from './chains.ts';
+import type { AccountLookup, ChainAdapter, TransferWatcher, WatcherStatus } from './chains.ts';
 import { loadChainsFile, resolveChainSetups, type ChainSetup, type ChainSetups, type ChainsFile } from './config.ts';
 import { DepositIntake } from './deposits.ts';
+import { createDestinationCheck, type DestinationCheck } from './destinations.ts';
 import { createChainAvailability, createPaymentContexts } from './payment-context.ts';
 import { RefundWorker, type RefundWorkerOptions, type RefundWorkerStatus } from './refunds.ts';
 import { SandboxChain } from './sandbox-chain.ts';
@@ -25,6 +27,10 @@ import { watchersCheck, type HealthCheck } from '../service/health.ts';
 export type LiveChainFactory = (setup: Extract<ChainSetup, { mode: 'live' }>, ctx: ServiceContext) => {
   readonly adapter: ChainAdapter;
   readonly watcher?: TransferWatcher;
+  /** What is at an address (onramp destinations); needed on Solana and Celo. */
+  readonly accounts?: AccountLookup;
+  /** The hot wallet sends go out from (null without a signer): never an onramp destination. */
+  readonly hotWallet?: string | null;
 };
 
 export type RefundTuning = Partial<Pick<RefundWorkerOptions, 'claimLeaseMs' | 'claimBatchMax' | 'inFlightMax' | 'inFlightPerKeyMax' | 'tickMs' | 'retryDelayMsMin' | 'retryDelayMsMax' | 'parkedRetryDelayMs' | 'askTimeoutMs' | 'topic'>>;
@@ -68,6 +74,8 @@ export interface ChainServices {
   /** The sandbox ledger (null when every network is live): knobs and lookups for tests and admin. */
   readonly sandboxChain: SandboxChain | null;
   readonly intake: DepositIntake;
+  /** Whether an address may receive onramp crypto as a wallet (own addresses, tokens, chain lookups). */
+  readonly destinations: DestinationCheck;
   /** The watcher role: Stellar-style watchers and the chain refund worker. */
   startWatcherRole(): Promise<WatcherRole>;
 }
@@ -84,12 +92,16 @@ export async function createChainServices(ctx: ServiceContext, options: ChainSer
 
   const adapters = new Map<Network, ChainAdapter>();
   const watchers: TransferWatcher[] = [];
+  const accountLookups = new Map<Network, AccountLookup>();
+  const hotWallets: Partial<Record<Network, string[]>> = {};
   for (const network of networks) {
     const setup = setups[network];
     if (setup === undefined) continue;
     if (setup.mode === 'sandbox') {
       if (sandboxChain === null) throw new Error('sandbox chain missing');
       adapters.set(network, sandboxChain.adapter(network));
+      // The sandbox sends from its deposit address (already one of our own addresses).
+      accountLookups.set(network, sandboxChain.accounts(network));
       // Stellar pushes payments; Solana and Celo transfers are reported by notify.
       if (network === 'STELLAR') watchers.push(sandboxChain.watcher(network, options.sandboxWatcherPollMs !== undefined ? { pollMs: options.sandboxWatcherPollMs } : {}));
       continue;
@@ -99,7 +111,10 @@ export async function createChainServices(ctx: ServiceContext, options: ChainSer
     const built = factory(setup, ctx);
     adapters.set(network, built.adapter);
     if (built.watcher) watchers.push(built.watcher);
+    if (built.accounts) accountLookups.set(network, built.accounts);
+    if (built.hotWallet) hotWallets[network] = [built.hotWallet];
   }
+  const destinations = createDestinationCheck({ setups, hotWallets, lookups: accountLookups });
 
   const actors = await ctx.actorClient('chains');
   const intake = new DepositIntake({ store: ctx.store, adapters, actors, log: ctx.log.child({ component: 'deposits' }) });
@@ -165,6 +180,7 @@ export async function createChainServices(ctx: ServiceContext, options: ChainSer
     sandbox,
     sandboxChain,
     intake,
+    destinations,
     async startWatcherRole() {
       const log = ctx.log.child({ component: 'watcher' });
       const started: TransferWatcher[] = [];

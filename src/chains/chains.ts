@@ -97,3 +97,21 @@ export function sendJournalOnStore(
     putIfAbsent: async (key, record) => store.putIfAbsent(collection, key, record),
   };
 }
+
+/**
+ * What is at an address, for the question "can this receive tokens as a wallet?" (onramp
+ * destinations): `wallet` (a plain account, or nothing yet: a new wallet), `token_account` (Solana:
+ * an account of the SPL Token program — a token account or a mint), `program` (Solana: executable)
+ * or `contract` (EVM: code at the address). Tokens sent to the last three as if to a wallet are
+ * lost or land where nobody expects them.
+ */
+export type AccountKind = 'wallet' | 'token_account' | 'program' | 'contract';
+
+/**
+ * A read-only chain lookup of one network. Throws when the chain cannot answer (node unreachable,
+ * timeout): the caller treats that as retryable, never as "a wallet".
+ */
+export interface AccountLookup {
+  readonly network: Network;
+  accountKind(address: string): Promise<AccountKind>;
+}

@@ -6,18 +6,25 @@ import { createStellarChain } from './stellar.ts';
 import { sendJournalOnStore } from './chains.ts';
 import { solanaAdapterFromConfig } from './solana.ts';
 import { celoAdapterFromConfig } from './celo.ts';
+import { celoAccountLookup } from './celo-accounts.ts';
+import { solanaAccountLookup } from './solana-accounts.ts';
 
 export const liveChainFactories: Partial<Record<Network, LiveChainFactory>> = {
   STELLAR: (setup, ctx) => {
     if (setup.network !== 'STELLAR') throw new Error('not a Stellar setup');
-    return createStellarChain({ config: setup.config, store: ctx.store, log: ctx.log.child({ component: 'stellar' }), clock: ctx.clock });
+    const chain = createStellarChain({ config: setup.config, store: ctx.store, log: ctx.log.child({ component: 'stellar' }), clock: ctx.clock });
+    return { ...chain, hotWallet: chain.adapter.hotWallet };
   },
   SOLANA: (setup, ctx) => {
     if (setup.network !== 'SOLANA') throw new Error('not a Solana setup');
-    return { adapter: solanaAdapterFromConfig(setup.config, { journal: sendJournalOnStore(ctx.store), nowMs: () => ctx.clock.nowMs() }) };
+    const adapter = solanaAdapterFromConfig(setup.config, { journal: sendJournalOnStore(ctx.store), nowMs: () => ctx.clock.nowMs() });
+    const accounts = solanaAccountLookup({ rpcUrl: setup.config.rpcUrl, commitment: setup.config.commitment });
+    return { adapter, accounts, hotWallet: adapter.hotWallet?.toBase58() ?? null };
   },
   CELO: (setup, ctx) => {
     if (setup.network !== 'CELO') throw new Error('not a Celo setup');
-    return { adapter: celoAdapterFromConfig(setup.config, { journal: sendJournalOnStore(ctx.store), nowMs: () => ctx.clock.nowMs() }) };
+    const adapter = celoAdapterFromConfig(setup.config, { journal: sendJournalOnStore(ctx.store), nowMs: () => ctx.clock.nowMs() });
+    const accounts = celoAccountLookup({ rpcUrl: setup.config.rpcUrl, chainId: setup.config.chainId });
+    return { adapter, accounts, hotWallet: adapter.hotWallet };
   },
 };

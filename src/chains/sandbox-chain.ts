@@ -10,8 +10,12 @@
 //   gets the `on_chain_tx` to report with POST /payments/notify.
 // - `send()` (refunds, onramp deliveries) is idempotent by key: the hash is derived from the key,
 //   and the first request is recorded; the same key with another request is refused.
+// - `accounts(network)` answers what is at an address (the AccountLookup port) from the ledger: the
+//   network's token identifiers are the token itself (a Solana mint is a token-program account, a
+//   Celo token is a contract); `registerAccount` records other token accounts or contracts (tests,
+//   the demo); anything else is a wallet.
 // - Knobs (stored, so they apply to every process): verify outage, send outage, permanent send
-//   failure, sends that stay pending for N polls, watcher outage.
+//   failure, sends that stay pending for N polls, watcher outage, lookup outage.
 //
 // Ledger documents (ids are prefixed by kind):
 //   tx:<network>:<onChainId>        a transfer (deposit or send)
@@ -19,11 +23,12 @@
 //   feed:<network>:<seq>            the Stellar feed, gap-free: seq n exists before n+1
 //   head:<network>                  where the feed probably ends (a hint)
 //   knobs:<network>, cursor:<network>
+//   account:<network>:<address>     what a test said is at an address (a token account, a contract)
 import { createHash, randomBytes } from 'node:crypto';
 import type { CryptoAsset, Network } from '../domain/assets.ts';
 import { decimalFromExactString, rescale, toFixedString, type Decimal } from '../domain/money.ts';
 import type { JsonObject, SnapshotStore } from '../store/store.ts';
-import type { ChainAdapter, ObservedTransfer, SendRequest, SendResult, TransferWatcher, VerifyResult, WatcherStatus } from './chains.ts';
+import type { AccountKind, AccountLookup, ChainAdapter, ObservedTransfer, SendRequest, SendResult, TransferWatcher, VerifyResult, WatcherStatus } from './chains.ts';
 import { base58Encode, isAddressOf, stellarAccountFromPublicKey, type ChainSetup } from './config.ts';
 
 export const sandboxChainCollection = 'sandbox_chain';
@@ -39,6 +44,8 @@ export interface SandboxKnobs {
   readonly sendPendingPolls: number;
   /** The watcher stops streaming (state `reconnecting`) until cleared. */
   readonly watcherOutage: boolean;
+  /** Account lookups (what is at an address) throw, as an unreachable RPC node would. */
+  readonly lookupOutage: boolean;
 }
 
 export const defaultKnobs: SandboxKnobs = {
@@ -47,6 +54,7 @@ export const defaultKnobs: SandboxKnobs = {
   sendRejects: false,
   sendPendingPolls: 0,
   watcherOutage: false,
+  lookupOutage: false,
 };
 
 export interface SandboxTransfer {
@@ -314,6 +322,28 @@ export class SandboxChain {
     return polls > Number(record.pendingPolls) ? { status: 'confirmed', onChainId } : { status: 'pending', onChainId };
   }
 
+  /** Records what is at `address` (a token account, a program, a contract) on the sandbox `network`. */
+  async registerAccount(network: Network, address: string, kind: Exclude<AccountKind, 'wallet'>): Promise<void> {
+    if (!isAddressOf(network, address)) throw new Error(`not an address of ${network}`);
+    await this.options.store.put(sandboxChainCollection, accountDocId(network, address), { kind });
+  }
+
+  /** What is at `address`, from the ledger (see the header); throws under the lookup outage knob. */
+  async accountKind(network: Network, address: string): Promise<AccountKind> {
+    if ((await this.knobs(network)).lookupOutage) throw new Error(`sandbox ${network}: the node is unreachable (lookup outage knob)`);
+    const setup = this.setups.get(network);
+    const isToken = Object.values(setup?.assets ?? {}).some((asset) => asset !== undefined && sameAddress(network, asset.identifier, address));
+    if (isToken && network !== 'STELLAR') return network === 'SOLANA' ? 'token_account' : 'contract';
+    const doc = await this.options.store.get(sandboxChainCollection, accountDocId(network, address));
+    const kind = doc?.['kind'];
+    return kind === 'token_account' || kind === 'program' || kind === 'contract' ? kind : 'wallet';
+  }
+
+  accounts(network: Network): AccountLookup {
+    this.setupOf(network);
+    return { network, accountKind: (address) => this.accountKind(network, address) };
+  }
+
   adapter(network: Network): ChainAdapter {
     this.setupOf(network);
     return {
@@ -327,6 +357,15 @@ export class SandboxChain {
     this.setupOf(network);
     return new SandboxTransferWatcher(this, network, options.pollMs ?? 200, options.retryDelayMsMax ?? 5_000, this.options.clock);
   }
+}
+
+/** EVM addresses compare without case (checksummed or not); others exactly. */
+function sameAddress(network: Network, a: string, b: string): boolean {
+  return network === 'CELO' ? a.toLowerCase() === b.toLowerCase() : a === b;
+}
+
+function accountDocId(network: Network, address: string): string {
+  return `account:${network}:${network === 'CELO' ? address.toLowerCase() : address}`;
 }
 
 function observed(transfer: SandboxTransfer): ObservedTransfer {

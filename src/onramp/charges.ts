@@ -1,7 +1,8 @@
-// Onramp acceptance, the part before the transaction actor: the crypto inventory check and the PIX
-// charge the payer pays. The edge calls `prepare` after its own read checks (user, quote expiry,
-// caps, rail availability, destination wallet) and before it asks the transaction actor, so the
-// charge exists, idempotently, before the acceptance is answered:
+// Onramp acceptance, the part before the transaction actor: what the destination wallet is (chains:
+// not one of our addresses, not the token, not a token account or contract), the crypto inventory
+// check, and the PIX charge the payer pays. The edge calls `prepare` after its own read checks
+// (user, quote expiry, caps, rail availability, the destination's shape) and before it asks the
+// transaction actor, so the charge exists, idempotently, before the acceptance is answered:
 //   - the charge's idempotency key is derived from the transaction id (`onramp-charge:<txId>`):
 //     a retried acceptance (same Idempotency-Key → same transaction id) gets the same charge back;
 //   - the charge id → transaction id mapping is written to `pix_charges` (and the reverse to
@@ -16,10 +17,11 @@ import { chainFamily } from '../domain/assets.ts';
 import { compare, decimalFromExactString, toFixedString, toJsonNumber, type Decimal } from '../domain/money.ts';
 import type { Quote } from '../domain/quote.ts';
 import type { ChainSetups } from '../chains/config.ts';
+import type { DestinationCheck } from '../chains/destinations.ts';
 import { RailUnavailableError, type PixCharge, type Rail } from '../rails/rails.ts';
 import type { OnrampAcceptance, OnrampPreparation } from '../service/ports.ts';
 import type { JsonObject, SnapshotStore } from '../store/store.ts';
-import type { OnrampInventory } from './inventory.ts';
+import type { InventoryStatus, OnrampInventory } from './inventory.ts';
 
 /** charge id → the transaction it pays (what a payment notice is matched by). */
 export const pixChargesCollection = 'pix_charges';
@@ -115,6 +117,8 @@ export interface OnrampChargesOptions {
   readonly store: Pick<SnapshotStore, 'get' | 'put'>;
   readonly rail: Pick<Rail, 'createPixCharge'>;
   readonly inventory: OnrampInventory;
+  /** What the destination is (our own address, the token, a token account, a contract…): chains. */
+  readonly destinations: DestinationCheck;
   readonly setups: () => ChainSetups;
   readonly clock: { nowMs(): number };
   readonly log: Logger;
@@ -153,15 +157,28 @@ export class OnrampCharges implements OnrampAcceptance {
     if (setups[quote.network]?.assets[quote.cryptoCurrency] === undefined) {
       return { ok: false, unavailable: `Onramp delivery of ${quote.cryptoCurrency} on ${quote.network}` };
     }
+    // account_unverifiable (6 in the catalogue's order) before liquidity (7): a destination that
+    // would swallow the crypto — ours, the token, a token account, a contract — is refused here.
+    const destination = await this.options.destinations.check(quote.network, request.destination);
+    if (!destination.ok) {
+      if ('refused' in destination) return { ok: false, rejection: { code: 'account_unverifiable' }, detail: destination.reason };
+      log.warn({ network: quote.network, error: destination.error }, 'onramp destination could not be looked up');
+      return { ok: false, unavailable: destination.unavailable };
+    }
     // liquidity_insufficient comes before the PIX charge: no charge for a delivery we cannot make.
-    let available: Decimal;
+    let inventory: InventoryStatus;
     try {
-      available = await this.options.inventory.available(quote.network, quote.cryptoCurrency);
+      inventory = await this.options.inventory.status(quote.network, quote.cryptoCurrency);
     } catch (error) {
       log.warn({ error: String(error), network: quote.network }, 'onramp inventory unreadable');
       return { ok: false, unavailable: 'The onramp inventory' };
     }
-    if (compare(available, quote.targetAmount) < 0) return { ok: false, rejection: { code: 'liquidity_insufficient' } };
+    if (compare(inventory.available, quote.targetAmount) < 0) return { ok: false, rejection: { code: 'liquidity_insufficient' } };
+    // Deliveries in flight at their bound: this one could not be held until some finish. Retryable.
+    if (inventory.openHoldsMax !== null && inventory.openHolds >= inventory.openHoldsMax) {
+      log.warn({ network: quote.network, asset: quote.cryptoCurrency, openHolds: inventory.openHolds }, 'onramp deliveries in flight at their bound; acceptance refused');
+      return { ok: false, unavailable: `Onramp deliveries on ${quote.network} (too many in flight)` };
+    }
 
     let charge: PixCharge;
     try {

@@ -12,11 +12,13 @@
 //      too: whichever of `sending` and `failed` is written first decides, so a delivery whose
 //      transfer may be on its way is never failed (and refunded) for want of inventory, and a
 //      delivery failed that way is never sent. Once `sending` is recorded, the inventory is not
-//      consulted again (its hold key may have been dropped meanwhile; see docs/onramp.md).
+//      asked for a hold again: the send decides. Too many holds open at once (`too_many_holds`) is
+//      not a failure: the row is retried later, nothing sent.
 //   4. `adapter.send` with the idempotency key `delivery:<txId>`: the adapters record the signed
 //      transaction before broadcasting it, so a retry (this worker, another one after the claim
 //      lapses, a restart) is the same transfer, never a second one.
-//        confirmed → ask CryptoDelivered {onChainId} → PAYMENT_COMPLETED; row done.
+//        confirmed → the hold is consumed (closed for good), then ask CryptoDelivered {onChainId}
+//          → PAYMENT_COMPLETED; row done.
 //        pending, or a retryable failure → tried again with bounded exponential backoff, forever
 //          (an unconfirmed hash is never reported as delivered, and a transfer that may still land
 //          is never refunded); an error is logged once the row has waited `stuckAfterMs`.
@@ -234,18 +236,21 @@ export class DeliveryWorker {
     const key = deliveryIdempotencyKey(delivery.transactionId);
     const recorded = await store.get(onrampDeliveriesCollection, delivery.transactionId);
     if (recorded?.['outcome'] === 'failed') {
-      await inventory.release(key, delivery.network, delivery.asset, delivery.amount);
+      await inventory.release(key, delivery.network, delivery.asset);
       return failedOutcome(recorded);
     }
     const tx = await store.get(transactionsCollection, delivery.transactionId);
     const status = tx?.['status'];
     if (status !== 'PROCESSING_PAYMENT') {
-      if (status !== 'PAYMENT_COMPLETED') log.warn({ transactionId: delivery.transactionId, status: typeof status === 'string' ? status : null }, 'delivery row for a transaction that is not processing; not sent');
+      // Completed: reported before a crash; the hold was consumed before the report (again: no-op).
+      if (status === 'PAYMENT_COMPLETED') await inventory.consume(key, delivery.network, delivery.asset);
+      else log.warn({ transactionId: delivery.transactionId, status: typeof status === 'string' ? status : null }, 'delivery row for a transaction that is not processing; not sent');
       return 'done';
     }
     if (recorded?.['outcome'] !== 'sending') {
       const held = await inventory.hold(key, delivery.network, delivery.asset, delivery.amount);
       if (held === 'insufficient') return this.failBeforeAnySend(delivery, 'insufficient_inventory');
+      if (held === 'too_many_holds') throw new Error(`too many onramp deliveries in flight on ${delivery.network}/${delivery.asset} (open inventory holds at their bound); retrying`);
       const marked = await store.putIfAbsent(onrampDeliveriesCollection, delivery.transactionId, { outcome: 'sending', atMs: this.options.clock.nowMs() });
       // Another worker on the same row recorded a final failure first: nothing was sent, report it.
       if (marked.status === 'exists' && marked.doc['outcome'] === 'failed') return failedOutcome(marked.doc);
@@ -262,6 +267,8 @@ export class DeliveryWorker {
     switch (sent.status) {
       case 'confirmed':
         log.info({ transactionId: delivery.transactionId, network: delivery.network, onChainId: sent.onChainId }, 'onramp crypto delivered');
+        // Before the report: a completed transaction's row is done, and its hold must be closed.
+        await inventory.consume(key, delivery.network, delivery.asset);
         return { kind: 'delivered', onChainId: sent.onChainId };
       case 'pending':
         log.info({ transactionId: delivery.transactionId, network: delivery.network, onChainId: sent.onChainId }, 'delivery broadcast, not final yet');
@@ -290,7 +297,7 @@ export class DeliveryWorker {
   private async failFinally(delivery: Delivery, reason: string): Promise<Outcome> {
     const bounded = reason.slice(0, reasonCharsMax);
     await this.options.store.put(onrampDeliveriesCollection, delivery.transactionId, { outcome: 'failed', reason: bounded, atMs: this.options.clock.nowMs() });
-    await this.options.inventory.release(deliveryIdempotencyKey(delivery.transactionId), delivery.network, delivery.asset, delivery.amount);
+    await this.options.inventory.release(deliveryIdempotencyKey(delivery.transactionId), delivery.network, delivery.asset);
     this.options.log.error({ transactionId: delivery.transactionId, network: delivery.network, reason: bounded }, 'onramp delivery failed; the PIX payment is refunded');
     return { kind: 'failed', reason: bounded };
   }

@@ -2,18 +2,21 @@
 // composition root:
 //
 //   const onramp = await createOnrampServices(ctx, { rail: rails.rail, sandboxRail: rails.sandbox,
-//                                                   adapters: chains.adapters, setups: chains.setups });
+//                                                   adapters: chains.adapters, setups: chains.setups,
+//                                                   destinations: chains.destinations });
 //   edge deps:   { onramp: onramp.acceptance, sandbox: onramp.sandboxDriver(chains.sandbox) }
-//   watcher:     roles.push(await onramp.startDeliveryWorker());
+//   watcher:     roles.push(await onramp.startDeliveryWorker(), onramp.startNoticeWorker());
 //
 // - `acceptance` (edge): inventory check + idempotent PIX charge before the acceptance is answered.
-// - `intake`: PIX payment notices → PixPaymentReceived to the transaction actor.
+// - `intake`: PIX payment notices → the inbox (stored first) → PixPaymentReceived to the transaction
+//   actor; `startNoticeWorker()` (watcher role) applies the notices stored but not applied yet.
 // - `startDeliveryWorker()` (watcher role): DeliveryRequested rows → chain send → CryptoDelivered /
 //   CryptoDeliveryFailed. The PIX refunds that follow a failure are the rails' payout worker's.
 // Decisions: docs/onramp.md.
 import { randomUUID } from 'node:crypto';
 import type { ChainAdapter } from '../chains/chains.ts';
 import type { ChainSetups } from '../chains/config.ts';
+import type { DestinationCheck } from '../chains/destinations.ts';
 import type { CryptoAsset, Network } from '../domain/assets.ts';
 import type { Decimal } from '../domain/money.ts';
 import type { Rail } from '../rails/rails.ts';
@@ -22,8 +25,9 @@ import type { ServiceContext } from '../service/context.ts';
 import type { OnrampAcceptance, SandboxDriver } from '../service/ports.ts';
 import { OnrampCharges } from './charges.ts';
 import { DeliveryWorker, type DeliveryWorkerOptions, type DeliveryWorkerStats } from './delivery-worker.ts';
-import { PixNoticeIntake } from './intake.ts';
-import { StoredOnrampInventory, type OnrampInventory } from './inventory.ts';
+import { PixNoticeIntake, type PixNoticeIntakeOptions } from './intake.ts';
+import { NoticeWorker, type NoticeWorkerOptions, type NoticeWorkerStats } from './notice-worker.ts';
+import { ActorOnrampInventory, type OnrampInventory } from './inventory.ts';
 import { sandboxPixPayments, withPixPayments } from './sandbox-driver.ts';
 import type { HealthCheck } from '../service/health.ts';
 
@@ -37,9 +41,20 @@ export interface OnrampServicesOptions {
   readonly sandboxRail: Pick<SandboxRail, 'simulatePixPayment'> | null;
   readonly adapters: ReadonlyMap<Network, ChainAdapter>;
   readonly setups: ChainSetups;
+  /** What an onramp destination is (chains: own addresses, tokens, chain lookups). */
+  readonly destinations: DestinationCheck;
   /** Starting inventory per network/asset the store has no record of (default 1,000,000 each). */
   readonly inventory?: { readonly initial?: Partial<Record<`${Network}/${CryptoAsset}`, Decimal>>; readonly initialDefault?: Decimal };
   readonly delivery?: DeliveryTuning;
+  /** Retry delays of stored PIX notices, and the inbox worker's round. */
+  readonly notices?: { readonly inbox?: PixNoticeIntakeOptions['inbox']; readonly worker?: Pick<NoticeWorkerOptions, 'tickMs' | 'batchMax' | 'leaseMs'> };
+}
+
+export interface RunningNoticeWorker {
+  readonly name: 'watcher';
+  stats(): NoticeWorkerStats;
+  health(): HealthCheck;
+  stop(): Promise<void>;
 }
 
 export interface RunningDeliveryWorker {
@@ -57,11 +72,15 @@ export interface OnrampServices {
   /** The sandbox helpers with POST /sandbox/pix-payments handled here (sandbox rail only). */
   sandboxDriver(base: SandboxDriver): SandboxDriver;
   startDeliveryWorker(): Promise<RunningDeliveryWorker>;
+  /** The PIX notice inbox worker (watcher role): applies notices stored but not applied yet. */
+  startNoticeWorker(): RunningNoticeWorker;
 }
 
 export async function createOnrampServices(ctx: ServiceContext, options: OnrampServicesOptions): Promise<OnrampServices> {
-  const inventory = new StoredOnrampInventory({
+  const actors = await ctx.actorClient('onramp');
+  const inventory = new ActorOnrampInventory({
     store: ctx.store,
+    actors,
     ...(options.inventory?.initial !== undefined ? { initial: options.inventory.initial } : {}),
     ...(options.inventory?.initialDefault !== undefined ? { initialDefault: options.inventory.initialDefault } : {}),
   });
@@ -69,12 +88,12 @@ export async function createOnrampServices(ctx: ServiceContext, options: OnrampS
     store: ctx.store,
     rail: options.rail,
     inventory,
+    destinations: options.destinations,
     setups: () => options.setups,
     clock: ctx.clock,
     log: ctx.log.child({ component: 'onramp' }),
   });
-  const actors = await ctx.actorClient('onramp');
-  const intake = new PixNoticeIntake({ store: ctx.store, actors, log: ctx.log.child({ component: 'pix-notices' }) });
+  const intake = new PixNoticeIntake({ store: ctx.store, actors, clock: ctx.clock, log: ctx.log.child({ component: 'pix-notices' }), ...(options.notices?.inbox ? { inbox: options.notices.inbox } : {}) });
   const sandboxRail = options.sandboxRail;
 
   return {
@@ -98,6 +117,11 @@ export async function createOnrampServices(ctx: ServiceContext, options: OnrampS
       });
       worker.start();
       return { name: 'watcher', stats: () => worker.stats(), health: () => worker.health(), stop: (waitMs) => worker.stop(waitMs) };
+    },
+    startNoticeWorker() {
+      const worker = new NoticeWorker({ intake, clock: ctx.clock, log: ctx.log.child({ component: 'pix-notices' }), ...options.notices?.worker });
+      worker.start();
+      return { name: 'watcher', stats: () => worker.stats(), health: () => worker.health(), stop: () => worker.stop() };
     },
   };
 }

@@ -1,6 +1,7 @@
 // POST /sandbox/pix-payments: the payer pays an onramp transaction's PIX charge. The sandbox rail
 // records the payment (a new provider payment id per call, as a real second payment would have)
-// and its notice goes through the same intake a provider's notice would. The body says what the
+// and its notice goes through the same intake a provider's notice would (stored in the inbox first,
+// then applied). The body says what the
 // transaction made of it. A payment after the charge's expiry is let through on purpose: it is how
 // a late payment (refunded by the domain) is exercised. Decisions: docs/onramp.md.
 import { transactionsCollection } from '../actors/transaction-actor.ts';
@@ -38,12 +39,16 @@ export function sandboxPixPayments(options: SandboxPixPaymentsOptions): SandboxD
     }
     if (payment === null) return refused(400, 'invalid_request', 'The PIX provider does not know this charge');
     const notice = await options.intake.receive({ chargeId: payment.chargeId, providerPaymentId: payment.providerPaymentId, amount: payment.amount });
+    // `queued`: the notice is stored and will be applied by the inbox worker (the transaction could
+    // not be reached just now); the payment is not lost.
     const outcome =
       notice.result === 'applied'
         ? { status: notice.status }
-        : notice.result === 'refused'
-          ? { status: null, refused: notice.code }
-          : { status: null, refused: notice.result };
+        : notice.result === 'queued'
+          ? { status: null, queued: true }
+          : notice.result === 'refused'
+            ? { status: null, refused: notice.code }
+            : { status: null, refused: notice.result };
     return {
       ok: true,
       body: {

@@ -2,13 +2,17 @@
 import type { ActorBehavior } from '../actors/envelope.ts';
 import { counterBehavior } from '../actors/counter-actor.ts';
 import { depositBehavior } from '../actors/deposit-actor.ts';
+import { inventoryBehavior } from '../actors/inventory-actor.ts';
 import { kycBehavior } from '../actors/kyc-actor.ts';
 import { quoteBehavior, type QuoteActorDeps } from '../actors/quote-actor.ts';
 import { transactionBehavior } from '../actors/transaction-actor.ts';
 import type { LimitsConfig } from '../domain/limits.ts';
+import { openHoldsMaxDefault } from '../domain/onramp-inventory.ts';
 
 export interface BehaviorDeps extends QuoteActorDeps {
   limits(): LimitsConfig;
+  /** Bound on open onramp inventory holds per network × asset (default `openHoldsMaxDefault`). */
+  onrampOpenHoldsMax?(): number;
 }
 
 export function serviceBehaviors(deps: BehaviorDeps): Array<ActorBehavior<unknown>> {
@@ -18,5 +22,6 @@ export function serviceBehaviors(deps: BehaviorDeps): Array<ActorBehavior<unknow
     transactionBehavior(deps),
     kycBehavior(),
     depositBehavior(deps),
+    inventoryBehavior({ openHoldsMax: () => deps.onrampOpenHoldsMax?.() ?? openHoldsMaxDefault }),
   ] as unknown as Array<ActorBehavior<unknown>>;
 }

@@ -30,12 +30,13 @@ import { MongoStore } from '../store/mongo-store.ts';
 import { defaultReadModelIndexes, type ReadModelIndex, type SnapshotStore } from '../store/store.ts';
 import { PartnerDirectory, partnerFromConfig } from './partners.ts';
 import { webhookReadModelIndexes } from '../webhooks/records.ts';
+import { onrampReadModelIndexes } from '../onramp/pix-inbox.ts';
 import { join } from 'node:path';
 
 export const demoPartnerId = 'demo';
 
 /** Read-model indexes of every role (declared once, created at start). */
-export const serviceReadModelIndexes: ReadModelIndex[] = [...defaultReadModelIndexes, ...runtimeReadModelIndexes, ...webhookReadModelIndexes];
+export const serviceReadModelIndexes: ReadModelIndex[] = [...defaultReadModelIndexes, ...runtimeReadModelIndexes, ...webhookReadModelIndexes, ...onrampReadModelIndexes];
 
 export interface LiveConfig {
   corridors(): CorridorConfig;

@@ -54,10 +54,15 @@ export interface PaymentContexts {
   forPayout(quote: Quote, transactionId: string): JsonValue;
 }
 
-/** What prepares an onramp acceptance: the crypto inventory check, then the PIX charge (src/onramp). */
+/** What prepares an onramp acceptance: the destination wallet, the crypto inventory, then the PIX charge (src/onramp). */
 export type OnrampPreparation =
   | { readonly ok: true; readonly paymentContext: JsonValue }
-  | { readonly ok: false; readonly rejection: { readonly code: 'liquidity_insufficient' } | { readonly code: 'rail_unavailable'; readonly method: PaymentMethod } }
+  | {
+      readonly ok: false;
+      readonly rejection: { readonly code: 'account_unverifiable' } | { readonly code: 'liquidity_insufficient' } | { readonly code: 'rail_unavailable'; readonly method: PaymentMethod };
+      /** Appended to the catalogue's reason (why the destination is not a wallet). */
+      readonly detail?: string;
+    }
   /** Infrastructure trouble (store, provider error): the edge answers 503. */
   | { readonly ok: false; readonly unavailable: string };
 

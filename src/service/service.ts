@@ -87,7 +87,7 @@ export async function startService(env: EnvConfig, overrides: ContextOverrides =
     // Onramp: PIX charges at acceptance (edge), PIX payment notices, crypto deliveries (watcher).
     const onramp =
       railServices && chains
-        ? await createOnrampServices(ctx, { rail: railServices.rail, sandboxRail: railServices.sandbox, adapters: chains.adapters, setups: chains.setups })
+        ? await createOnrampServices(ctx, { rail: railServices.rail, sandboxRail: railServices.sandbox, adapters: chains.adapters, setups: chains.setups, destinations: chains.destinations })
         : null;
     const capabilities: AdminCapabilities = {
       ...(chains ? { reconciler: chains.reconciler } : {}),
@@ -153,6 +153,8 @@ export async function startService(env: EnvConfig, overrides: ContextOverrides =
     if (onramp && runs(env, 'watcher')) {
       const deliveries = await onramp.startDeliveryWorker();
       roles.push({ name: 'watcher', phase: 'intake', stop: (waitMs) => deliveries.stop(waitMs), health: () => [deliveries.health()], metrics: () => deliveryMetrics(deliveries.stats()) });
+      const notices = onramp.startNoticeWorker();
+      roles.push({ name: 'watcher', phase: 'intake', stop: () => notices.stop(), health: () => [notices.health()] });
     }
     if (runs(env, 'webhooks')) {
       const dispatcher = await webhooks.startWebhooksRole();

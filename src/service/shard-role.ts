@@ -27,6 +27,9 @@ export interface ShardRoleOptions {
   readonly batchesInFlightMax?: number;
   /** Entries read per shard stream at once (see RuntimeOptions.batchSizeMax). */
   readonly batchSizeMax?: number;
+  /** See ShardWorkerOptions.timerRetryDelayMsMin / Max. */
+  readonly timerRetryDelayMsMin?: number;
+  readonly timerRetryDelayMsMax?: number;
   /** Test-only fault injection (see RuntimeOptions.afterCommit). */
   readonly afterCommit?: (actorId: string) => void;
   readonly log?: (level: LogLevel, message: string, fields?: Record<string, unknown>) => void;
@@ -59,6 +62,7 @@ export async function startShardRole(options: ShardRoleOptions): Promise<ShardRo
     },
     onTimer: (actorId, dueAtMs) => worker?.scheduleTimer(actorId, dueAtMs),
     quarantine: quarantineOnStore(options.store),
+    onTimerRefused: (actorId, dueAtMs) => worker?.retryTimer(actorId, dueAtMs),
     ...(options.batchSizeMax !== undefined ? { batchSizeMax: options.batchSizeMax } : {}),
     ...(options.afterCommit ? { afterCommit: options.afterCommit } : {}),
     ...(options.log ? { log: options.log } : {}),
@@ -77,6 +81,8 @@ export async function startShardRole(options: ShardRoleOptions): Promise<ShardRo
     ...(options.readBlockMs !== undefined ? { readBlockMs: options.readBlockMs } : {}),
     ...(options.stuckPendingMs !== undefined ? { stuckPendingMs: options.stuckPendingMs } : {}),
     ...(options.batchesInFlightMax !== undefined ? { batchesInFlightMax: options.batchesInFlightMax } : {}),
+    ...(options.timerRetryDelayMsMin !== undefined ? { timerRetryDelayMsMin: options.timerRetryDelayMsMin } : {}),
+    ...(options.timerRetryDelayMsMax !== undefined ? { timerRetryDelayMsMax: options.timerRetryDelayMsMax } : {}),
     ...(options.log ? { log: options.log } : {}),
   });
   await worker.start();

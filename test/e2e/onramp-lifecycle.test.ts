@@ -17,7 +17,7 @@ import type { Network } from '../../src/domain/assets.ts';
 import { decimalFromExactString, subtract, toFixedString, toPlainString } from '../../src/domain/money.ts';
 import { deliveryIdempotencyKey } from '../../src/onramp/delivery-worker.ts';
 import { PixNoticeIntake } from '../../src/onramp/intake.ts';
-import { StoredOnrampInventory } from '../../src/onramp/inventory.ts';
+import { ActorOnrampInventory } from '../../src/onramp/inventory.ts';
 import { sandboxRailCollection } from '../../src/rails/sandbox-rail.ts';
 import { startService, type RunningService } from '../../src/service/service.ts';
 import { createEventLogReader, type PartnerEvent } from '../../src/webhooks/event-log.ts';
@@ -92,6 +92,11 @@ function client(running: () => Running) {
   }
 
   return { call, quote, accept, untilStatus };
+}
+
+/** The service's onramp inventory, as the delivery worker and operations reach it. */
+async function inventoryOf(service: RunningService): Promise<ActorOnrampInventory> {
+  return new ActorOnrampInventory({ store: service.ctx.store, actors: await service.ctx.actorClient(`test-inventory-${randomUUID()}`) });
 }
 
 /** The partner's webhook events for one transaction, in sequence order (GET /events reads the same log). */
@@ -189,7 +194,7 @@ describe('onramp lifecycle over HTTP (composition root, sandbox chain and rail)'
 
   test('a crypto delivery the chain refuses: PAYMENT_FAILED, the BRL is refunded, the inventory is given back', async () => {
     const chain = new SandboxChain({ store: running.service.ctx.store, clock: { nowMs: () => Date.now() }, setups: [] });
-    const inventory = new StoredOnrampInventory({ store: running.service.ctx.store });
+    const inventory = await inventoryOf(running.service);
     const before = await inventory.available('SOLANA', 'USDC');
     await chain.setKnobs('SOLANA', { sendRejects: true });
     try {
@@ -221,7 +226,7 @@ describe('onramp lifecycle over HTTP (composition root, sandbox chain and rail)'
     const paid = await api.call('POST', '/sandbox/pix-payments', { transaction_id: id });
     assert.equal(paid.body.status, 'PROCESSING_PAYMENT');
     // The provider delivers the same notice again (a webhook retry): same payment id.
-    const intake = new PixNoticeIntake({ store: running.service.ctx.store, actors: await running.service.ctx.actorClient('test-notices'), log: running.service.ctx.log });
+    const intake = new PixNoticeIntake({ store: running.service.ctx.store, actors: await running.service.ctx.actorClient('test-notices'), clock: running.service.ctx.clock, log: running.service.ctx.log });
     const notice = { chargeId: String(paid.body.charge_id), providerPaymentId: String(paid.body.provider_payment_id), amount: decimalFromExactString('100.00') };
     const [first, second] = [await intake.receive(notice), await intake.receive(notice)];
     assert.equal(first.result, 'applied');
@@ -241,7 +246,7 @@ describe('onramp lifecycle over HTTP (composition root, sandbox chain and rail)'
   });
 
   test('acceptance: the crypto inventory of the network bounds the quote (liquidity reason), and nothing is created', async () => {
-    const inventory = new StoredOnrampInventory({ store: running.service.ctx.store });
+    const inventory = await inventoryOf(running.service);
     const before = await inventory.available('CELO', 'USDC');
     await inventory.set('CELO', 'USDC', decimalFromExactString('1'));
     try {
@@ -296,7 +301,7 @@ describe('onramp: a restart between the PIX payment and the delivery', () => {
       const chain = (): SandboxChain => new SandboxChain({ store: running.service.ctx.store, clock: { nowMs: () => Date.now() }, setups: [] });
       // Sends stay pending for a few polls: the first attempt signs and records the transfer, then waits.
       await chain().setKnobs('STELLAR', { sendPendingPolls: 3 });
-      const inventoryBefore = await new StoredOnrampInventory({ store: running.service.ctx.store }).available('STELLAR', 'USDC');
+      const inventoryBefore = await (await inventoryOf(running.service)).available('STELLAR', 'USDC');
       const { id, wallet, value } = await api.accept('STELLAR');
       const paid = await api.call('POST', '/sandbox/pix-payments', { transaction_id: id });
       assert.equal(paid.body.status, 'PROCESSING_PAYMENT');
@@ -315,7 +320,7 @@ describe('onramp: a restart between the PIX payment and the delivery', () => {
       const sends = await running.service.ctx.store.list(sandboxChainCollection, { limit: 1_000 });
       const toWallet = sends.items.filter((item) => item.doc.kind === 'send' && item.doc.destination === wallet);
       assert.equal(toWallet.length, 1, 'one transfer to the wallet');
-      const inventoryAfter = await new StoredOnrampInventory({ store: running.service.ctx.store }).available('STELLAR', 'USDC');
+      const inventoryAfter = await (await inventoryOf(running.service)).available('STELLAR', 'USDC');
       assert.equal(toPlainString(subtract(inventoryBefore, inventoryAfter)), String(value), 'the inventory dropped once');
       await chain().setKnobs('STELLAR', { sendPendingPolls: 0 });
     } finally {

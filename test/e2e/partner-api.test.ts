@@ -227,7 +227,8 @@ for (const busKind of ['memory', 'redis'] as const satisfies readonly BusKind[])
         const wallets: Record<string, [string, string]> = {
           STELLAR: [StellarKeypair.random().publicKey(), 'GABC'],
           SOLANA: [SolanaKeypair.generate().publicKey.toBase58(), '0OIl'],
-          CELO: [celoAddress, celoAddress.replace('ceb', 'CEB')],
+          // A checksummed wallet (EIP-55's own example); the USDC contract with a broken checksum.
+          CELO: ['0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed', celoAddress.replace('ceb', 'CEB')],
         };
         for (const [network, [good, bad]] of Object.entries(wallets)) {
           const body = { fiat_amount: 100, target_currency: 'BRL', crypto_currency: 'USDC', network, payment_method: 'PIX' };

@@ -1,29 +1,29 @@
 // Onramp acceptance before the transaction actor, against the embedded store and the sandbox rail:
 // the PIX charge is one per transaction whatever the retries, its BR Code is a valid dynamic code for
 // the quoted BRL, a payment notice can be matched to the transaction, and the inventory and the PIX
-// outage answer with the catalogue's rejections instead of a charge.
+// outage answer with the catalogue's rejections instead of a charge. The inventory is the real one
+// (its actor on an in-process actor runtime).
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import pino from 'pino';
 import { resolveChainSetups } from '../../src/chains/config.ts';
 import { randomAddress } from '../../src/chains/sandbox-chain.ts';
+import { sandboxDestinations } from '../support/sandbox-destinations.ts';
 import { loadDefaultCorridors } from '../../src/config/corridors.ts';
 import { decimalFromExactString } from '../../src/domain/money.ts';
 import type { Quote } from '../../src/domain/quote.ts';
 import { decodeBrCode } from '../../src/rails/brcode.ts';
 import { SandboxRail } from '../../src/rails/sandbox-rail.ts';
 import { chargeById, chargeOfTransaction, OnrampCharges } from '../../src/onramp/charges.ts';
-import { StoredOnrampInventory } from '../../src/onramp/inventory.ts';
-import { LmdbStore } from '../../src/store/lmdb-store.ts';
+import { ActorOnrampInventory } from '../../src/onramp/inventory.ts';
+import type { SnapshotStore } from '../../src/store/store.ts';
+import { startActorHarness, type ActorHarness } from '../support/actor-harness.ts';
 
-let dir: string;
-let store: LmdbStore;
+let harness: ActorHarness;
+let store: SnapshotStore;
 let rail: SandboxRail;
-let inventory: StoredOnrampInventory;
+let inventory: ActorOnrampInventory;
 let charges: OnrampCharges;
 const clock = { nowMs: () => Date.now() };
 
@@ -50,18 +50,16 @@ function onrampQuote(overrides: Partial<Quote> = {}): Quote {
 }
 
 before(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'onramp-charges-'));
-  store = new LmdbStore({ dir });
-  await store.init();
+  harness = await startActorHarness({ busKind: 'memory', onrampOpenHoldsMax: 2 });
+  store = harness.store;
   rail = new SandboxRail({ store, clock });
-  inventory = new StoredOnrampInventory({ store, initialDefault: decimalFromExactString('500') });
+  inventory = new ActorOnrampInventory({ store, actors: harness.client, initialDefault: decimalFromExactString('500') });
   const setups = resolveChainSetups(null, { sandbox: true, corridors: loadDefaultCorridors() });
-  charges = new OnrampCharges({ store, rail, inventory, setups: () => setups, clock, log: pino({ level: 'silent' }) });
+  charges = new OnrampCharges({ store, rail, inventory, destinations: sandboxDestinations(store, setups, clock), setups: () => setups, clock, log: pino({ level: 'silent' }) });
 });
 
 after(async () => {
-  await store.close();
-  rmSync(dir, { recursive: true, force: true });
+  await harness.stop();
 });
 
 test('one charge per transaction: a retried acceptance gets the same charge; the BR Code asks for the quoted BRL', async () => {
@@ -117,4 +115,18 @@ test('PIX down at the provider: rail_unavailable (retryable), no charge', async 
   } finally {
     await rail.setOutage('PIX', false);
   }
+});
+
+test('deliveries in flight at the bound of open inventory holds: acceptance answers 503-style (retry later), no charge', async () => {
+  const keys = [`delivery:${randomUUID()}`, `delivery:${randomUUID()}`];
+  for (const key of keys) assert.equal(await inventory.hold(key, 'SOLANA', 'USDC', decimalFromExactString('1')), 'held');
+  try {
+    const transactionId = randomUUID();
+    const answer = await charges.prepare({ partnerId: 'demo', transactionId, quote: onrampQuote(), destination: randomAddress('SOLANA') });
+    assert.deepEqual(answer, { ok: false, unavailable: 'Onramp deliveries on SOLANA (too many in flight)' });
+    assert.equal(await chargeOfTransaction(store, transactionId), null);
+  } finally {
+    for (const key of keys) await inventory.release(key, 'SOLANA', 'USDC');
+  }
+  assert.ok((await charges.prepare({ partnerId: 'demo', transactionId: randomUUID(), quote: onrampQuote(), destination: randomAddress('SOLANA') })).ok, 'room again once they finish');
 });

@@ -17,8 +17,10 @@ import { ActorClient } from '../../src/actors/client.ts';
 import { runtimeReadModelIndexes } from '../../src/actors/store-adapter.ts';
 import { loadDefaultCorridors } from '../../src/config/corridors.ts';
 import { defaultLimitsConfig } from '../../src/config/limits.ts';
+import type { LogLevel } from '../../src/actors/envelope.ts';
 import type { LimitsConfig } from '../../src/domain/limits.ts';
 import { LmdbStore } from '../../src/store/lmdb-store.ts';
+import { onrampReadModelIndexes } from '../../src/onramp/pix-inbox.ts';
 import { defaultReadModelIndexes, type SnapshotStore } from '../../src/store/store.ts';
 import { serviceBehaviors } from '../../src/service/behaviors.ts';
 import { startShardRole, type ShardRole } from '../../src/service/shard-role.ts';
@@ -42,6 +44,17 @@ export interface HarnessOptions {
   readonly shardCount?: number;
   readonly workers?: number;
   readonly limits?: LimitsConfig;
+  /** The clock of the workers and the client (default: Date.now). */
+  readonly clock?: { nowMs(): number };
+  /** How long a quote is valid (default: the corridors file's). */
+  readonly quoteTtlMs?: number;
+  /** Receives the shard workers' log lines (besides HARNESS_LOG). */
+  readonly log?: (level: LogLevel, message: string, fields?: Record<string, unknown>) => void;
+  /** Bound on open onramp inventory holds per network × asset. */
+  readonly onrampOpenHoldsMax?: number;
+  /** See ShardRoleOptions.timerRetryDelayMsMin / Max. */
+  readonly timerRetryDelayMsMin?: number;
+  readonly timerRetryDelayMsMax?: number;
 }
 
 export async function startActorHarness(options: HarnessOptions): Promise<ActorHarness> {
@@ -59,21 +72,39 @@ export async function startActorHarness(options: HarnessOptions): Promise<ActorH
     leases = new MemoryLeases();
   }
   const dir = mkdtempSync(join(tmpdir(), 'actors-'));
-  const store = new LmdbStore({ dir, readModelIndexes: [...defaultReadModelIndexes, ...runtimeReadModelIndexes] });
+  const store = new LmdbStore({ dir, readModelIndexes: [...defaultReadModelIndexes, ...runtimeReadModelIndexes, ...onrampReadModelIndexes] });
   await store.init();
-  const corridors = loadDefaultCorridors();
+  const corridors = options.quoteTtlMs === undefined ? loadDefaultCorridors() : { ...loadDefaultCorridors(), quoteTtlMs: options.quoteTtlMs };
   const limits = options.limits ?? defaultLimitsConfig;
   const behaviors = serviceBehaviors({
     corridors: () => corridors,
     rates: () => corridors.rates,
     partnerFee: () => undefined,
     limits: () => limits,
+    ...(options.onrampOpenHoldsMax !== undefined ? { onrampOpenHoldsMax: () => options.onrampOpenHoldsMax ?? 0 } : {}),
   });
-  const clock = { nowMs: () => Date.now() };
+  const clock = options.clock ?? { nowMs: () => Date.now() };
+  const log = (level: LogLevel, message: string, fields?: Record<string, unknown>): void => {
+    options.log?.(level, message, fields);
+    if (process.env.HARNESS_LOG) console.error(level, message, fields);
+  };
   const workers: ShardRole[] = [];
   for (let index = 0; index < (options.workers ?? 1); index += 1) {
     workers.push(
-      await startShardRole({ bus, leases, store, behaviors, workerId: `w${index}-${randomUUID()}`, keyPrefix, shardCount, clock, readBlockMs: 200, ...(process.env.HARNESS_LOG ? { log: (level: string, message: string, fields?: Record<string, unknown>) => console.error(level, message, fields) } : {}) }),
+      await startShardRole({
+        bus,
+        leases,
+        store,
+        behaviors,
+        workerId: `w${index}-${randomUUID()}`,
+        keyPrefix,
+        shardCount,
+        clock,
+        readBlockMs: 200,
+        log,
+        ...(options.timerRetryDelayMsMin !== undefined ? { timerRetryDelayMsMin: options.timerRetryDelayMsMin } : {}),
+        ...(options.timerRetryDelayMsMax !== undefined ? { timerRetryDelayMsMax: options.timerRetryDelayMsMax } : {}),
+      }),
     );
   }
   const requester = await Requester.start({ bus, replyStream: replyStreamKey(keyPrefix, `test-${randomUUID()}`), blockMs: 200 });

@@ -120,7 +120,7 @@ function depositInstructions(env: EdgeEnv, quote: Quote, transactionId: string):
   }
 }
 
-/** Onramp: the crypto inventory check (liquidity_insufficient), then the PIX charge (src/onramp). */
+/** Onramp: the destination wallet (account_unverifiable), the crypto inventory (liquidity_insufficient), then the PIX charge (src/onramp). */
 async function onrampInstructions(
   env: EdgeEnv,
   partnerId: string,
@@ -132,7 +132,7 @@ async function onrampInstructions(
   if (onramp === undefined || destination === null) return { ok: false, response: capabilityUnavailable('Onramp PIX charges') };
   const prepared = await onramp.prepare({ partnerId, transactionId, quote, destination });
   if (prepared.ok) return { ok: true, value: prepared.paymentContext };
-  return { ok: false, response: 'rejection' in prepared ? acceptanceRejection(prepared.rejection) : capabilityUnavailable(prepared.unavailable) };
+  return { ok: false, response: 'rejection' in prepared ? acceptanceRejection(prepared.rejection, prepared.detail) : capabilityUnavailable(prepared.unavailable) };
 }
 
 function acceptReplyResponse(reply: AcceptReply): HttpResponse {
