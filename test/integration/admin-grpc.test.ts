@@ -234,3 +234,11 @@ test('refunds a chain refuses: /metrics counts them parked, the listing shows wh
     await chain.setKnobs('SOLANA', { sendRejects: false });
   }
 });
+
+test('redeliver through the CLI reaches the server with its partner (the request carried only the event id before)', async () => {
+  const lines: string[] = [];
+  const code = await runCli(['redeliver', 'demo', randomUUID()], { OPS_API_KEY: opsKey, ADMIN_ADDR: `127.0.0.1:${service.adminPort}` }, (text) => lines.push(text));
+  assert.doesNotMatch(lines.join('\n'), /partner_id is required/);
+  assert.equal(code, 0, lines.join('\n'));
+  assert.match(lines.join('\n'), /no such event|not found|unknown/i, 'the server looked the event up for the partner');
+});
