@@ -14,9 +14,16 @@
 // - a transfer that matches no transaction (`unmatched`: its memo names none, or a transaction that
 //   does not exist or is on another network) is recorded as an unmatched deposit and refunded in full
 //   to its sender through the chain refund path; no transaction can claim it afterwards.
+//
+// A transfer into a transaction's own deposit address (Solana, Celo: `transfer.depositAddress`)
+// is keyed by that address too (`<network>:<onChainId>@<address>`): one chain transaction may pay
+// several such addresses (a wallet's batch), and each part funds the transaction of its address.
+// Its first claim also writes a sweep row (topic `sweeps.chain`): the address's balance goes to the
+// hot wallet (src/chains/sweeps.ts), whatever the transaction then decides (payout or refund, both
+// paid from the hot wallet).
 import type { CryptoAsset, Network } from '../domain/assets.ts';
 import { compare, toFixedString, type Decimal } from '../domain/money.ts';
-import type { ActorBehavior, CommandToSend, JsonValue, Outcome, ReadModelWrite } from './envelope.ts';
+import type { ActorBehavior, CommandToSend, JsonValue, OutboxMessage, Outcome, ReadModelWrite } from './envelope.ts';
 import { fromJsonValue, toJsonValue } from './state-codec.ts';
 import { outboxTopicRefundsChain, transactionActorType } from './transaction-actor.ts';
 
@@ -24,9 +31,20 @@ export const depositActorType = 'deposit';
 export const depositsCollection = 'deposits';
 /** Chain refunds (the transaction actor's RefundRequested rows and unmatched deposits) share this topic. */
 export const chainRefundTopic = outboxTopicRefundsChain;
+/** Sweeps of per-transaction deposit addresses to the hot wallet (the watcher role's sweep worker). */
+export const chainSweepTopic = 'sweeps.chain';
 
-export function depositActorKey(network: Network, onChainId: string): string {
-  return `${network}:${onChainId}`;
+/**
+ * The deposit actor (and `deposits` document) of a transfer: the chain transaction, qualified by
+ * the per-transaction address it reached when there is one (EVM addresses in lower case).
+ */
+export function depositActorKey(network: Network, onChainId: string, depositAddress: string | null = null): string {
+  if (depositAddress === null) return `${network}:${onChainId}`;
+  return `${network}:${onChainId}@${network === 'CELO' ? depositAddress.toLowerCase() : depositAddress}`;
+}
+
+export function depositKeyOf(transfer: ClaimedTransfer): string {
+  return depositActorKey(transfer.network, transfer.onChainId, transfer.depositAddress ?? null);
 }
 
 /** A transfer into our deposit address (several transfers of one chain transaction combined). */
@@ -38,6 +56,11 @@ export interface ClaimedTransfer {
   readonly amount: Decimal;
   readonly sender: string;
   readonly memo: string | null;
+  /**
+   * The transaction's own deposit address the transfer reached (Solana, Celo); null or absent for a
+   * shared address (Stellar, and Solana/Celo transactions from before per-transaction addresses).
+   */
+  readonly depositAddress?: string | null;
 }
 
 export type UnmatchedReason = 'memo_missing' | 'memo_unknown' | 'transaction_not_found' | 'wrong_network' | 'not_a_payout';
@@ -79,7 +102,7 @@ function assert(condition: boolean, what: string): asserts condition {
 }
 
 function assertInvariants(state: DepositActorState, key: string): void {
-  assert(depositActorKey(state.transfer.network, state.transfer.onChainId) === key, 'the key is the transfer');
+  assert(depositKeyOf(state.transfer) === key, 'the key is the transfer');
   assert(state.transfer.amount.units > 0n, 'a deposit moved a positive amount');
   assert(state.link.kind === 'unmatched' || state.refund === 'none', 'only unmatched deposits are refunded here');
   assert((state.refund === 'settled') === (state.refundOnChainId !== null), 'refund id iff settled');
@@ -100,6 +123,7 @@ export function depositDocument(state: DepositActorState): { [key: string]: Json
     refund: state.refund,
     refundOnChainId: state.refundOnChainId,
     claimedAtMs: state.claimedAtMs,
+    depositAddress: state.transfer.depositAddress ?? null,
   };
 }
 
@@ -134,7 +158,24 @@ function claim(state: DepositActorState | null, command: Extract<DepositCommand,
   };
   return persisted(next, key, { result: 'enqueued', transactionId: command.transactionId }, {
     send: [depositDetected(transfer, command.transactionId)],
+    outbox: sweepRows(transfer, command.transactionId, key, nowMs),
   });
+}
+
+/** The sweep of a per-transaction address the transfer reached (none for a shared address). */
+function sweepRows(transfer: ClaimedTransfer, transactionId: string, key: string, nowMs: number): OutboxMessage[] {
+  const address = transfer.depositAddress ?? null;
+  if (address === null) return [];
+  const payload = toJsonValue({
+    type: 'SweepRequested',
+    atMs: nowMs,
+    network: transfer.network,
+    asset: transfer.asset,
+    transactionId,
+    address,
+    depositKey: key,
+  });
+  return [{ topic: chainSweepTopic, partitionKey: transactionId, payload }];
 }
 
 /** The recorded transfer, told to the transaction it funds (the stored transfer, never a re-report's). */
@@ -185,7 +226,8 @@ function wellFormed(command: DepositCommand, key: string): boolean {
   if (command.kind === 'refundSettled') return typeof command.refundOnChainId === 'string' && command.refundOnChainId !== '';
   const transfer = command.transfer as Partial<ClaimedTransfer> | undefined;
   if (transfer === undefined || transfer.network === undefined || typeof transfer.onChainId !== 'string') return false;
-  if (depositActorKey(transfer.network, transfer.onChainId) !== key) return false;
+  if (transfer.depositAddress !== undefined && transfer.depositAddress !== null && typeof transfer.depositAddress !== 'string') return false;
+  if (depositKeyOf(transfer as ClaimedTransfer) !== key) return false;
   if (transfer.amount === undefined || typeof transfer.amount.units !== 'bigint' || transfer.amount.units <= 0n) return false;
   if (typeof transfer.sender !== 'string' || transfer.sender === '') return false;
   return command.kind !== 'claim' || (typeof command.transactionId === 'string' && command.transactionId !== '');

@@ -1,7 +1,9 @@
 // The crypto side, assembled for the composition root: one adapter per offered network (live from
-// CHAINS_FILE through the factories the root passes, or the sandbox chain), payment_context, the
-// deposit intake (notify, reconcile, watched transfers), chain availability, the sandbox test
-// helpers, and the watcher role (the Stellar-style watchers plus the chain refund worker).
+// CHAINS_FILE through the factories the root passes, or the sandbox chain), the per-transaction
+// deposit addresses of Solana and Celo, payment_context, the deposit intake (notify, reconcile,
+// watched transfers), chain availability, the sandbox test helpers, and the watcher role (the
+// Stellar-style watchers and the deposit pollers under the watcher lease; the chain refund and
+// sweep workers).
 import { randomUUID } from 'node:crypto';
 import { networks, type Network } from '../domain/assets.ts';
 import { compare, rescale, toJsonNumber } from '../domain/money.ts';
@@ -13,9 +15,12 @@ import type { ChainAvailability, DepositVerifier, PaymentContexts, Reconciler, S
 import type { ServiceContext } from '../service/context.ts';
 import type { ChainAdapter, TransferWatcher, WatcherStatus } from './chains.ts';
 import { loadChainsFile, resolveChainSetups, type ChainSetup, type ChainSetups, type ChainsFile } from './config.ts';
+import { isPerTransactionDeposits, type PerTransactionDeposits } from './deposit-addresses.ts';
+import { DepositPoller, type DepositPollerTuning } from './deposit-poller.ts';
 import { DepositIntake } from './deposits.ts';
-import { createChainAvailability, createPaymentContexts } from './payment-context.ts';
+import { createChainAvailability, createPaymentContexts, type PerTransactionPorts } from './payment-context.ts';
 import { RefundWorker, type RefundWorkerOptions, type RefundWorkerStatus } from './refunds.ts';
+import { SweepWorker, type SweepWorkerOptions, type SweepWorkerStatus } from './sweeps.ts';
 import { SandboxChain } from './sandbox-chain.ts';
 import { WatcherLease } from './watcher-lease.ts';
 import { settlesWithin } from '../service/shutdown.ts';
@@ -25,9 +30,12 @@ import { watchersCheck, type HealthCheck } from '../service/health.ts';
 export type LiveChainFactory = (setup: Extract<ChainSetup, { mode: 'live' }>, ctx: ServiceContext) => {
   readonly adapter: ChainAdapter;
   readonly watcher?: TransferWatcher;
+  /** Per-transaction deposit addresses (Solana, Celo); default: the adapter, when it offers them. */
+  readonly deposits?: PerTransactionDeposits;
 };
 
 export type RefundTuning = Partial<Pick<RefundWorkerOptions, 'claimLeaseMs' | 'claimBatchMax' | 'inFlightMax' | 'tickMs' | 'retryDelayMsMin' | 'retryDelayMsMax' | 'parkedRetryDelayMs' | 'askTimeoutMs' | 'topic'>>;
+export type SweepTuning = Partial<Pick<SweepWorkerOptions, 'claimLeaseMs' | 'claimBatchMax' | 'inFlightMax' | 'tickMs' | 'retryDelayMsMin' | 'retryDelayMsMax' | 'parkedRetryDelayMs' | 'topic'>>;
 
 export interface ChainServicesOptions {
   /** The parsed chains file; default: CHAINS_FILE of the environment, if set. */
@@ -35,6 +43,9 @@ export interface ChainServicesOptions {
   /** Real adapters per network; a network in the chains file without one stops start-up. */
   readonly live?: Partial<Record<Network, LiveChainFactory>>;
   readonly refunds?: RefundTuning;
+  readonly sweeps?: SweepTuning;
+  /** The deposit pollers of Solana and Celo (src/chains/deposit-poller.ts). */
+  readonly depositPoller?: DepositPollerTuning;
   /** How often the sandbox watcher polls its feed. */
   readonly sandboxWatcherPollMs?: number;
   /** The `watchers` lease's TTL (src/chains/watcher-lease.ts); default 10 s. */
@@ -46,7 +57,8 @@ export interface WatcherRole {
   /** True while this process holds the `watchers` lease and runs the watchers (else: standby). */
   active(): boolean;
   refunds(): RefundWorkerStatus;
-  /** The health listener's checks: the watchers' states, the lease rounds, the refund worker's rounds. */
+  sweeps(): SweepWorkerStatus;
+  /** The health listener's checks: the watchers' states, the lease rounds, the refund and sweep workers' rounds. */
   health(): HealthCheck[];
   /**
    * Graceful: the watchers stop after the transfer they are handling (each watcher saves its
@@ -60,6 +72,8 @@ export interface WatcherRole {
 export interface ChainServices {
   readonly setups: ChainSetups;
   readonly adapters: ReadonlyMap<Network, ChainAdapter>;
+  /** Per-transaction deposit addresses by network (Solana, Celo; a live adapter without them is absent). */
+  readonly perTransaction: PerTransactionPorts;
   readonly paymentContexts: PaymentContexts;
   readonly depositVerifier: DepositVerifier;
   readonly reconciler: Reconciler;
@@ -68,7 +82,7 @@ export interface ChainServices {
   /** The sandbox ledger (null when every network is live): knobs and lookups for tests and admin. */
   readonly sandboxChain: SandboxChain | null;
   readonly intake: DepositIntake;
-  /** The watcher role: Stellar-style watchers and the chain refund worker. */
+  /** The watcher role: Stellar-style watchers, deposit pollers, the chain refund and sweep workers. */
   startWatcherRole(): Promise<WatcherRole>;
 }
 
@@ -83,6 +97,7 @@ export async function createChainServices(ctx: ServiceContext, options: ChainSer
   const sandboxChain = sandboxSetups.length > 0 ? new SandboxChain({ store: ctx.store, clock: ctx.clock, setups: sandboxSetups }) : null;
 
   const adapters = new Map<Network, ChainAdapter>();
+  const perTransaction = new Map<Network, PerTransactionDeposits>();
   const watchers: TransferWatcher[] = [];
   for (const network of networks) {
     const setup = setups[network];
@@ -90,8 +105,9 @@ export async function createChainServices(ctx: ServiceContext, options: ChainSer
     if (setup.mode === 'sandbox') {
       if (sandboxChain === null) throw new Error('sandbox chain missing');
       adapters.set(network, sandboxChain.adapter(network));
-      // Stellar pushes payments; Solana and Celo transfers are reported by notify.
+      // Stellar pushes payments (memo-bound); Solana and Celo get an address per transaction.
       if (network === 'STELLAR') watchers.push(sandboxChain.watcher(network, options.sandboxWatcherPollMs !== undefined ? { pollMs: options.sandboxWatcherPollMs } : {}));
+      else perTransaction.set(network, sandboxChain.perTransaction(network));
       continue;
     }
     const factory = options.live?.[network];
@@ -99,10 +115,15 @@ export async function createChainServices(ctx: ServiceContext, options: ChainSer
     const built = factory(setup, ctx);
     adapters.set(network, built.adapter);
     if (built.watcher) watchers.push(built.watcher);
+    const deposits = built.deposits ?? (isPerTransactionDeposits(built.adapter) ? built.adapter : undefined);
+    if (deposits !== undefined && network !== 'STELLAR') perTransaction.set(network, deposits);
+    if (deposits === undefined && network !== 'STELLAR') {
+      ctx.log.warn({ network }, 'this network\'s adapter has no per-transaction deposit addresses: new transactions get the shared address, bound by notify under the legacy rule');
+    }
   }
 
   const actors = await ctx.actorClient('chains');
-  const intake = new DepositIntake({ store: ctx.store, adapters, actors, log: ctx.log.child({ component: 'deposits' }) });
+  const intake = new DepositIntake({ store: ctx.store, adapters, perTransaction, actors, log: ctx.log.child({ component: 'deposits' }) });
 
   const sandbox: SandboxDriver = {
     async deposit(request) {
@@ -123,11 +144,14 @@ export async function createChainServices(ctx: ServiceContext, options: ChainSer
         return sandboxError(400, 'invalid_request', `amount has more than ${decimals} decimals`);
       }
       const stellar = quote.network === 'STELLAR';
+      // The address the transaction's payment_context gave (its own on Solana and Celo).
+      const frozenAddress = typeof doc.depositAddress === 'string' ? doc.depositAddress : null;
       const transfer = await sandboxChain.deposit({
         network: quote.network,
         asset: quote.cryptoCurrency,
         amount: rescale(amount, decimals, 'floor'),
         memo: stellar ? transactionReference(request.transactionId) : null,
+        ...(frozenAddress !== null && !stellar ? { destination: frozenAddress } : {}),
       });
       return {
         ok: true,
@@ -152,12 +176,13 @@ export async function createChainServices(ctx: ServiceContext, options: ChainSer
     },
   };
 
-  const paymentContexts = createPaymentContexts(() => setups);
+  const paymentContexts = createPaymentContexts(() => setups, perTransaction);
   const chainAvailability = createChainAvailability(() => setups);
 
   return {
     setups,
     adapters,
+    perTransaction,
     paymentContexts,
     depositVerifier: intake,
     reconciler: intake,
@@ -168,6 +193,24 @@ export async function createChainServices(ctx: ServiceContext, options: ChainSer
     async startWatcherRole() {
       const log = ctx.log.child({ component: 'watcher' });
       const started: TransferWatcher[] = [];
+      const pollers = [...perTransaction.values()].map((port) => new DepositPoller({
+        port,
+        store: ctx.store,
+        intake,
+        clock: ctx.clock,
+        log: ctx.log.child({ component: 'deposit-poller', network: port.network }),
+        roundMs: ctx.env.DEPOSIT_POLL_INTERVAL_MS,
+        lateWatchMs: ctx.env.DEPOSIT_LATE_WATCH_MS,
+        ...options.depositPoller,
+      }));
+      const sweeps = new SweepWorker({
+        store: ctx.store,
+        ports: perTransaction,
+        clock: ctx.clock,
+        log: ctx.log.child({ component: 'sweeps' }),
+        owner: `sweeps-${ctx.processId}-${randomUUID().slice(0, 8)}`,
+        ...options.sweeps,
+      });
       const refunds = new RefundWorker({
         store: ctx.store,
         adapters,
@@ -181,7 +224,7 @@ export async function createChainServices(ctx: ServiceContext, options: ChainSer
       let stopWaitMs = Number.POSITIVE_INFINITY;
       const stopWatchers = async (): Promise<void> => {
         await Promise.all(
-          started.splice(0).map(async (watcher) => {
+          [...started.splice(0), ...pollers].map(async (watcher) => {
             // A watcher still handing over a transfer when the time is up has not moved its
             // cursor past it: the next watcher hands it over again (deposits are deduplicated).
             if (!(await settlesWithin(watcher.stop(), stopWaitMs))) log.warn({ network: watcher.network, waitMs: stopWaitMs }, 'watcher did not stop in time');
@@ -200,24 +243,32 @@ export async function createChainServices(ctx: ServiceContext, options: ChainSer
             started.push(watcher);
             log.info({ network: watcher.network }, 'watcher started');
           }
+          for (const poller of pollers) {
+            poller.start();
+            log.info({ network: poller.network }, 'deposit poller started');
+          }
         },
         deactivate: stopWatchers,
       });
       refunds.start();
-      if (watchers.length > 0) await lease.start();
-      const statuses = (): WatcherStatus[] => watchers.map((watcher) => watcher.status());
+      if (perTransaction.size > 0) sweeps.start();
+      const leased = watchers.length + pollers.length > 0;
+      if (leased) await lease.start();
+      const statuses = (): WatcherStatus[] => [...watchers.map((watcher) => watcher.status()), ...pollers.map((poller) => poller.status())];
       return {
         watchers: statuses,
         active: () => lease.active(),
         refunds: () => refunds.status(),
+        sweeps: () => sweeps.status(),
         health: () => [
           watchersCheck(statuses, () => lease.active()),
-          ...(watchers.length > 0 ? [lease.health()] : []),
+          ...(leased ? [lease.health()] : []),
           refunds.health(),
+          ...(perTransaction.size > 0 ? [sweeps.health()] : []),
         ],
         async stop(waitMs = Number.POSITIVE_INFINITY) {
           stopWaitMs = waitMs;
-          await Promise.all([refunds.stop(waitMs), lease.stop()]);
+          await Promise.all([refunds.stop(waitMs), sweeps.stop(waitMs), lease.stop()]);
         },
       };
     },

@@ -201,6 +201,10 @@ export const stellarChainSchema = z.strictObject({
 export const solanaChainSchema = z.strictObject({
   rpcUrl: httpUrl,
   publicRpcUrl: httpUrl.optional(),
+  /**
+   * The legacy shared deposit wallet: transactions accepted before per-transaction addresses
+   * froze it in their payment_context and are still funded there (with the time rule).
+   */
   depositAddress: solanaAddress,
   previousDepositAddresses: previousAddresses(solanaAddress),
   commitment: z.enum(['confirmed', 'finalized']),
@@ -218,6 +222,8 @@ export const celoChainSchema = z.strictObject({
   chainId: z.number().int().min(1).max(2 ** 53 - 1),
   depositAddress: evmAddress,
   previousDepositAddresses: previousAddresses(evmAddress),
+  /** The CREATE2 forwarder factory of per-transaction deposit addresses (the Celo adapter validates it). */
+  depositFactory: evmAddress.optional(),
   confirmations: z.number().int().min(0).max(1_000),
   assets: z.strictObject({ USDC: evmToken.optional(), USDT: evmToken.optional() }).refine(atLeastOneAsset, 'must name at least one asset'),
   signerSecretEnv,
