@@ -212,6 +212,12 @@ export const solanaChainSchema = z.strictObject({
     .strictObject({ USDC: z.strictObject({ mint: solanaAddress, decimals: tokenDecimals }).optional() })
     .refine(atLeastOneAsset, 'must name at least one asset'),
   signerSecretEnv,
+  /**
+   * The variable holding the master secret every per-transaction deposit wallet is derived from
+   * (src/chains/solana-deposit-keys.ts). Required: without it every transaction would share one
+   * address again. The adapter refuses to start when the variable is unset or malformed.
+   */
+  depositMasterSecretEnv: signerSecretEnv,
 });
 
 const evmToken = z.strictObject({ contract: evmAddress, decimals: tokenDecimals });
