@@ -5,7 +5,11 @@
 // the environment variable that holds each (`signerSecretEnv`), and values that look like a key are
 // refused so a pasted secret cannot slip in. One addition to DESIGN's shape: an optional
 // `previousDepositAddresses` per network (rotated-out addresses that adapters keep watching and
-// verifying, so a transaction created before a rotation can still be funded).
+// verifying, so a transaction created before a rotation can still be funded). On Solana and Celo
+// each transaction has its own deposit address (src/chains/deposit-addresses.ts); there
+// `depositAddress` is the legacy shared one, still bound for transactions that froze it, and the
+// file adds what the per-transaction addresses need: Solana's `depositMasterSecretEnv` (the
+// variable holding their master secret) and Celo's `depositFactory` (the forwarder factory).
 //
 // `resolveChainSetups` turns the file (or its absence) into one `ChainSetup` per offered network:
 // the deposit address, the CAIP chain id, the suggested public RPC URL and the deposit assets with

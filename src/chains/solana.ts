@@ -6,6 +6,10 @@
 // is invalid; only SPL Token `transferChecked` of a configured mint into the deposit wallet's
 // associated token account counts (top-level or inner instructions); the sender is the owner of
 // the source token account (where a refund goes).
+// Per-transaction deposit addresses (PerTransactionDeposits): each transaction's deposit wallet is
+// derived from a master secret (src/chains/solana-deposit-keys.ts); verifyInto is verify with that
+// wallet's token account as the only destination; sweep moves its balance to the hot wallet and
+// closes it, through the same journal as send.
 // send: transferChecked from the hot wallet's associated token account to the destination
 // owner's (created idempotently, rent paid by the hot wallet). The signed transaction is recorded
 // in the send journal before it is broadcast; a retry rebroadcasts the same bytes; a new
