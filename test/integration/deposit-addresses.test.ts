@@ -14,6 +14,7 @@ import type { ActorClient } from '../../src/actors/client.ts';
 import { loadQuote } from '../../src/actors/quote-actor.ts';
 import { toJsonValue } from '../../src/actors/state-codec.ts';
 import type { AcceptReply } from '../../src/actors/transaction-actor.ts';
+import { depositActorKey, type DepositReply } from '../../src/actors/deposit-actor.ts';
 import { createChainServices, type ChainServices, type WatcherRole } from '../../src/chains/chain-services.ts';
 import { DepositPoller } from '../../src/chains/deposit-poller.ts';
 import { sandboxTransactionAddress, type SandboxChain } from '../../src/chains/sandbox-chain.ts';
@@ -198,6 +199,36 @@ describe('per-transaction deposit addresses (sandbox chain)', () => {
     assert.equal(swept === null ? null : toFixedString(swept.amount), toFixedString(quote.sourceAmount), 'the whole deposit');
     assert.deepEqual(await port.sweep({ transactionId: id, asset: 'USDC', idempotencyKey: 'sweep:another-key' }), { status: 'nothing_to_sweep' });
     assert.equal((await stack.sandboxChain.balanceAt('CELO', address, 'USDC')).units, 0n, 'moved once');
+  });
+
+  test('one chain transaction paying two transactions\' own addresses funds each of them, and each address is swept', async () => {
+    // A wallet's batch: the deposit actor keys each part by the address it reached.
+    const first = await acceptOn(stack, 'SOLANA');
+    const second = await acceptOn(stack, 'SOLANA');
+    const hash = await pay(stack, 'SOLANA', first.quote, first.address);
+    const claim = (target: { id: string; quote: Quote; address: string }) => stack.client.ask<DepositReply>(
+      'deposit', depositActorKey('SOLANA', hash, target.address), 'claim',
+      toJsonValue({ transactionId: target.id, transfer: { network: 'SOLANA', onChainId: hash, asset: 'USDC', amount: target.quote.sourceAmount, sender: 'batch-sender', memo: null, depositAddress: target.address } }),
+      { timeoutMs: 20_000 },
+    );
+    assert.deepEqual(await claim(first), { result: 'enqueued', transactionId: first.id });
+    assert.deepEqual(await claim(second), { result: 'enqueued', transactionId: second.id });
+    await untilStatus(stack, first.id, 'PAYMENT_COMPLETED');
+    await untilStatus(stack, second.id, 'PAYMENT_COMPLETED');
+    const linked = await stack.service.ctx.store.get('deposits', depositActorKey('SOLANA', hash, second.address));
+    assert.equal(linked?.transactionId, second.id);
+    // Each link wrote its sweep; the watcher role's sweep worker empties the funded address and
+    // finds nothing at the other (this sandbox transfer paid only the first address).
+    await eventually(async () => {
+      assert.equal((await stack.sandboxChain.balanceAt('SOLANA', first.address, 'USDC')).units, 0n);
+      const pending = (await stack.service.ctx.store.outboxPending('sweeps.chain', 1_000)).filter((row) => [first.id, second.id].includes(String((row.payload as JsonObject).transactionId)));
+      assert.deepEqual(pending, [], 'both sweeps are done');
+    });
+    // A reconcile without transaction_id cannot tell which one is meant.
+    const reconciled = await stack.chains.reconciler.reconcile({ blockchain: 'SOLANA', onChainTx: hash, transactionId: null });
+    assert.equal(reconciled.result, 'unresolved');
+    const named = await stack.chains.reconciler.reconcile({ blockchain: 'SOLANA', onChainTx: hash, transactionId: second.id });
+    assert.deepEqual([named.result, named.transactionId], ['alreadyProcessed', second.id]);
   });
 
   describe('the deposit poller', () => {
