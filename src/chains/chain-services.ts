@@ -86,6 +86,9 @@ export interface ChainServices {
   startWatcherRole(): Promise<WatcherRole>;
 }
 
+/** A well-formed transaction id, only to check at start that a network derives addresses. */
+const addressProbeTransactionId = '00000000-0000-4000-8000-000000000000';
+
 function sandboxError(status: 400 | 404, code: string, reason: string): SandboxResult {
   return { ok: false, status, code, reason };
 }
@@ -116,7 +119,16 @@ export async function createChainServices(ctx: ServiceContext, options: ChainSer
     adapters.set(network, built.adapter);
     if (built.watcher) watchers.push(built.watcher);
     const deposits = built.deposits ?? (isPerTransactionDeposits(built.adapter) ? built.adapter : undefined);
-    if (deposits !== undefined && network !== 'STELLAR') perTransaction.set(network, deposits);
+    if (deposits !== undefined && network !== 'STELLAR') {
+      // An adapter that offers the port but cannot derive addresses (its configuration is
+      // incomplete) would fail every acceptance and every notify: refuse to start instead.
+      try {
+        deposits.addressFor(addressProbeTransactionId);
+      } catch (error) {
+        throw new Error(`chains file: ${network} cannot derive per-transaction deposit addresses (${error instanceof Error ? error.message : String(error)})`);
+      }
+      perTransaction.set(network, deposits);
+    }
     if (deposits === undefined && network !== 'STELLAR') {
       ctx.log.warn({ network }, 'this network\'s adapter has no per-transaction deposit addresses: new transactions get the shared address, bound by notify under the legacy rule');
     }
