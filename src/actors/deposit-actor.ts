@@ -18,6 +18,13 @@
 //   slots, or dust) becomes unmatched the same way, remembering that transaction for operations;
 // - an unmatched deposit below its network's refund floor (src/domain/refund-floor.ts) is not
 //   refunded: it is recorded with `refund: 'withheld'` (dust), and no refund row is written.
+//
+// A transfer into a transaction's own deposit address (Solana, Celo: `transfer.depositAddress`)
+// is keyed by that address too (`<network>:<onChainId>@<address>`): one chain transaction may pay
+// several such addresses (a wallet's batch), and each part funds the transaction of its address.
+// Its first claim also writes a sweep row (topic `sweeps.chain`): the address's balance goes to the
+// hot wallet (src/chains/sweeps.ts), whatever the transaction then decides (payout or refund, both
+// paid from the hot wallet).
 import type { CryptoAsset, Network } from '../domain/assets.ts';
 import type { LimitsConfig } from '../domain/limits.ts';
 import { compare, toFixedString, type Decimal } from '../domain/money.ts';
@@ -31,10 +38,17 @@ export { depositActorKey, depositActorType } from './deposit-keys.ts';
 export const depositsCollection = 'deposits';
 /** Chain refunds (the transaction actor's RefundRequested rows and unmatched deposits) share this topic. */
 export const chainRefundTopic = outboxTopicRefundsChain;
+/** Sweeps of per-transaction deposit addresses to the hot wallet (the watcher role's sweep worker). */
+export const chainSweepTopic = 'sweeps.chain';
 
 /** What the deposit actor needs from configuration: the refund floors. */
 export interface DepositActorDeps {
   limits(): Pick<LimitsConfig, 'chainRefundFloors'>;
+}
+
+/** The deposit actor's key of a transfer (qualified by the per-transaction address it reached, if any). */
+export function depositKeyOf(transfer: ClaimedTransfer): string {
+  return depositActorKey(transfer.network, transfer.onChainId, transfer.depositAddress ?? null);
 }
 
 /** A transfer into our deposit address (several transfers of one chain transaction combined). */
@@ -46,6 +60,11 @@ export interface ClaimedTransfer {
   readonly amount: Decimal;
   readonly sender: string;
   readonly memo: string | null;
+  /**
+   * The transaction's own deposit address the transfer reached (Solana, Celo); null or absent for a
+   * shared address (Stellar, and Solana/Celo transactions from before per-transaction addresses).
+   */
+  readonly depositAddress?: string | null;
 }
 
 /** Why a transfer funds no transaction: the watcher's memo checks, or its transaction handed it back. */
@@ -99,7 +118,7 @@ function assert(condition: boolean, what: string): asserts condition {
 }
 
 function assertInvariants(state: DepositActorState, key: string): void {
-  assert(depositActorKey(state.transfer.network, state.transfer.onChainId) === key, 'the key is the transfer');
+  assert(depositKeyOf(state.transfer) === key, 'the key is the transfer');
   assert(state.transfer.amount.units > 0n, 'a deposit moved a positive amount');
   assert(state.link.kind === 'unmatched' || state.refund === 'none', 'only unmatched deposits are refunded here');
   assert((state.refund === 'settled') === (state.refundOnChainId !== null), 'refund id iff settled');
@@ -124,6 +143,7 @@ export function depositDocument(state: DepositActorState): { [key: string]: Json
     refundOnChainId: state.refundOnChainId,
     refundFloor: state.refundFloor === undefined ? null : toFixedString(state.refundFloor),
     claimedAtMs: state.claimedAtMs,
+    depositAddress: state.transfer.depositAddress ?? null,
   };
 }
 
@@ -158,7 +178,24 @@ function claim(state: DepositActorState | null, command: Extract<DepositCommand,
   };
   return persisted(next, key, { result: 'enqueued', transactionId: command.transactionId }, {
     send: [depositDetected(transfer, command.transactionId)],
+    outbox: sweepRows(transfer, command.transactionId, key, nowMs),
   });
+}
+
+/** The sweep of a per-transaction address the transfer reached (none for a shared address). */
+function sweepRows(transfer: ClaimedTransfer, transactionId: string, key: string, nowMs: number): OutboxMessage[] {
+  const address = transfer.depositAddress ?? null;
+  if (address === null) return [];
+  const payload = toJsonValue({
+    type: 'SweepRequested',
+    atMs: nowMs,
+    network: transfer.network,
+    asset: transfer.asset,
+    transactionId,
+    address,
+    depositKey: key,
+  });
+  return [{ topic: chainSweepTopic, partitionKey: transactionId, payload }];
 }
 
 /** The recorded transfer, told to the transaction it funds (the stored transfer, never a re-report's). */
@@ -170,6 +207,8 @@ function depositDetected(transfer: ClaimedTransfer, transactionId: string): Comm
     network: transfer.network,
     asset: transfer.asset,
     sender: transfer.sender,
+    // Where a refused transfer goes back to (a per-transaction address qualifies the key).
+    depositKey: depositKeyOf(transfer),
   });
   return { actorType: transactionActorType, actorKey: transactionId, kind: 'DepositDetected', payload };
 }
@@ -244,7 +283,8 @@ function wellFormed(command: DepositCommand, key: string): boolean {
   }
   const transfer = command.transfer as Partial<ClaimedTransfer> | undefined;
   if (transfer === undefined || transfer.network === undefined || typeof transfer.onChainId !== 'string') return false;
-  if (depositActorKey(transfer.network, transfer.onChainId) !== key) return false;
+  if (transfer.depositAddress !== undefined && transfer.depositAddress !== null && typeof transfer.depositAddress !== 'string') return false;
+  if (depositKeyOf(transfer as ClaimedTransfer) !== key) return false;
   if (transfer.amount === undefined || typeof transfer.amount.units !== 'bigint' || transfer.amount.units <= 0n) return false;
   if (typeof transfer.sender !== 'string' || transfer.sender === '') return false;
   return command.kind !== 'claim' || (typeof command.transactionId === 'string' && command.transactionId !== '');

@@ -4,8 +4,14 @@ import type { Network } from '../domain/assets.ts';
 
 export const depositActorType = 'deposit';
 
-export function depositActorKey(network: Network, onChainId: string): string {
-  return `${network}:${onChainId}`;
+/**
+ * The deposit actor (and `deposits` document) of a transfer: the chain transaction, qualified by
+ * the per-transaction address it reached when there is one (EVM addresses in lower case): one chain
+ * transaction may pay several such addresses, and each part funds the transaction of its address.
+ */
+export function depositActorKey(network: Network, onChainId: string, depositAddress: string | null = null): string {
+  if (depositAddress === null) return `${network}:${onChainId}`;
+  return `${network}:${onChainId}@${network === 'CELO' ? depositAddress.toLowerCase() : depositAddress}`;
 }
 
 /**

@@ -54,6 +54,12 @@ export const outboxTopicRefundsChain = 'refunds.chain';
 export const outboxTopicDeliveries = 'deliveries';
 /** Askers of one acceptance kept while its saga runs (retries of one request); the oldest go first. */
 const acceptWaitersMax = 16;
+/**
+ * Solana/Celo payouts that may still receive their deposit: awaiting payment, or expired without
+ * one (a late deposit is refunded). The watcher walks it to find deposits nobody notified
+ * (src/chains/deposit-poller.ts); index `by_network_expiry` (src/store/store.ts).
+ */
+export const depositWatchCollection = 'deposit_watch';
 
 /** What the edge sends to accept a quote (it has checked auth, scoping, shapes and the account). */
 export interface AcceptPayload {
@@ -156,8 +162,19 @@ function reply(value: AcceptReply): JsonValue {
   return value as unknown as JsonValue;
 }
 
-/** The read-model document behind GET /transaction/{id}, the list and ops lookups. */
-export function transactionDocument(tx: TransactionState): { [key: string]: JsonValue } {
+/** payment_context.depositAddress as frozen at acceptance; null for an onramp (its context is a PIX charge). */
+export function frozenDepositAddress(paymentContext: JsonValue): string | null {
+  if (paymentContext === null || typeof paymentContext !== 'object' || Array.isArray(paymentContext)) return null;
+  const address = paymentContext.depositAddress;
+  return typeof address === 'string' && address !== '' ? address : null;
+}
+
+/**
+ * The read-model document behind GET /transaction/{id}, the list and ops lookups. `depositAddress`
+ * is the frozen payment_context.depositAddress: the deposit intake binds a Solana/Celo transfer to
+ * the transaction only if it reached that address (src/domain/deposit-binding.ts).
+ */
+export function transactionDocument(tx: TransactionState, depositAddress: string | null = null): { [key: string]: JsonValue } {
   return toJsonValue({
     id: tx.id,
     partnerId: tx.partnerId,
@@ -173,7 +190,29 @@ export function transactionDocument(tx: TransactionState): { [key: string]: Json
     taxId: tx.taxId,
     externalId: tx.externalId,
     quote: tx.quote,
+    depositAddress,
   }) as { [key: string]: JsonValue };
+}
+
+/** Whether the watcher should still look for this transaction's deposit (see depositWatchCollection). */
+function awaitsDeposit(tx: TransactionState): boolean {
+  return tx.deposit === null && (tx.status === 'AWAITING_PAYMENT' || tx.status === 'PAYMENT_EXPIRED');
+}
+
+/**
+ * The transaction's `deposit_watch` entry: written at creation for a Solana/Celo payout, deleted
+ * once it no longer awaits a deposit (one was seen, or nothing can come any more). Null: nothing
+ * to write (not a payout on those networks, or no change since `before`).
+ */
+function depositWatchWrite(before: TransactionState | null, tx: TransactionState, paymentContext: JsonValue): ReadModelWrite | null {
+  if (tx.direction !== 'payout' || (tx.quote.network !== 'SOLANA' && tx.quote.network !== 'CELO')) return null;
+  const address = frozenDepositAddress(paymentContext);
+  const watched = address !== null && awaitsDeposit(tx);
+  if (before !== null && awaitsDeposit(before) === watched) return null;
+  const doc = watched
+    ? { transactionId: tx.id, network: tx.quote.network, depositAddress: address, asset: tx.quote.cryptoCurrency, createdAtMs: tx.createdAtMs, expiresAtMs: tx.expiresAtMs }
+    : null;
+  return { collection: depositWatchCollection, id: tx.id, doc };
 }
 
 function windowsFor(accept: AcceptPayload, keys: AcceptanceCounterKeys): CounterWindow[] {
@@ -445,7 +484,10 @@ function effectsOf(
     if (event.type === 'RefundRequested') outbox.push({ topic: event.deposit.rail === 'pix' ? outboxTopicRefundsPix : outboxTopicRefundsChain, partitionKey: tx.id, payload: toJsonValue({ ...common, ...event }) });
     if (event.type === 'DeliveryRequested') outbox.push({ topic: outboxTopicDeliveries, partitionKey: tx.id, payload: toJsonValue({ ...common, ...event }) });
   }
-  return { outbox, send, readModels: [{ collection: transactionsCollection, id: tx.id, doc: transactionDocument(tx) }] };
+  const watch = depositWatchWrite(before, tx, live.paymentContext);
+  const readModels: ReadModelWrite[] = [{ collection: transactionsCollection, id: tx.id, doc: transactionDocument(tx, frozenDepositAddress(live.paymentContext)) }];
+  if (watch !== null) readModels.push(watch);
+  return { outbox, send, readModels };
 }
 
 const domainCommandKinds = new Set([
@@ -468,7 +510,8 @@ export type DomainReply = { readonly ok: true; readonly status: string } | { rea
 function handBackOf(tx: TransactionState, command: TransactionCommand, code: string): CommandToSend[] {
   if (command.kind !== 'DepositDetected' || !handBackReasons.includes(code as HandBackReason)) return [];
   const payload = toJsonValue({ transactionId: tx.id, reason: code });
-  return [{ actorType: depositActorType, actorKey: depositActorKey(command.network, command.onChainId), kind: depositHandBackKind, payload }];
+  const depositKey = command.depositKey ?? depositActorKey(command.network, command.onChainId);
+  return [{ actorType: depositActorType, actorKey: depositKey, kind: depositHandBackKind, payload }];
 }
 
 function handleLive(state: Live, kind: string, payload: JsonValue, nowMs: number, limits: LimitsConfig): Outcome<TransactionActorState> {

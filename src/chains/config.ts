@@ -5,9 +5,12 @@
 // the environment variable that holds each (`signerSecretEnv`), and values that look like a key are
 // refused so a pasted secret cannot slip in. One addition to DESIGN's shape: an optional
 // `previousDepositAddresses` per network (rotated-out addresses that adapters keep watching and
-// verifying, so a transaction created before a rotation can still be funded). CELO also names its
-// `depositFactory` (required: per-transaction deposit addresses derive from it) and may bound the
-// deposit watcher's look-back with `depositScanBlocks`.
+// verifying, so a transaction created before a rotation can still be funded). On Solana and Celo
+// each transaction has its own deposit address (src/chains/deposit-addresses.ts); there
+// `depositAddress` is the legacy shared one, still bound for transactions that froze it, and the
+// file adds what the per-transaction addresses need: Solana's `depositMasterSecretEnv` (the
+// variable holding their master secret) and Celo's `depositFactory` (the forwarder factory,
+// required) with `depositScanBlocks`, which bounds the deposit watcher's look-back.
 //
 // `resolveChainSetups` turns the file (or its absence) into one `ChainSetup` per offered network:
 // the deposit address, the CAIP chain id, the suggested public RPC URL and the deposit assets with
@@ -203,6 +206,10 @@ export const stellarChainSchema = z.strictObject({
 export const solanaChainSchema = z.strictObject({
   rpcUrl: httpUrl,
   publicRpcUrl: httpUrl.optional(),
+  /**
+   * The legacy shared deposit wallet: transactions accepted before per-transaction addresses
+   * froze it in their payment_context and are still funded there (with the time rule).
+   */
   depositAddress: solanaAddress,
   previousDepositAddresses: previousAddresses(solanaAddress),
   commitment: z.enum(['confirmed', 'finalized']),
@@ -210,6 +217,12 @@ export const solanaChainSchema = z.strictObject({
     .strictObject({ USDC: z.strictObject({ mint: solanaAddress, decimals: tokenDecimals }).optional() })
     .refine(atLeastOneAsset, 'must name at least one asset'),
   signerSecretEnv,
+  /**
+   * The variable holding the master secret every per-transaction deposit wallet is derived from
+   * (src/chains/solana-deposit-keys.ts). Required: without it every transaction would share one
+   * address again. The adapter refuses to start when the variable is unset or malformed.
+   */
+  depositMasterSecretEnv: signerSecretEnv,
 });
 
 const evmToken = z.strictObject({ contract: evmAddress, decimals: tokenDecimals });

@@ -40,6 +40,23 @@ export interface PerTransactionDeposits {
    * `limit`: how the watcher finds deposits nobody notified.
    */
   transfersInto(address: string, limit: number): Promise<readonly string[]>;
-  /** Moves the whole balance of `asset` held at the transaction's address to the hot wallet. */
-  sweep(request: SweepRequest): Promise<SendResult>;
+  /**
+   * Moves the whole balance of `asset` held at the transaction's address to the hot wallet (and,
+   * on Solana, closes the token account, its rent going to the hot wallet too). Journaled like
+   * ChainAdapter.send: a retry with the same key never moves funds twice. `nothing_to_sweep`: the
+   * address holds nothing of `asset` (already swept, or never funded) and nothing was signed.
+   */
+  sweep(request: SweepRequest): Promise<SweepResult>;
+}
+
+export type SweepResult = SendResult | { readonly status: 'nothing_to_sweep' };
+
+/** Whether an adapter also offers per-transaction addresses (how a live adapter plugs in). */
+export function isPerTransactionDeposits(value: object): value is PerTransactionDeposits {
+  const candidate = value as Partial<Record<keyof PerTransactionDeposits, unknown>>;
+  return (candidate.network === 'SOLANA' || candidate.network === 'CELO') &&
+    typeof candidate.addressFor === 'function' &&
+    typeof candidate.verifyInto === 'function' &&
+    typeof candidate.transfersInto === 'function' &&
+    typeof candidate.sweep === 'function';
 }

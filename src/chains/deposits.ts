@@ -1,20 +1,28 @@
-// Deposit intake: how a chain transfer becomes a fact of one transaction. Three doors lead here —
-// the Stellar watcher (memo payments, pushed), POST /payments/notify (Solana/Celo, reported by the
-// partner) and the ops reconcile — and all of them end in one deposit actor claim, which links the
-// transfer to at most one transaction and forwards DepositDetected (src/actors/deposit-actor.ts).
-// Whether the deposit is on time and of the right amount is the transaction's decision, not ours.
+// Deposit intake: how a chain transfer becomes a fact of one transaction. Four doors lead here —
+// the Stellar watcher (memo payments, pushed), the deposit poller (Solana/Celo transfers found at a
+// transaction's own address), POST /payments/notify (Solana/Celo, reported by the partner) and the
+// ops reconcile — and all of them end in one deposit actor claim, which links the transfer to at
+// most one transaction and forwards DepositDetected (src/actors/deposit-actor.ts). Whether the
+// deposit is on time and of the right amount is the transaction's decision, not ours.
+//
+// Binding (Solana, Celo; src/domain/deposit-binding.ts): a transfer counts for a transaction only
+// if it reached the address frozen in that transaction's payment_context. A transaction with its
+// own address is checked with `verifyInto(hash, its address)`; one from before per-transaction
+// addresses (shared address) with the shared-address check, and a transfer older than the
+// transaction (at second granularity) is refused.
 //
 // Checks before a claim, in order: the request's shape (network, id formats), the transaction
-// (exists, is the partner's, is a payout, is on this network), then the chain (verify). Unexpected
-// errors propagate to the edge from notify (a 500) and become `failed` in reconcile, logged.
+// (exists, is the partner's, is a payout, is on this network), then the chain (verify, binding).
+// Unexpected errors propagate to the edge from notify (a 500) and become `failed` in reconcile, logged.
 import type { Logger } from 'pino';
 import { cryptoAssets, isOneOf, networks, type Network } from '../domain/assets.ts';
 import { add, decimalFromExactString, type Decimal } from '../domain/money.ts';
 import { parseUuid } from '../domain/ids.ts';
 import { transactionIdFromReference } from '../domain/reference.ts';
+import { bindingRefusal, depositBinding, type DepositBinding } from '../domain/deposit-binding.ts';
 import {
-  depositActorKey,
   depositActorType,
+  depositKeyOf,
   depositsCollection,
   type ClaimedTransfer,
   type DepositReply,
@@ -25,9 +33,10 @@ import { transactionsCollection } from '../actors/transaction-actor.ts';
 import type { JsonValue } from '../actors/envelope.ts';
 import type { JsonObject, SnapshotStore } from '../store/store.ts';
 import type { DepositVerifier, NotifyResult, ReconcileResult, Reconciler } from '../service/ports.ts';
-import type { ChainAdapter, ObservedTransfer } from './chains.ts';
+import type { ChainAdapter, ObservedTransfer, VerifyResult } from './chains.ts';
 import { isOnChainIdOf, normalizeOnChainId } from './config.ts';
 import { canFund } from './notify-match.ts';
+import type { PerTransactionPorts } from './payment-context.ts';
 
 /** The part of ActorClient the intake needs (tests may pass any implementation). */
 export interface ActorAsker {
@@ -37,6 +46,8 @@ export interface ActorAsker {
 export interface DepositIntakeOptions {
   readonly store: SnapshotStore;
   readonly adapters: ReadonlyMap<Network, ChainAdapter>;
+  /** Per-transaction deposit addresses by network (Solana, Celo); a network without one binds by its shared address. */
+  readonly perTransaction?: PerTransactionPorts;
   readonly actors: ActorAsker;
   readonly log: Logger;
   readonly askTimeoutMs?: number;
@@ -49,9 +60,17 @@ interface TransactionView {
   readonly direction: string;
   readonly status: string;
   readonly network: string;
+  readonly createdAtMs: number;
+  /** payment_context.depositAddress as frozen at acceptance; null in records written before it was kept. */
+  readonly depositAddress: string | null;
 }
 
+/** What the poller's claim of a transfer found at a transaction's own address came to. */
+export type AddressClaimOutcome = 'enqueued' | 'alreadyProcessed' | 'refused' | 'invalid' | 'not_found' | 'not_own_address';
+
 const onChainIdLengthMax = 128;
+/** Deposits of one chain transaction looked at by a reconcile. */
+const knownDepositsMax = 16;
 const reasonLengthMax = 200;
 
 function viewOf(id: string, doc: JsonObject): TransactionView {
@@ -63,8 +82,21 @@ function viewOf(id: string, doc: JsonObject): TransactionView {
     direction: String(doc.direction),
     status: String(doc.status),
     network: typeof network === 'string' ? network : '',
+    createdAtMs: typeof doc.createdAtMs === 'number' ? doc.createdAtMs : 0,
+    depositAddress: typeof doc.depositAddress === 'string' && doc.depositAddress !== '' ? doc.depositAddress : null,
   };
 }
+
+function sameAddress(network: Network, a: string, b: string): boolean {
+  return network === 'CELO' ? a.toLowerCase() === b.toLowerCase() : a === b;
+}
+
+type Verified =
+  | { readonly kind: 'found'; readonly transfer: ClaimedTransfer }
+  | { readonly kind: 'not_found' }
+  | { readonly kind: 'invalid'; readonly reason: string };
+
+const predatesReason = 'The transfer was made before this transaction was created, so it cannot fund it';
 
 /** One chain transaction's transfers into our address as one deposit (same asset and sender). */
 export function combineTransfers(
@@ -108,7 +140,7 @@ export class DepositIntake implements DepositVerifier, Reconciler {
   private async claim(transactionId: string, transfer: ClaimedTransfer): Promise<LinkOutcome> {
     const reply = await this.options.actors.ask<DepositReply>(
       depositActorType,
-      depositActorKey(transfer.network, transfer.onChainId),
+      depositKeyOf(transfer),
       'claim',
       toJsonValue({ transactionId, transfer }),
       { timeoutMs: this.askTimeoutMs },
@@ -126,7 +158,7 @@ export class DepositIntake implements DepositVerifier, Reconciler {
   private async recordUnmatched(transfer: ClaimedTransfer, reason: UnmatchedReason): Promise<void> {
     const reply = await this.options.actors.ask<DepositReply>(
       depositActorType,
-      depositActorKey(transfer.network, transfer.onChainId),
+      depositKeyOf(transfer),
       'unmatched',
       toJsonValue({ transfer, reason }),
       { timeoutMs: this.askTimeoutMs },
@@ -185,13 +217,61 @@ export class DepositIntake implements DepositVerifier, Reconciler {
     if (transaction === null || transaction.partnerId !== request.partnerId) return { result: 'not_found', reason: 'Transaction not found' };
     const mismatch = this.transactionMismatch(transaction, network);
     if (mismatch !== null) return { result: 'invalid', reason: mismatch };
-    const verified = await this.verify(network, onChainId);
+    const verified = await this.verifyFor(transaction, network, onChainId);
     if (verified.kind === 'not_found') return { result: 'not_found', reason: 'The transfer was not found on chain (or is not final yet); try again shortly' };
     if (verified.kind === 'invalid') return { result: 'invalid', reason: verified.reason };
     const outcome = await this.claim(transactionId, verified.transfer);
     if (outcome.kind === 'refused') return { result: 'invalid', reason: 'This transfer is already linked to another transaction' };
     // Judged on the transaction as read before the claim (the notify budget, src/edge/notify-budget.ts).
     return doc !== null && canFund(doc, verified.transfer) ? { result: 'enqueued' } : { result: 'enqueued', mismatched: true };
+  }
+
+  /**
+   * A transfer the deposit poller found at a transaction's own address (nobody notified it): the
+   * same checks and the same claim as notify. Only a transaction with its own address is polled.
+   */
+  async claimAtOwnAddress(transactionId: string, network: 'SOLANA' | 'CELO', onChainTx: string): Promise<AddressClaimOutcome> {
+    const onChainId = this.onChainIdOf(network, onChainTx);
+    const transaction = await this.transaction(transactionId);
+    if (onChainId === null || transaction === null || this.transactionMismatch(transaction, network) !== null) return 'invalid';
+    if (this.bindingOf(transaction, network).kind !== 'own') return 'not_own_address';
+    const verified = await this.verifyFor(transaction, network, onChainId);
+    if (verified.kind !== 'found') return verified.kind;
+    const outcome = await this.claim(transactionId, verified.transfer);
+    return outcome.kind === 'refused' ? 'refused' : outcome.reply.result;
+  }
+
+  /** How a transfer may fund this transaction (see the header). */
+  private bindingOf(transaction: TransactionView, network: Network): DepositBinding {
+    const port = this.options.perTransaction?.get(network);
+    const ownAddress = port === undefined ? null : port.addressFor(transaction.id);
+    return depositBinding(transaction.depositAddress, ownAddress, transaction.createdAtMs, (a, b) => sameAddress(network, a, b));
+  }
+
+  /** The chain's transfers of `onChainId` that may fund `transaction`, as one deposit. */
+  private async verifyFor(transaction: TransactionView, network: Network, onChainId: string): Promise<Verified> {
+    const binding = this.bindingOf(transaction, network);
+    const port = this.options.perTransaction?.get(network);
+    let result: VerifyResult;
+    if (binding.kind === 'own' && port !== undefined) {
+      result = await port.verifyInto(onChainId, binding.address);
+    } else if (binding.kind === 'shared' && binding.address !== null && port !== undefined) {
+      // The exact shared address frozen at acceptance (a rotated-out one included).
+      result = await port.verifyInto(onChainId, binding.address);
+    } else {
+      const adapter = this.options.adapters.get(network);
+      if (adapter === undefined) return { kind: 'invalid', reason: `${network} is not available` };
+      result = await adapter.verify(onChainId);
+    }
+    if (result.status === 'not_found') return { kind: 'not_found' };
+    if (result.status === 'invalid') return { kind: 'invalid', reason: capped(result.reason) };
+    const ours = result.transfers.filter((transfer) => transfer.network === network && transfer.onChainId === onChainId);
+    const chainTimeMs = Math.min(...ours.map((transfer) => transfer.observedAtMs));
+    if (ours.length > 0 && bindingRefusal(binding, chainTimeMs) !== null) return { kind: 'invalid', reason: predatesReason };
+    const combined = combineTransfers(network, onChainId, ours);
+    if (!combined.ok) return { kind: 'invalid', reason: combined.reason };
+    const depositAddress = binding.kind === 'own' ? binding.address : null;
+    return { kind: 'found', transfer: depositAddress === null ? combined.transfer : { ...combined.transfer, depositAddress } };
   }
 
   private onChainIdOf(network: Network, text: string): string | null {
@@ -247,31 +327,61 @@ export class DepositIntake implements DepositVerifier, Reconciler {
       if (givenId === null) return answer('invalid', null, 'transaction_id must be a transaction UUID');
     }
 
-    const known = await this.options.store.get(depositsCollection, depositActorKey(network, onChainId));
-    if (known !== null) return this.alreadyKnown(known, givenId, answer);
+    // What the chain transaction is linked to already: one deposit for a shared address (Stellar;
+    // Solana/Celo before per-transaction addresses), one per address it paid otherwise.
+    const known = await this.knownDeposits(network, onChainId);
+    const linkedToGiven = givenId === null ? undefined : known.find((doc) => doc.transactionId === givenId);
+    const atSharedAddress = known.find((doc) => typeof doc.depositAddress !== 'string');
+    const onlyOne = known.length === 1 ? known[0] : undefined;
+    const settled = linkedToGiven ?? atSharedAddress ?? (givenId === null ? onlyOne : undefined);
+    if (settled !== undefined) return this.alreadyKnown(settled, givenId, answer);
+    if (givenId === null && known.length > 1) {
+      return answer('unresolved', null, 'The transfer funds several transactions (one per deposit address); give transaction_id');
+    }
+    if (network === 'STELLAR') return this.reconcileStellar(onChainId, givenId, answer);
+    if (givenId === null) return answer('unresolved', null, 'transaction_id is required for a SOLANA or CELO hash that is not linked yet');
 
-    const verified = await this.verify(network, onChainId);
+    // Solana/Celo: the transaction says which address the transfer must have reached.
+    const transaction = await this.transaction(givenId);
+    if (transaction === null) return answer('notFound', givenId, 'No such transaction');
+    const mismatch = this.transactionMismatch(transaction, network);
+    if (mismatch !== null) return answer('invalid', givenId, mismatch);
+    const verified = await this.verifyFor(transaction, network, onChainId);
     if (verified.kind === 'not_found') return answer('notFound', givenId, 'The hash was not found on chain (or is not final yet)');
     if (verified.kind === 'invalid') return answer('invalid', givenId, verified.reason);
+    return this.claimForReconcile(givenId, verified.transfer, answer);
+  }
 
-    let transactionId = givenId;
-    if (network === 'STELLAR') {
-      const fromMemo = transactionIdFromReference(verified.transfer.memo);
-      if (fromMemo === null) return answer('unresolved', givenId, 'The memo does not name a transaction; the watcher refunds such deposits');
-      if (givenId !== null && givenId !== fromMemo) return answer('invalid', givenId, 'The memo names another transaction');
-      transactionId = fromMemo;
-    }
-    if (transactionId === null) return answer('unresolved', null, 'transaction_id is required for a SOLANA or CELO hash that is not linked yet');
+  /** The `deposits` documents of one chain transaction (bounded: a batch paying many addresses is rare). */
+  private async knownDeposits(network: Network, onChainId: string): Promise<JsonObject[]> {
+    const page = await this.options.store.list(depositsCollection, { where: { network, onChainId }, orderBy: 'claimedAtMs', limit: knownDepositsMax });
+    return page.items.map((item) => item.doc);
+  }
 
-    const transaction = await this.transaction(transactionId);
-    if (transaction === null) {
-      return network === 'STELLAR'
-        ? answer('unresolved', null, 'The memo does not name an existing transaction; the watcher refunds such deposits')
-        : answer('notFound', transactionId, 'No such transaction');
-    }
-    const mismatch = this.transactionMismatch(transaction, network);
-    if (mismatch !== null) return answer('invalid', transactionId, mismatch);
-    const outcome = await this.claim(transactionId, verified.transfer);
+  private async reconcileStellar(
+    onChainId: string,
+    givenId: string | null,
+    answer: (result: ReconcileResult['result'], transactionId: string | null, reason: string | null) => Promise<ReconcileResult>,
+  ): Promise<ReconcileResult> {
+    const verified = await this.verify('STELLAR', onChainId);
+    if (verified.kind === 'not_found') return answer('notFound', givenId, 'The hash was not found on chain (or is not final yet)');
+    if (verified.kind === 'invalid') return answer('invalid', givenId, verified.reason);
+    const fromMemo = transactionIdFromReference(verified.transfer.memo);
+    if (fromMemo === null) return answer('unresolved', givenId, 'The memo does not name a transaction; the watcher refunds such deposits');
+    if (givenId !== null && givenId !== fromMemo) return answer('invalid', givenId, 'The memo names another transaction');
+    const transaction = await this.transaction(fromMemo);
+    if (transaction === null) return answer('unresolved', null, 'The memo does not name an existing transaction; the watcher refunds such deposits');
+    const mismatch = this.transactionMismatch(transaction, 'STELLAR');
+    if (mismatch !== null) return answer('invalid', fromMemo, mismatch);
+    return this.claimForReconcile(fromMemo, verified.transfer, answer);
+  }
+
+  private async claimForReconcile(
+    transactionId: string,
+    transfer: ClaimedTransfer,
+    answer: (result: ReconcileResult['result'], transactionId: string | null, reason: string | null) => Promise<ReconcileResult>,
+  ): Promise<ReconcileResult> {
+    const outcome = await this.claim(transactionId, transfer);
     if (outcome.kind === 'refused') {
       return answer('invalid', transactionId, outcome.linkedTo === null ? 'The transfer is an unmatched deposit being refunded' : `The transfer is linked to transaction ${outcome.linkedTo}`);
     }
@@ -302,9 +412,10 @@ export class DepositIntake implements DepositVerifier, Reconciler {
 
 /** The transfer a `deposits` document records (null if the document is not one we wrote). */
 function recordedTransfer(doc: JsonObject): ClaimedTransfer | null {
-  const { network, onChainId, asset, amount, sender, memo } = doc;
+  const { network, onChainId, asset, amount, sender, memo, depositAddress } = doc;
   if (!isOneOf(networks, network) || !isOneOf(cryptoAssets, asset)) return null;
   if (typeof onChainId !== 'string' || typeof amount !== 'string' || typeof sender !== 'string') return null;
   if (memo !== null && typeof memo !== 'string') return null;
-  return { network, onChainId, asset, amount: decimalFromExactString(amount), sender, memo };
+  const transfer: ClaimedTransfer = { network, onChainId, asset, amount: decimalFromExactString(amount), sender, memo };
+  return typeof depositAddress === 'string' ? { ...transfer, depositAddress } : transfer;
 }

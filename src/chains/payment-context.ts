@@ -1,6 +1,11 @@
 // payment_context: everything a partner needs to fund a payout on chain, exactly the spec's table.
 // Built at acceptance from the chains configuration of this process (so a rotated deposit address
 // applies to new transactions) and frozen in the transaction: GET and replays return the same one.
+// On Solana and Celo the depositAddress is the transaction's own (`addressFor(transactionId)` of
+// the network's PerTransactionDeposits, src/chains/deposit-addresses.ts): a transfer funds a
+// transaction only if it reached that address. A network without that port (a live adapter that
+// does not offer it yet) falls back to its shared address; deposits there are bound under the
+// legacy rule (src/domain/deposit-binding.ts).
 import type { JsonValue } from '../actors/envelope.ts';
 import { chainFamily, type Network } from '../domain/assets.ts';
 import { notifyDescriptors } from '../domain/corridors.ts';
@@ -9,6 +14,10 @@ import type { Quote } from '../domain/quote.ts';
 import { transactionReference } from '../domain/reference.ts';
 import type { ChainAvailability, PaymentContexts } from '../service/ports.ts';
 import type { ChainSetups } from './config.ts';
+import type { PerTransactionDeposits } from './deposit-addresses.ts';
+
+/** The per-transaction address ports by network (Solana, Celo). */
+export type PerTransactionPorts = ReadonlyMap<Network, PerTransactionDeposits>;
 
 export interface PaymentContextJson {
   amount: number;
@@ -30,7 +39,7 @@ export class NoDepositSetupError extends Error {
   override readonly name = 'NoDepositSetupError';
 }
 
-export function paymentContextFor(setups: ChainSetups, quote: Quote, transactionId: string): PaymentContextJson {
+export function paymentContextFor(setups: ChainSetups, quote: Quote, transactionId: string, perTransaction: PerTransactionPorts = new Map()): PaymentContextJson {
   if (quote.direction !== 'payout') throw new NoDepositSetupError('payment_context of an onramp transaction is the PIX charge, not a deposit');
   const setup = setups[quote.network];
   const asset = setup?.assets[quote.cryptoCurrency];
@@ -47,7 +56,7 @@ export function paymentContextFor(setups: ChainSetups, quote: Quote, transaction
     chainId: setup.chainId,
     cryptoCurrency: quote.cryptoCurrency,
     decimals: asset.decimals,
-    depositAddress: setup.depositAddress,
+    depositAddress: perTransaction.get(quote.network)?.addressFor(transactionId) ?? setup.depositAddress,
     memo: stellar ? transactionReference(transactionId) : null,
     memoType: stellar ? 'text' : null,
     mintAddress: stellar ? null : asset.identifier,
@@ -56,9 +65,9 @@ export function paymentContextFor(setups: ChainSetups, quote: Quote, transaction
   };
 }
 
-export function createPaymentContexts(setups: () => ChainSetups): PaymentContexts {
+export function createPaymentContexts(setups: () => ChainSetups, perTransaction: PerTransactionPorts = new Map()): PaymentContexts {
   return {
-    forPayout: (quote, transactionId) => paymentContextFor(setups(), quote, transactionId) as unknown as JsonValue,
+    forPayout: (quote, transactionId) => paymentContextFor(setups(), quote, transactionId, perTransaction) as unknown as JsonValue,
   };
 }
 

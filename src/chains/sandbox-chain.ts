@@ -7,19 +7,27 @@
 // - `deposit()` makes a transfer into the network's deposit address (or any other address). On
 //   Stellar it is appended to the network's feed, which the sandbox watcher streams like Horizon's
 //   payment stream, so a memo payment is detected without a notify. On Solana and Celo the caller
-//   gets the `on_chain_tx` to report with POST /payments/notify.
+//   gets the `on_chain_tx` to report with POST /payments/notify (the watcher also finds it by
+//   address, see `perTransaction`).
 // - `send()` (refunds, onramp deliveries) is idempotent by key: the hash is derived from the key,
 //   and the first request is recorded; the same key with another request is refused.
 // - `accounts(network)` answers what is at an address (the AccountLookup port) from the ledger: the
 //   network's token identifiers are the token itself (a Solana mint is a token-program account, a
 //   Celo token is a contract); `registerAccount` records other token accounts or contracts (tests,
 //   the demo); anything else is a wallet.
+// - `perTransaction(network)` (Solana, Celo): the PerTransactionDeposits port. Addresses are
+//   derived from the transaction id (well-formed, the same in every process); the ledger keeps the
+//   chain transactions touching each such address, from which `transfersInto` lists deposits and
+//   the balance is computed; `sweep` moves that balance to the network's hot wallet (the sandbox
+//   hot wallet is the network's shared deposit address, which refunds are sent from too).
 // - Knobs (stored, so they apply to every process): verify outage, send outage, permanent send
 //   failure, sends that stay pending for N polls, watcher outage, lookup outage.
 //
 // Ledger documents (ids are prefixed by kind):
-//   tx:<network>:<onChainId>        a transfer (deposit or send)
+//   tx:<network>:<onChainId>        a transfer (deposit, send or sweep)
 //   send:<network>:<sha256(key)>    the first send request of an idempotency key
+//   sweep:<network>:<sha256(key)>   the sweep of an idempotency key
+//   at:<network>:<address>:<seq>    the n-th transfer touching a Solana/Celo address, gap-free
 //   feed:<network>:<seq>            the Stellar feed, gap-free: seq n exists before n+1
 //   head:<network>                  where the feed probably ends (a hint)
 //   knobs:<network>, cursor:<network>
@@ -30,6 +38,7 @@ import { decimalFromExactString, rescale, toFixedString, type Decimal } from '..
 import type { JsonObject, SnapshotStore } from '../store/store.ts';
 import type { AccountKind, AccountLookup, ChainAdapter, ObservedTransfer, SendRequest, SendResult, TransferWatcher, VerifyResult, WatcherStatus } from './chains.ts';
 import { base58Encode, isAddressOf, stellarAccountFromPublicKey, type ChainSetup } from './config.ts';
+import type { PerTransactionDeposits, SweepRequest, SweepResult } from './deposit-addresses.ts';
 
 export const sandboxChainCollection = 'sandbox_chain';
 
@@ -58,7 +67,8 @@ export const defaultKnobs: SandboxKnobs = {
 };
 
 export interface SandboxTransfer {
-  readonly kind: 'deposit' | 'send';
+  /** deposit: into any address; send: from the hot wallet; sweep: a per-transaction address to the hot wallet. */
+  readonly kind: 'deposit' | 'send' | 'sweep';
   readonly network: Network;
   readonly onChainId: string;
   readonly asset: CryptoAsset;
@@ -88,9 +98,26 @@ export interface SandboxDepositRequest {
 const feedSeqDigits = 12;
 const feedScanMax = 100_000;
 const stellarMemoBytesMax = 28;
+/** Transfers kept per sandbox address (deposits and sweeps); more are refused. */
+const addressTransfersMax = 1_000;
 
 function feedId(network: Network, seq: number): string {
   return `feed:${network}:${String(seq).padStart(feedSeqDigits, '0')}`;
+}
+
+function addressEntryId(network: Network, address: string, seq: number): string {
+  return `at:${network}:${address}:${String(seq).padStart(feedSeqDigits, '0')}`;
+}
+
+/** Addresses as the ledger keys them: EVM addresses in lower case. */
+function addressKey(network: Network, address: string): string {
+  return network === 'CELO' ? address.toLowerCase() : address;
+}
+
+/** A sandbox per-transaction deposit address: well-formed, derived from the id, the same in every process. */
+export function sandboxTransactionAddress(network: 'SOLANA' | 'CELO', transactionId: string): string {
+  const seed = createHash('sha256').update(`sandbox-transaction-address:${network}:${transactionId}`).digest();
+  return network === 'SOLANA' ? base58Encode(seed) : `0x${seed.subarray(0, 20).toString('hex')}`;
 }
 
 function transferDoc(transfer: SandboxTransfer): JsonObject {
@@ -110,7 +137,7 @@ function transferDoc(transfer: SandboxTransfer): JsonObject {
 
 function transferFromDoc(doc: JsonObject): SandboxTransfer {
   return {
-    kind: doc.kind === 'send' ? 'send' : 'deposit',
+    kind: doc.kind === 'send' || doc.kind === 'sweep' ? doc.kind : 'deposit',
     network: doc.network as Network,
     onChainId: String(doc.onChainId),
     asset: doc.asset as CryptoAsset,
@@ -223,7 +250,46 @@ export class SandboxChain {
     if (transfer.network === 'STELLAR' && transfer.succeeded && transfer.destination === setup.depositAddress) {
       await this.appendToFeed(transfer.network, transfer.onChainId);
     }
+    if (transfer.network !== 'STELLAR') await this.appendToAddress(transfer.network, transfer.destination, transfer.onChainId);
     return transfer;
+  }
+
+  /** Records that `onChainId` touched `address` (first free sequence number, as the feed does). */
+  private async appendToAddress(network: Network, address: string, onChainId: string): Promise<void> {
+    const key = addressKey(network, address);
+    for (let seq = 1; seq <= addressTransfersMax; seq += 1) {
+      const inserted = await this.options.store.putIfAbsent(sandboxChainCollection, addressEntryId(network, key, seq), { onChainId });
+      if (inserted.status === 'inserted') return;
+    }
+    throw new Error(`sandbox ${network}: more than ${addressTransfersMax} transfers at one address`);
+  }
+
+  /** The transfers that touched `address`, oldest first. */
+  private async transfersAt(network: Network, address: string): Promise<SandboxTransfer[]> {
+    const key = addressKey(network, address);
+    const transfers: SandboxTransfer[] = [];
+    for (let seq = 1; seq <= addressTransfersMax; seq += 1) {
+      const entry = await this.options.store.get(sandboxChainCollection, addressEntryId(network, key, seq));
+      if (entry === null) break;
+      const transfer = await this.transfer(network, String(entry.onChainId));
+      if (transfer === null) throw new Error(`sandbox address entry ${seq} names a missing transfer`);
+      transfers.push(transfer);
+    }
+    return transfers;
+  }
+
+  /** What `address` holds of `asset`: its successful deposits less what was swept from it. */
+  async balanceAt(network: Network, address: string, asset: CryptoAsset): Promise<Decimal> {
+    const key = addressKey(network, address);
+    let units = 0n;
+    const decimals = this.setupOf(network).assets[asset]?.decimals ?? 0;
+    for (const transfer of await this.transfersAt(network, address)) {
+      if (!transfer.succeeded || transfer.asset !== asset) continue;
+      const amount = rescale(transfer.amount, decimals, 'floor').units;
+      if (transfer.kind === 'deposit' && addressKey(network, transfer.destination) === key) units += amount;
+      if (transfer.kind === 'sweep' && addressKey(network, transfer.sender) === key) units -= amount;
+    }
+    return { units, scale: decimals };
   }
 
   /** Appends at the first free sequence number; putIfAbsent makes concurrent appenders take turns. */
@@ -258,16 +324,82 @@ export class SandboxChain {
     await this.options.store.put(sandboxChainCollection, `cursor:${network}`, { seq });
   }
 
-  /** What the chain says about a reported transaction: the transfers into our deposit address. */
+  /** What the chain says about a reported transaction: the transfers into our (shared) deposit address. */
   async verify(network: Network, onChainId: string): Promise<VerifyResult> {
+    return this.verifyTo(network, onChainId, this.depositAddress(network), 'The transaction moves no funds to the deposit address');
+  }
+
+  /** The transfers of `onChainId` into exactly `address` (a transaction's own deposit address). */
+  async verifyInto(network: Network, onChainId: string, address: string): Promise<VerifyResult> {
+    return this.verifyTo(network, onChainId, address, 'The transaction moves no funds to this transaction\'s deposit address');
+  }
+
+  private async verifyTo(network: Network, onChainId: string, address: string, elsewhere: string): Promise<VerifyResult> {
     if ((await this.knobs(network)).verifyOutage) throw new Error(`sandbox ${network}: the node is unreachable (outage knob)`);
     const transfer = await this.transfer(network, onChainId);
     if (transfer === null) return { status: 'not_found', reason: 'The transaction was not found on chain' };
     if (!transfer.succeeded) return { status: 'invalid', reason: 'The transaction failed on chain' };
-    if (transfer.kind !== 'deposit' || transfer.destination !== this.depositAddress(network)) {
-      return { status: 'invalid', reason: 'The transaction moves no funds to the deposit address' };
+    if (transfer.kind !== 'deposit' || addressKey(network, transfer.destination) !== addressKey(network, address)) {
+      return { status: 'invalid', reason: elsewhere };
     }
     return { status: 'found', transfers: [observed(transfer)] };
+  }
+
+  /** Successful deposits into `address`, newest first, at most `limit`. */
+  async transfersInto(network: Network, address: string, limit: number): Promise<string[]> {
+    if ((await this.knobs(network)).verifyOutage) throw new Error(`sandbox ${network}: the node is unreachable (outage knob)`);
+    const key = addressKey(network, address);
+    return (await this.transfersAt(network, address))
+      .filter((transfer) => transfer.kind === 'deposit' && transfer.succeeded && addressKey(network, transfer.destination) === key)
+      .map((transfer) => transfer.onChainId)
+      .reverse()
+      .slice(0, Math.max(0, limit));
+  }
+
+  /**
+   * Moves the whole balance of the transaction's address to the hot wallet, once per key: the
+   * first sweep of a key is recorded and answered again to every retry.
+   */
+  async sweep(network: 'SOLANA' | 'CELO', request: SweepRequest): Promise<SweepResult> {
+    const setup = this.setupOf(network);
+    if ((await this.knobs(network)).sendOutage) return { status: 'failed', reason: 'sandbox send outage', retryable: true };
+    const sweepId = `sweep:${network}:${createHash('sha256').update(request.idempotencyKey).digest('hex')}`;
+    const existing = await this.options.store.get(sandboxChainCollection, sweepId);
+    if (existing !== null) return { status: 'confirmed', onChainId: String(existing.onChainId) };
+    if (setup.assets[request.asset] === undefined) return { status: 'failed', reason: `${request.asset} has no token on ${network}`, retryable: false };
+    const address = sandboxTransactionAddress(network, request.transactionId);
+    const balance = await this.balanceAt(network, address, request.asset);
+    if (balance.units <= 0n) return { status: 'nothing_to_sweep' };
+    const onChainId = onChainIdFrom(network, createHash('sha512').update(`sandbox-sweep:${network}:${request.idempotencyKey}`).digest());
+    const first = await this.options.store.putIfAbsent(sandboxChainCollection, sweepId, { onChainId });
+    if (first.status === 'exists') return { status: 'confirmed', onChainId: String(first.doc.onChainId) };
+    const transfer: SandboxTransfer = {
+      kind: 'sweep',
+      network,
+      onChainId,
+      asset: request.asset,
+      amount: balance,
+      sender: address,
+      destination: setup.depositAddress,
+      memo: null,
+      succeeded: true,
+      atMs: this.options.clock.nowMs(),
+    };
+    await this.options.store.put(sandboxChainCollection, `tx:${network}:${onChainId}`, transferDoc(transfer));
+    await this.appendToAddress(network, address, onChainId);
+    return { status: 'confirmed', onChainId };
+  }
+
+  /** The PerTransactionDeposits port of a sandbox Solana or Celo network. */
+  perTransaction(network: 'SOLANA' | 'CELO'): PerTransactionDeposits {
+    this.setupOf(network);
+    return {
+      network,
+      addressFor: (transactionId) => sandboxTransactionAddress(network, transactionId),
+      verifyInto: (onChainId, address) => this.verifyInto(network, onChainId, address),
+      transfersInto: (address, limit) => this.transfersInto(network, address, limit),
+      sweep: (request) => this.sweep(network, request),
+    };
   }
 
   /** Sends at most once per idempotency key; the hash is derived from the key. */

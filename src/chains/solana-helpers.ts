@@ -12,7 +12,7 @@ export const systemProgramId = new PublicKey('11111111111111111111111111111111')
 export const computeBudgetProgramId = new PublicKey('ComputeBudget111111111111111111111111111111');
 
 /** SPL Token instruction tags (first data byte). */
-export const tokenInstruction = { transfer: 3, transferChecked: 12 } as const;
+export const tokenInstruction = { transfer: 3, closeAccount: 9, transferChecked: 12 } as const;
 /** SPL Token account layout: mint(32) owner(32) amount(u64 LE) … 165 bytes in all. */
 export const tokenAccountBytes = 165;
 /** Token amounts are u64. */
@@ -150,6 +150,22 @@ export function transferCheckedInstruction(accounts: TransferCheckedAccounts, am
       { pubkey: accounts.owner, isSigner: true, isWritable: false },
     ],
     data,
+  });
+}
+
+/**
+ * SPL Token `CloseAccount` (data [9]): closes an empty token account, its lamports (the rent) going
+ * to `destination`; signed by the account's owner.
+ */
+export function closeAccountInstruction(account: PublicKey, destination: PublicKey, owner: PublicKey): TransactionInstruction {
+  return new TransactionInstruction({
+    programId: tokenProgramId,
+    keys: [
+      { pubkey: account, isSigner: false, isWritable: true },
+      { pubkey: destination, isSigner: false, isWritable: true },
+      { pubkey: owner, isSigner: true, isWritable: false },
+    ],
+    data: Buffer.from([tokenInstruction.closeAccount]),
   });
 }
 

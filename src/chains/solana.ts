@@ -6,6 +6,10 @@
 // is invalid; only SPL Token `transferChecked` of a configured mint into the deposit wallet's
 // associated token account counts (top-level or inner instructions); the sender is the owner of
 // the source token account (where a refund goes).
+// Per-transaction deposit addresses (PerTransactionDeposits): each transaction's deposit wallet is
+// derived from a master secret (src/chains/solana-deposit-keys.ts); verifyInto is verify with that
+// wallet's token account as the only destination; sweep moves its balance to the hot wallet and
+// closes it, through the same journal as send.
 // send: transferChecked from the hot wallet's associated token account to the destination
 // owner's (created idempotently, rent paid by the hot wallet). The signed transaction is recorded
 // in the send journal before it is broadcast; a retry rebroadcasts the same bytes; a new
@@ -13,12 +17,14 @@
 // signature absent at a finalized height past it, for the whole settle window every chain shares,
 // src/chains/send-settle.ts) or failed finally on chain.
 import { Connection, Transaction } from '@solana/web3.js';
-import type { Keypair, MessageAccountKeys, PublicKey, SignatureStatus, VersionedTransactionResponse } from '@solana/web3.js';
+import type { Keypair, MessageAccountKeys, PublicKey, SignatureStatus, TransactionInstruction, VersionedTransactionResponse } from '@solana/web3.js';
 import type { CryptoAsset } from '../domain/assets.ts';
 import { fromBaseUnits, rescale } from '../domain/money.ts';
 import type { JsonObject } from '../store/store.ts';
 import type { ChainAdapter, ObservedTransfer, SendJournal, SendRequest, SendResult, VerifyResult } from './chains.ts';
 import type { SolanaChainConfig } from './config.ts';
+import type { PerTransactionDeposits, SweepRequest, SweepResult } from './deposit-addresses.ts';
+import { depositKeypair, loadDepositMasterSecret } from './solana-deposit-keys.ts';
 import {
   acknowledgeFailure, describeError, failed, fingerprintOf, loadAttempts, numberField, recordAttempt, sameFingerprint,
   sendAttemptsMaxDefault, stringField, unseenKey,
@@ -26,7 +32,7 @@ import {
 import type { SendFingerprint } from './send-helpers.ts';
 import { checkedSettleMs, unseenLongEnough } from './send-settle.ts';
 import {
-  associatedTokenAddress, base58Decode, base58Encode, commitmentReached, createAssociatedTokenAccountIdempotentInstruction,
+  associatedTokenAddress, base58Decode, base58Encode, closeAccountInstruction, commitmentReached, createAssociatedTokenAccountIdempotentInstruction,
   decodeTokenAccount, decodeTransferChecked, isPlainTransfer, isSignatureText, keypairFromSecret, parsePublicKey,
   setComputeUnitLimitInstruction, setComputeUnitPriceInstruction, token2022ProgramId, tokenAmountMax, tokenProgramId,
   transferCheckedInstruction,
@@ -49,6 +55,12 @@ export interface SolanaAdapterOptions {
   readonly commitment?: 'confirmed' | 'finalized';
   /** Name of the environment variable holding the hot wallet secret; unset: send() is refused. */
   readonly signerSecretEnv?: string;
+  /**
+   * Name of the environment variable holding the master secret of the per-transaction deposit
+   * wallets (src/chains/solana-deposit-keys.ts). Given: the variable must hold a valid secret or
+   * the adapter refuses to start. Not given: addressFor and sweep throw.
+   */
+  readonly depositMasterSecretEnv?: string;
   /** Where `signerSecretEnv` is read. Default process.env. */
   readonly env?: Readonly<Record<string, string | undefined>>;
   /** Where signed transactions are recorded before broadcast; required for send(). */
@@ -74,10 +86,8 @@ interface AssetAccounts {
   readonly asset: CryptoAsset;
   readonly mint: PublicKey;
   readonly decimals: number;
-  /** The deposit wallet's associated token account for this mint (sends never go here). */
+  /** The shared deposit wallet's associated token account for this mint (sends never go here). */
   readonly depositAccount: PublicKey;
-  /** The current and the rotated-out deposit wallets' associated token accounts for this mint. */
-  readonly depositAccounts: readonly PublicKey[];
 }
 
 interface PreparedSend {
@@ -88,6 +98,20 @@ interface PreparedSend {
   readonly fingerprint: SendFingerprint;
   readonly journal: SendJournal;
   readonly signer: Keypair;
+}
+
+/** A journaled transaction (a send or a sweep): one transfer per key, whatever happens. */
+interface JournaledRun {
+  readonly key: string;
+  /** Recorded with each attempt: `solana-transfer`, `solana-sweep`. */
+  readonly kind: string;
+  /** What the key is for; a retry must match it. */
+  readonly fingerprint: SendFingerprint;
+  readonly journal: SendJournal;
+  /** The hot wallet: pays the fee and signs first. */
+  readonly feePayer: Keypair;
+  /** The instructions of a new attempt (after the compute budget) and its other signers; null: nothing to sign. */
+  build(): Promise<{ readonly instructions: TransactionInstruction[]; readonly signers: Keypair[]; readonly details?: JsonObject } | null>;
 }
 
 /** One instruction, top-level or inner, with indexes into the transaction's account keys. */
@@ -106,25 +130,37 @@ interface MatchedTransfer {
 
 type Mismatch = 'wrong_mint' | 'wrong_destination' | 'unchecked_transfer' | 'token_2022' | 'decimals';
 
+/** Where verified deposits must go: the owners, and their token account for each configured asset. */
+interface DepositTarget {
+  readonly owners: readonly PublicKey[];
+  readonly accounts: ReadonlyMap<CryptoAsset, readonly PublicKey[]>;
+  /** How a reason names it: the shared "deposit account" or "this transaction's deposit account". */
+  readonly label: string;
+}
+
 // Most specific first: the reason an operator or partner can act on.
-const mismatchReasons: ReadonlyArray<readonly [Mismatch, string]> = [
-  ['decimals', 'transferChecked decimals differ from the configured decimals of the mint'],
-  ['wrong_mint', 'the transferred mint is not an accepted asset'],
-  ['wrong_destination', 'the transfer goes to another token account than the deposit account'],
-  ['unchecked_transfer', 'only SPL Token transferChecked is accepted (this is an unchecked transfer)'],
-  ['token_2022', 'Token-2022 transfers are not accepted'],
-];
+function mismatchReasons(label: string): ReadonlyArray<readonly [Mismatch, string]> {
+  return [
+    ['decimals', 'transferChecked decimals differ from the configured decimals of the mint'],
+    ['wrong_mint', 'the transferred mint is not an accepted asset'],
+    ['wrong_destination', `the transfer goes to another token account than ${label}`],
+    ['unchecked_transfer', 'only SPL Token transferChecked is accepted (this is an unchecked transfer)'],
+    ['token_2022', 'Token-2022 transfers are not accepted'],
+  ];
+}
 
 const rpcTimeoutMsDefault = 10_000;
 const computeUnitLimitDefault = 100_000;
 
-export class SolanaAdapter implements ChainAdapter {
+export class SolanaAdapter implements ChainAdapter, PerTransactionDeposits {
   readonly network = 'SOLANA' as const;
   private readonly connection: Connection;
   private readonly commitment: 'confirmed' | 'finalized';
-  private readonly depositOwners: readonly PublicKey[];
   private readonly assets: readonly AssetAccounts[];
+  /** The shared (legacy) deposit wallets, current and rotated out: where `verify` looks. */
+  private readonly sharedTarget: DepositTarget;
   private readonly signer: Keypair | null;
+  private readonly masterSecret: Uint8Array | null;
   private readonly journal: SendJournal | null;
   private readonly attemptsMax: number;
   private readonly unseenSettleMs: number;
@@ -139,7 +175,6 @@ export class SolanaAdapter implements ChainAdapter {
     });
     const [owner] = owners;
     if (owner === undefined) throw new Error('SOLANA depositAddress is missing');
-    this.depositOwners = owners;
     this.assets = Object.entries(options.assets).map(([asset, config]) => {
       const mint = config === undefined ? null : parsePublicKey(config.mint);
       if (config === undefined || mint === null) throw new Error(`SOLANA assets.${asset}.mint is not a base58 public key`);
@@ -151,10 +186,10 @@ export class SolanaAdapter implements ChainAdapter {
         mint,
         decimals: config.decimals,
         depositAccount: associatedTokenAddress(owner, mint),
-        depositAccounts: owners.map((depositOwner) => associatedTokenAddress(depositOwner, mint)),
       };
     });
     if (this.assets.length === 0) throw new Error('SOLANA needs at least one asset');
+    this.sharedTarget = this.targetOf(owners, 'the deposit account');
     this.commitment = options.commitment ?? 'finalized';
     this.attemptsMax = options.sendAttemptsMax ?? sendAttemptsMaxDefault;
     if (!Number.isInteger(this.attemptsMax) || this.attemptsMax < 1 || this.attemptsMax > 100) {
@@ -164,6 +199,7 @@ export class SolanaAdapter implements ChainAdapter {
     this.journal = options.journal ?? null;
     this.nowMs = options.nowMs ?? Date.now;
     this.signer = loadSigner(options.signerSecretEnv, options.env ?? process.env);
+    this.masterSecret = options.depositMasterSecretEnv === undefined ? null : loadDepositMasterSecret(options.depositMasterSecretEnv, options.env ?? process.env);
     const timeoutMs = options.rpcTimeoutMs ?? rpcTimeoutMsDefault;
     this.connection = new Connection(options.rpcUrl, {
       commitment: this.commitment,
@@ -186,6 +222,15 @@ export class SolanaAdapter implements ChainAdapter {
 
   /** Rejects only when the RPC node cannot be reached or answers malformed data. */
   async verify(onChainId: string): Promise<VerifyResult> {
+    return this.verifyTo(onChainId, this.sharedTarget);
+  }
+
+  /** The target of per-transaction owners (or of one frozen shared owner). */
+  private targetOf(owners: readonly PublicKey[], label: string): DepositTarget {
+    return { owners, label, accounts: new Map(this.assets.map((asset) => [asset.asset, owners.map((owner) => associatedTokenAddress(owner, asset.mint))])) };
+  }
+
+  private async verifyTo(onChainId: string, target: DepositTarget): Promise<VerifyResult> {
     if (!isSignatureText(onChainId)) return { status: 'invalid', reason: 'not a Solana transaction signature' };
     const response = await this.connection.getTransaction(onChainId, {
       commitment: this.commitment,
@@ -199,12 +244,12 @@ export class SolanaAdapter implements ChainAdapter {
     const mismatches = new Set<Mismatch>();
     const matched: MatchedTransfer[] = [];
     for (const instruction of instructionsOf(response)) {
-      const match = this.classify(instruction, keys, mismatches);
+      const match = this.classify(instruction, keys, target, mismatches);
       if (match !== null) matched.push(match);
     }
     if (matched.length === 0) {
-      const reason = mismatchReasons.find(([kind]) => mismatches.has(kind))?.[1] ??
-        'no SPL Token transferChecked into the deposit account';
+      const reason = mismatchReasons(target.label).find(([kind]) => mismatches.has(kind))?.[1] ??
+        `no SPL Token transferChecked into ${target.label}`;
       return { status: 'invalid', reason };
     }
     const observedAtMs = response.blockTime == null ? this.nowMs() : response.blockTime * 1000;
@@ -231,7 +276,7 @@ export class SolanaAdapter implements ChainAdapter {
   }
 
   /** A transferChecked of an accepted mint into its deposit account, or null (noting why not). */
-  private classify(instruction: IndexedInstruction, keys: MessageAccountKeys, mismatches: Set<Mismatch>): MatchedTransfer | null {
+  private classify(instruction: IndexedInstruction, keys: MessageAccountKeys, target: DepositTarget, mismatches: Set<Mismatch>): MatchedTransfer | null {
     const program = keys.get(instruction.programIdIndex);
     if (program === undefined) return null;
     const accountAt = (position: number): PublicKey | undefined => {
@@ -245,7 +290,7 @@ export class SolanaAdapter implements ChainAdapter {
     if (!program.equals(tokenProgramId)) return null;
     if (isPlainTransfer(instruction.data)) {
       const destination = accountAt(1);
-      if (destination !== undefined && this.assets.some((asset) => asset.depositAccounts.some((account) => account.equals(destination)))) {
+      if (destination !== undefined && [...target.accounts.values()].some((accounts) => accounts.some((account) => account.equals(destination)))) {
         mismatches.add('unchecked_transfer');
       }
       return null;
@@ -260,10 +305,10 @@ export class SolanaAdapter implements ChainAdapter {
     }
     const accounts = this.assets.find((asset) => asset.mint.equals(mint));
     if (accounts === undefined) {
-      if (this.depositOwners.some((owner) => destination.equals(associatedTokenAddress(owner, mint)))) mismatches.add('wrong_mint');
+      if (target.owners.some((owner) => destination.equals(associatedTokenAddress(owner, mint)))) mismatches.add('wrong_mint');
       return null;
     }
-    if (!accounts.depositAccounts.some((account) => account.equals(destination))) {
+    if (!(target.accounts.get(accounts.asset) ?? []).some((account) => account.equals(destination))) {
       mismatches.add('wrong_destination');
       return null;
     }
@@ -298,30 +343,29 @@ export class SolanaAdapter implements ChainAdapter {
   async send(request: SendRequest): Promise<SendResult> {
     const prepared = this.prepare(request);
     if ('status' in prepared) return prepared;
-    // Once a signed transaction is recorded, an infrastructure error is 'pending', never
-    // 'failed': the transaction may be moving money, and only this key may try again.
-    let inFlight: string | null = null;
-    try {
-      const key = request.idempotencyKey;
-      const attempts = await loadAttempts(prepared.journal, 'SOLANA', key, this.attemptsMax);
-      const first = attempts[0];
-      if (first !== undefined && !sameFingerprint(first, prepared.fingerprint)) {
-        return failed('idempotency key already used with a different asset, amount or destination', false);
-      }
-      const latest = attempts.at(-1);
-      if (latest !== undefined) inFlight = stringField(latest, 'signature');
-      if (latest === undefined) {
-        const record = await this.newAttempt(prepared, 0);
-        inFlight = stringField(record, 'signature');
-        return await this.broadcastAndReport(record);
-      }
-      return await this.advance(prepared, attempts, (signature) => {
-        inFlight = signature;
-      });
-    } catch (error) {
-      if (inFlight !== null) return { status: 'pending', onChainId: inFlight };
-      return failed(`Solana RPC or journal unavailable (${describeError(error)})`, true);
-    }
+    const { accounts, signer } = prepared;
+    const destinationAccount = associatedTokenAddress(prepared.destinationOwner, accounts.mint);
+    const result = await this.runJournaled({
+      key: request.idempotencyKey,
+      kind: 'solana-transfer',
+      fingerprint: prepared.fingerprint,
+      journal: prepared.journal,
+      feePayer: signer,
+      build: () => Promise.resolve({
+        instructions: [
+          createAssociatedTokenAccountIdempotentInstruction(signer.publicKey, destinationAccount, prepared.destinationOwner, accounts.mint),
+          transferCheckedInstruction({
+            source: associatedTokenAddress(signer.publicKey, accounts.mint),
+            mint: accounts.mint,
+            destination: destinationAccount,
+            owner: signer.publicKey,
+          }, prepared.amountBaseUnits, accounts.decimals),
+        ],
+        signers: [],
+      }),
+    });
+    // A send always has something to sign; 'nothing' is a sweep's answer only.
+    return result === 'nothing' ? failed('nothing was signed', false) : result;
   }
 
   private prepare(request: SendRequest): PreparedSend | SendResult {
@@ -348,7 +392,40 @@ export class SolanaAdapter implements ChainAdapter {
     };
   }
 
-  private async advance(prepared: PreparedSend, attempts: JsonObject[], onAttempt: (signature: string) => void): Promise<SendResult> {
+  /**
+   * One transfer per key (docs/solana-celo.md "Send: exactly one transfer per idempotency key"),
+   * for sends and sweeps alike: the recorded attempts are read first, a landed one is reported, the
+   * latest is rebroadcast, and a new attempt is built only when the previous one can never land.
+   * 'nothing': a new attempt was due and `build` had nothing to sign (a sweep of an empty account).
+   */
+  private async runJournaled(run: JournaledRun): Promise<SendResult | 'nothing'> {
+    // Once a signed transaction is recorded, an infrastructure error is 'pending', never
+    // 'failed': the transaction may be moving money, and only this key may try again.
+    let inFlight: string | null = null;
+    try {
+      const attempts = await loadAttempts(run.journal, 'SOLANA', run.key, this.attemptsMax);
+      const first = attempts[0];
+      if (first !== undefined && !sameFingerprint(first, run.fingerprint)) {
+        return failed('idempotency key already used with a different asset, amount or destination', false);
+      }
+      const latest = attempts.at(-1);
+      if (latest !== undefined) inFlight = stringField(latest, 'signature');
+      if (latest === undefined) {
+        const record = await this.newAttempt(run, 0);
+        if (record === null) return 'nothing';
+        inFlight = stringField(record, 'signature');
+        return await this.broadcastAndReport(record);
+      }
+      return await this.advance(run, attempts, (signature) => {
+        inFlight = signature;
+      });
+    } catch (error) {
+      if (inFlight !== null) return { status: 'pending', onChainId: inFlight };
+      return failed(`Solana RPC or journal unavailable (${describeError(error)})`, true);
+    }
+  }
+
+  private async advance(run: JournaledRun, attempts: JsonObject[], onAttempt: (signature: string) => void): Promise<SendResult | 'nothing'> {
     const signatures = attempts.map((attempt) => stringField(attempt, 'signature'));
     const { value: statuses } = await this.connection.getSignatureStatuses(signatures, { searchTransactionHistory: true });
     // Only the latest attempt can have landed (a new one is built only when the previous cannot),
@@ -365,9 +442,9 @@ export class SolanaAdapter implements ChainAdapter {
     if (status !== null) {
       // Landed with an error. Not final yet: it may still be rolled back onto a fork.
       if (!commitmentReached(status.confirmationStatus, this.commitment)) return { status: 'pending', onChainId: signature };
-      return this.afterFinalFailure(prepared, attempts, 'the transfer failed on chain', onAttempt);
+      return this.afterFinalFailure(run, attempts, 'the transfer failed on chain', onAttempt);
     }
-    if (await this.definitivelyAbsent(latest)) return this.replaceOnceSettled(prepared, attempts, onAttempt);
+    if (await this.definitivelyAbsent(latest)) return this.replaceOnceSettled(run, attempts, onAttempt);
     return this.broadcastAndReport(latest);
   }
 
@@ -376,34 +453,35 @@ export class SolanaAdapter implements ChainAdapter {
    * lagging lookup backend could be hiding it, so it is rebuilt only after the settle window;
    * 'pending' until then.
    */
-  private async replaceOnceSettled(prepared: PreparedSend, attempts: JsonObject[], onAttempt: (signature: string) => void): Promise<SendResult> {
+  private async replaceOnceSettled(run: JournaledRun, attempts: JsonObject[], onAttempt: (signature: string) => void): Promise<SendResult | 'nothing'> {
     const attempt = attempts.length - 1;
     const latest = attempts[attempt];
     if (latest === undefined) throw new Error('no attempt to replace');
-    const sightingKey = unseenKey('SOLANA', prepared.request.idempotencyKey, attempt);
-    if (!(await unseenLongEnough(prepared.journal, sightingKey, this.nowMs(), this.unseenSettleMs))) {
+    const sightingKey = unseenKey('SOLANA', run.key, attempt);
+    if (!(await unseenLongEnough(run.journal, sightingKey, this.nowMs(), this.unseenSettleMs))) {
       return { status: 'pending', onChainId: stringField(latest, 'signature') };
     }
-    return this.nextAttempt(prepared, attempts, onAttempt);
+    return this.nextAttempt(run, attempts, onAttempt);
   }
 
   private async afterFinalFailure(
-    prepared: PreparedSend, attempts: JsonObject[], reason: string, onAttempt: (signature: string) => void,
-  ): Promise<SendResult> {
+    run: JournaledRun, attempts: JsonObject[], reason: string, onAttempt: (signature: string) => void,
+  ): Promise<SendResult | 'nothing'> {
     const attempt = attempts.length - 1;
     const retryable = attempts.length < this.attemptsMax;
-    const firstReport = await acknowledgeFailure(prepared.journal, 'SOLANA', prepared.request.idempotencyKey, attempt, reason);
+    const firstReport = await acknowledgeFailure(run.journal, 'SOLANA', run.key, attempt, reason);
     if (firstReport || !retryable) {
       return failed(retryable ? `${reason}; a retry with the same key sends a new transaction` : `${reason}; no attempts left`, retryable);
     }
-    return this.nextAttempt(prepared, attempts, onAttempt);
+    return this.nextAttempt(run, attempts, onAttempt);
   }
 
-  private async nextAttempt(prepared: PreparedSend, attempts: JsonObject[], onAttempt: (signature: string) => void): Promise<SendResult> {
+  private async nextAttempt(run: JournaledRun, attempts: JsonObject[], onAttempt: (signature: string) => void): Promise<SendResult | 'nothing'> {
     if (attempts.length >= this.attemptsMax) {
       return failed(`no transaction landed after ${attempts.length} attempts`, false);
     }
-    const record = await this.newAttempt(prepared, attempts.length);
+    const record = await this.newAttempt(run, attempts.length);
+    if (record === null) return 'nothing';
     onAttempt(stringField(record, 'signature'));
     return this.broadcastAndReport(record);
   }
@@ -420,11 +498,15 @@ export class SolanaAdapter implements ChainAdapter {
     return (value[0] ?? null) === null;
   }
 
-  /** Builds, signs and records attempt n; returns the recorded one (another caller's, if it won). */
-  private async newAttempt(prepared: PreparedSend, attempt: number): Promise<JsonObject> {
-    const { accounts, signer } = prepared;
+  /**
+   * Builds, signs and records attempt n; returns the recorded one (another caller's, if it won),
+   * or null when `build` has nothing to sign.
+   */
+  private async newAttempt(run: JournaledRun, attempt: number): Promise<JsonObject | null> {
+    const body = await run.build();
+    if (body === null) return null;
     const { blockhash, lastValidBlockHeight } = await this.connection.getLatestBlockhash('finalized');
-    const transaction = new Transaction({ feePayer: signer.publicKey, blockhash, lastValidBlockHeight });
+    const transaction = new Transaction({ feePayer: run.feePayer.publicKey, blockhash, lastValidBlockHeight });
     // Ed25519 signatures are deterministic: a rebuilt transaction under the same blockhash would
     // be byte-identical to the failed one (and refused as already processed). The limit differs
     // per attempt, so every attempt has its own signature.
@@ -432,29 +514,21 @@ export class SolanaAdapter implements ChainAdapter {
     if (this.options.computeUnitPriceMicroLamports !== undefined) {
       transaction.add(setComputeUnitPriceInstruction(this.options.computeUnitPriceMicroLamports));
     }
-    const destinationAccount = associatedTokenAddress(prepared.destinationOwner, accounts.mint);
-    transaction.add(
-      createAssociatedTokenAccountIdempotentInstruction(signer.publicKey, destinationAccount, prepared.destinationOwner, accounts.mint),
-      transferCheckedInstruction({
-        source: associatedTokenAddress(signer.publicKey, accounts.mint),
-        mint: accounts.mint,
-        destination: destinationAccount,
-        owner: signer.publicKey,
-      }, prepared.amountBaseUnits, accounts.decimals),
-    );
-    transaction.sign(signer);
+    transaction.add(...body.instructions);
+    transaction.sign(run.feePayer, ...body.signers);
     if (transaction.signature === null) throw new Error('transaction was not signed');
     const record: JsonObject = {
-      kind: 'solana-transfer',
+      kind: run.kind,
       attempt,
-      request: prepared.fingerprint,
+      request: run.fingerprint,
       signature: base58Encode(transaction.signature),
       transactionBase64: transaction.serialize().toString('base64'),
       blockhash,
       lastValidBlockHeight,
       recordedAtMs: this.nowMs(),
+      ...body.details,
     };
-    return recordAttempt(prepared.journal, 'SOLANA', prepared.request.idempotencyKey, attempt, record);
+    return recordAttempt(run.journal, 'SOLANA', run.key, attempt, record);
   }
 
   /** Sends the recorded bytes (never re-signed) and reports where the signature stands. */
@@ -473,6 +547,81 @@ export class SolanaAdapter implements ChainAdapter {
     return commitmentReached(status.confirmationStatus, this.commitment)
       ? { status: 'confirmed', onChainId: signature }
       : { status: 'pending', onChainId: signature };
+  }
+
+  // ---- per-transaction deposit addresses (src/chains/deposit-addresses.ts) ----
+
+  /** The transaction's deposit wallet (owner); its associated token accounts receive the deposits. */
+  addressFor(transactionId: string): string {
+    return this.depositOwnerOf(transactionId).publicKey.toBase58();
+  }
+
+  private depositOwnerOf(transactionId: string): Keypair {
+    if (this.masterSecret === null) throw new Error('SOLANA per-transaction deposit addresses need depositMasterSecretEnv');
+    return depositKeypair(this.masterSecret, transactionId);
+  }
+
+  /** The transfers of `onChainId` into `address`'s associated token accounts (a transfer elsewhere is invalid). */
+  async verifyInto(onChainId: string, address: string): Promise<VerifyResult> {
+    const owner = parsePublicKey(address);
+    if (owner === null) return { status: 'invalid', reason: 'the deposit address is not a Solana public key' };
+    return this.verifyTo(onChainId, this.targetOf([owner], 'this transaction\'s deposit account'));
+  }
+
+  /**
+   * Signatures of successful transactions touching `address`'s token accounts, newest first, at
+   * most `limit` (the caller verifies each: our own sweep is listed too, and is not a deposit).
+   */
+  async transfersInto(address: string, limit: number): Promise<readonly string[]> {
+    const owner = parsePublicKey(address);
+    if (owner === null || limit < 1) return [];
+    const found: Array<{ signature: string; slot: number }> = [];
+    for (const accounts of this.assets) {
+      const listed = await this.connection.getSignaturesForAddress(associatedTokenAddress(owner, accounts.mint), { limit }, this.commitment);
+      for (const item of listed) if (item.err === null) found.push({ signature: item.signature, slot: item.slot });
+    }
+    const unique = new Map(found.sort((a, b) => b.slot - a.slot).map((item) => [item.signature, item]));
+    return [...unique.keys()].slice(0, limit);
+  }
+
+  /**
+   * Moves the whole balance of the transaction's token account for `asset` to the hot wallet's and
+   * closes the account, its rent going to the hot wallet; the hot wallet pays the fee, the deposit
+   * wallet signs as the account's owner. Journaled like a send under its own key.
+   */
+  async sweep(request: SweepRequest): Promise<SweepResult> {
+    const accounts = this.assets.find((asset) => asset.asset === request.asset);
+    if (accounts === undefined) return failed(`${request.asset} is not configured on SOLANA`, false);
+    if (this.journal === null) return failed('no send journal configured', false);
+    if (this.signer === null) return failed('the SOLANA hot wallet key is not configured', false);
+    const hotWallet = this.signer;
+    const owner = this.depositOwnerOf(request.transactionId);
+    const source = associatedTokenAddress(owner.publicKey, accounts.mint);
+    const destination = associatedTokenAddress(hotWallet.publicKey, accounts.mint);
+    const result = await this.runJournaled({
+      key: request.idempotencyKey,
+      kind: 'solana-sweep',
+      // What a sweep moves is known only when an attempt is built: the fingerprint names the account.
+      fingerprint: { asset: request.asset, amountBaseUnits: `balance:${source.toBase58()}`, destination: hotWallet.publicKey.toBase58() },
+      journal: this.journal,
+      feePayer: hotWallet,
+      build: async () => {
+        // Read where the latest deposits are visible: a balance read before a later deposit makes the
+        // close fail on chain (nothing moves), and the retry builds a new attempt with the new balance.
+        const account = await this.connection.getAccountInfo(source, 'confirmed');
+        const decoded = account !== null && account.owner.equals(tokenProgramId) ? decodeTokenAccount(account.data) : null;
+        if (decoded === null) return null; // no account: nothing was ever deposited, or it was swept and closed
+        const instructions = [
+          createAssociatedTokenAccountIdempotentInstruction(hotWallet.publicKey, destination, hotWallet.publicKey, accounts.mint),
+        ];
+        if (decoded.amount > 0n) {
+          instructions.push(transferCheckedInstruction({ source, mint: accounts.mint, destination, owner: owner.publicKey }, decoded.amount, accounts.decimals));
+        }
+        instructions.push(closeAccountInstruction(source, hotWallet.publicKey, owner.publicKey));
+        return { instructions, signers: [owner], details: { amountBaseUnits: decoded.amount.toString(), source: source.toBase58() } };
+      },
+    });
+    return result === 'nothing' ? { status: 'nothing_to_sweep' } : result;
   }
 }
 
@@ -494,6 +643,7 @@ export function solanaAdapterFromConfig(config: SolanaChainConfig, dependencies:
     assets,
     commitment: config.commitment,
     signerSecretEnv: config.signerSecretEnv,
+    depositMasterSecretEnv: config.depositMasterSecretEnv,
     journal: dependencies.journal,
     ...(dependencies.env === undefined ? {} : { env: dependencies.env }),
     ...(dependencies.nowMs === undefined ? {} : { nowMs: dependencies.nowMs }),

@@ -60,6 +60,13 @@ const envSchema = z.object({
    */
   EDGE_ASK_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(25_000).default(10_000),
   /**
+   * The watcher's deposit pollers (Solana, Celo; src/chains/deposit-poller.ts): the pause between
+   * rounds that look for deposits nobody notified, and how long after its expiry an unpaid
+   * transaction's address is still looked at (a late deposit is found and refunded).
+   */
+  DEPOSIT_POLL_INTERVAL_MS: z.coerce.number().int().min(100).max(3_600_000).default(10_000),
+  DEPOSIT_LATE_WATCH_MS: z.coerce.number().int().min(0).max(30 * 24 * 3_600_000).default(24 * 3_600_000),
+  /**
    * Embedded store: a batch of at most this many actor writes commits on the event loop (lowest
    * latency when quiet; the process waits for the sync), bigger ones on lmdb-js's write thread.
    * 0 sends every batch to the write thread (docs/store.md "Batch commit").

@@ -135,6 +135,11 @@ export interface DepositDetectedCommand {
   readonly network: Network;
   readonly asset: CryptoAsset;
   readonly sender: string;
+  /**
+   * The deposit actor that relayed it (its key names a per-transaction address when there is one),
+   * where a refused transfer is handed back; absent in commands from before per-transaction addresses.
+   */
+  readonly depositKey?: string;
 }
 
 export interface PixPaymentReceivedCommand {

@@ -473,6 +473,6 @@ export function linkChainServices(ctx: ServiceContext, chains: ChainServices, op
   };
 }
 
-function watcherView(watcher: WatcherRole): Pick<WatcherRole, 'watchers' | 'active' | 'refunds' | 'health'> {
-  return { watchers: () => watcher.watchers(), active: () => watcher.active(), refunds: () => watcher.refunds(), health: () => watcher.health() };
+function watcherView(watcher: WatcherRole): Pick<WatcherRole, 'watchers' | 'active' | 'refunds' | 'sweeps' | 'health'> {
+  return { watchers: () => watcher.watchers(), active: () => watcher.active(), refunds: () => watcher.refunds(), sweeps: () => watcher.sweeps(), health: () => watcher.health() };
 }

@@ -10,6 +10,7 @@ import type { Leases } from '../bus/leases.ts';
 import { commandStreamKey, shardLeaseName } from '../bus/shards.ts';
 import { workerStatsCollection } from '../actors/store-adapter.ts';
 import { outboxTopicCommands } from '../actors/runtime.ts';
+import { chainSweepTopic } from '../actors/deposit-actor.ts';
 import {
   outboxTopicDeliveries, outboxTopicPayouts, outboxTopicRefundsChain, outboxTopicRefundsPix, outboxTopicWebhooks,
 } from '../actors/transaction-actor.ts';
@@ -65,7 +66,7 @@ export interface ClusterStats {
 
 /** Every outbox topic the service writes (each one has a worker that empties it). */
 export const serviceOutboxTopics: readonly string[] = [
-  outboxTopicCommands, outboxTopicWebhooks, outboxTopicPayouts, outboxTopicRefundsPix, outboxTopicRefundsChain, outboxTopicDeliveries,
+  outboxTopicCommands, outboxTopicWebhooks, outboxTopicPayouts, outboxTopicRefundsPix, outboxTopicRefundsChain, outboxTopicDeliveries, chainSweepTopic,
 ];
 
 /** Rows counted per topic and reading: a backlog this deep is an incident whatever its size. */

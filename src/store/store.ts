@@ -260,6 +260,10 @@ export interface StoreOptions {
 // Indexes the service's read models need; the composition root may pass its own list.
 export const defaultReadModelIndexes: readonly ReadModelIndex[] = [
   { collection: 'transactions', name: 'by_partner_user_created', equal: ['partnerId', 'userId'], orderBy: 'createdAtMs' },
+  // Solana/Celo payouts the watcher polls by address, newest expiry first (src/chains/deposit-poller.ts).
+  { collection: 'deposit_watch', name: 'by_network_expiry', equal: ['network'], orderBy: 'expiresAtMs' },
+  // The deposits of one chain transaction (several when it paid several per-transaction addresses).
+  { collection: 'deposits', name: 'by_chain_transaction', equal: ['network', 'onChainId'], orderBy: 'claimedAtMs' },
 ];
 
 export const appliedRepliesPerActorDefault = 1_000;

@@ -127,7 +127,7 @@ test('the health listener\'s /metrics: a payout paid shows in the payout numbers
     assert.equal(series.get('watcher_state{network="STELLAR",state="streaming"}'), 1);
     assert.equal(series.get('watcher_state{network="STELLAR",state="stale"}'), 0);
     assert.equal(series.get('watcher_active'), 1, 'the only watcher process holds the lease');
-    for (const check of ['shard-leases', 'shard-commands', 'payout-rounds', 'webhook-rounds', 'refund-rounds', 'delivery-rounds', 'watchers', 'watcher-lease']) {
+    for (const check of ['shard-leases', 'shard-commands', 'payout-rounds', 'webhook-rounds', 'refund-rounds', 'delivery-rounds', 'sweep-rounds', 'watchers', 'watcher-lease']) {
       assert.equal(series.get(`role_check_ready{check="${check}"}`), 1, check);
     }
     assert.ok((series.get('role_loop_rounds_total{check="payout-rounds"}') ?? 0) > 0);
@@ -140,7 +140,7 @@ test('the outbox backlog per topic: a payout held up by a rail outage shows as a
   const rail = service.rail ?? assert.fail('the harness runs the sandbox rail');
   const key = service.apiKeys[testPartners.kycOff] ?? '';
   const edgeSeries = async (): Promise<Map<string, number>> => parse((await call(service.baseUrl, 'GET', '/metrics', { ops: service.opsApiKey })).text);
-  for (const topic of ['commands', 'webhooks', 'payouts', 'refunds.pix', 'refunds.chain', 'deliveries']) {
+  for (const topic of ['commands', 'webhooks', 'payouts', 'refunds.pix', 'refunds.chain', 'deliveries', 'sweeps.chain']) {
     assert.ok((await edgeSeries()).has(`outbox_rows{topic="${topic}"}`), topic);
   }
   const quote = await call(service.baseUrl, 'POST', '/quote', { key, body: payoutQuoteBody });

@@ -608,11 +608,12 @@ for (const busKind of ['memory', 'redis'] as const satisfies readonly BusKind[])
         errorShape(missing.json, 'not_found');
         assert.match(missing.json['reason'] as string, /not found on chain/);
         assert.equal(missing.json['retryable'], true);
-        // A real transfer that paid another transaction: 400 with the chain's reason.
+        // A real transfer that paid another transaction (at that transaction's own address): 400
+        // with the chain's reason.
         const stolen = await api('POST', '/payments/notify', { key: keyOff, body: { blockchain: 'SOLANA', on_chain_tx: signature, transaction_id: unpaid } });
         assert.equal(stolen.status, 400, stolen.text);
         errorShape(stolen.json, 'invalid_request');
-        assert.equal(stolen.json['reason'], 'This transfer is already linked to another transaction');
+        assert.equal(stolen.json['reason'], 'The transaction moves no funds to this transaction\'s deposit address');
         // A real transfer of another amount is accepted for verification (202) and the transaction
         // ends WRONG_AMOUNT (the deposit goes back to its sender).
         const deposit = await fund(keyOff, unpaid, 'SOLANA', 1);

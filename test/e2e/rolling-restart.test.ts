@@ -320,7 +320,7 @@ test('rolling restart of every role under load: every request answered, every pa
     edge: ['shard-owners'],
     shard: ['shard-leases', 'shard-commands'],
     payout: ['payout-rounds'],
-    watcher: ['watchers', 'watcher-lease', 'refund-rounds', 'delivery-rounds', 'pix-notice-rounds'],
+    watcher: ['watchers', 'watcher-lease', 'refund-rounds', 'sweep-rounds', 'delivery-rounds', 'pix-notice-rounds'],
     webhooks: ['webhook-rounds'],
   };
   for (const running of fleet.running()) {

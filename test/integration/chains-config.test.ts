@@ -17,7 +17,7 @@ import {
   stellarAccountFromPublicKey,
   type ChainsFile,
 } from '../../src/chains/config.ts';
-import { createChainAvailability, paymentContextFor } from '../../src/chains/payment-context.ts';
+import { createChainAvailability, paymentContextFor, type PerTransactionPorts } from '../../src/chains/payment-context.ts';
 import { loadDefaultCorridors } from '../../src/config/corridors.ts';
 import type { Network } from '../../src/domain/assets.ts';
 import { priceQuoteRequest, quoteToJson } from '../../src/domain/pricing.ts';
@@ -44,6 +44,7 @@ function designExample(): Record<string, unknown> {
       commitment: 'finalized',
       assets: { USDC: { mint: 'EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v', decimals: 6 } },
       signerSecretEnv: 'SOLANA_SIGNER_SECRET',
+      depositMasterSecretEnv: 'SOLANA_DEPOSIT_MASTER_SECRET',
     },
     CELO: {
       rpcUrl: 'https://celo-rpc.example',
@@ -107,6 +108,18 @@ describe('chains file', () => {
       celo.depositScanBlocks = bad;
       assert.ok(errorsOf(file).some((line) => line.startsWith('CELO.depositScanBlocks:')), JSON.stringify(bad));
     }
+  });
+
+  test('Solana names the variable of its deposit master secret: required, and never the secret itself', () => {
+    const missing = designExample();
+    delete (missing.SOLANA as Record<string, unknown>).depositMasterSecretEnv;
+    assert.ok(errorsOf(missing).some((line) => line.startsWith('SOLANA.depositMasterSecretEnv:')), 'without it every transaction would share one address');
+    const pasted = designExample();
+    const secret = 'ab'.repeat(32);
+    (pasted.SOLANA as Record<string, unknown>).depositMasterSecretEnv = secret;
+    const errors = errorsOf(pasted);
+    assert.ok(errors.some((line) => line.startsWith('SOLANA.depositMasterSecretEnv:')), errors.join('\n'));
+    assert.ok(!errors.join('\n').includes(secret), 'the value is not in the message');
   });
 
   test('unknown fields are refused, naming where they are', () => {
@@ -237,6 +250,16 @@ describe('payment_context', () => {
       [celo.amount, celo.chainFamily, celo.chainId, celo.cryptoCurrency, celo.mintAddress, celo.rpcUrl],
       [quoteToJson(celoQuote).value, 'evm', 'eip155:42220', 'USDT', '0x48065fbBE25f71C9282ddf5e1cD6D6A887483D5e', 'https://forno.celo.org'],
     );
+  });
+
+  test('Solana and Celo with per-transaction addresses: depositAddress is the transaction\'s own; nothing else changes', () => {
+    const id = randomUUID();
+    const ports = new Map([['SOLANA', { network: 'SOLANA', addressFor: (transactionId: string) => `own-${transactionId}` }]]) as unknown as PerTransactionPorts;
+    const shared = paymentContextFor(live, quote('SOLANA'), id);
+    const own = paymentContextFor(live, quote('SOLANA'), id, ports);
+    assert.equal(own.depositAddress, `own-${id}`);
+    assert.deepEqual({ ...own, depositAddress: shared.depositAddress, amount: shared.amount }, shared, 'every other field as before');
+    assert.deepEqual(Object.keys(own).sort(), specFields);
   });
 
   test('sandbox: synthetic deposit addresses, no RPC URL; a rotated address applies to new transactions', () => {

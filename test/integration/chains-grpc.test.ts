@@ -165,6 +165,9 @@ describe('the chains link between an edge and a watcher started apart', () => {
       DEMO_API_KEY: apiKey,
       OPS_API_KEY: opsKey,
       LOG_LEVEL: 'silent',
+      // The deposit pollers look once at start (nothing to find yet) and not again during these
+      // tests: the results below are those of the first claimer (notify, reconcile).
+      DEPOSIT_POLL_INTERVAL_MS: '3600000',
     };
     shard = await startService(readEnv({ ...common, ROLE: 'shard' }));
     watcher = (await startWatcherProcess({ ...common, LOG_LEVEL: 'error', CHAINS_GRPC_PORT: String(linkPort) })).child;
@@ -236,7 +239,7 @@ describe('the chains link between an edge and a watcher started apart', () => {
     await untilStatus(id, 'PROCESSING_PAYMENT');
     const again = await reconcile(edge.port, { blockchain: 'CELO', on_chain_tx: hash });
     assert.deepEqual([again.body.result, again.body.transaction_id, again.body.transaction_status, again.body.reason], ['alreadyProcessed', id, 'PROCESSING_PAYMENT', null]);
-    const missing = await reconcile(edge.port, { blockchain: 'SOLANA', on_chain_tx: solanaSignature(), transaction_id: id });
+    const missing = await reconcile(edge.port, { blockchain: 'CELO', on_chain_tx: `0x${randomBytes(32).toString('hex')}`, transaction_id: id });
     assert.equal(missing.body.result, 'notFound');
   });
 
@@ -282,7 +285,8 @@ describe('the chains link between an edge and a watcher started apart', () => {
       assert.equal(await rawNotify({ ...request, on_chain_tx: 'x'.repeat(100 * 1024) }, withKey), grpc.status.RESOURCE_EXHAUSTED);
 
       const watchers = await right.watcherStatus();
-      assert.deepEqual(watchers.map((status) => status.network), ['STELLAR']);
+      // The Stellar watcher and the Solana and Celo deposit pollers.
+      assert.deepEqual(watchers.map((status) => status.network), ['STELLAR', 'SOLANA', 'CELO']);
       assert.equal(watchers[0]?.state, 'streaming');
     } finally {
       wrong.close();

@@ -8,9 +8,8 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { randomBytes } from 'node:crypto';
-import { Connection, Keypair, Transaction, TransactionInstruction } from '@solana/web3.js';
-import type { PublicKey } from '@solana/web3.js';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { Connection, Keypair, PublicKey, Transaction, TransactionInstruction } from '@solana/web3.js';
 import { sendJournalOnStore } from '../../src/chains/chains.ts';
 import type { SendRequest } from '../../src/chains/chains.ts';
 import type { LiveChainFactory } from '../../src/chains/chain-services.ts';
@@ -29,6 +28,8 @@ import type { LiteSvmRpc } from '../support/litesvm-rpc.ts';
 
 const decimals = 6;
 const signerEnv = 'TEST_SOLANA_HOT_WALLET';
+const masterEnv = 'TEST_SOLANA_DEPOSIT_MASTER';
+const masterSecret = randomBytes(32).toString('hex');
 
 let rpc: LiteSvmRpc;
 let connection: Connection;
@@ -110,6 +111,7 @@ before(async () => {
 });
 
 after(async () => {
+  delete process.env[masterEnv];
   await store.close();
   rmSync(storeDir, { recursive: true, force: true });
   await rpc.close();
@@ -211,14 +213,17 @@ describe('verify: a reported Solana deposit', () => {
         commitment: 'finalized',
         assets: { USDC: { mint: usdcMint.toBase58(), decimals } },
         signerSecretEnv: signerEnv,
+        depositMasterSecretEnv: masterEnv,
       },
     });
     assert.ok(parsed.ok && parsed.file.SOLANA !== undefined, JSON.stringify(parsed));
-    // Exactly as the composition root wires it (src/chains/live-chains.ts).
+    // Exactly as the composition root wires it (src/chains/live-chains.ts), with the variables the
+    // file names in the process environment.
     const factory: LiveChainFactory = (setup, ctx) => {
       if (setup.network !== 'SOLANA') throw new Error(`SOLANA factory given ${setup.network}`);
       return { adapter: solanaAdapterFromConfig(setup.config, { journal: sendJournalOnStore(ctx.store), nowMs: () => ctx.clock.nowMs() }) };
     };
+    process.env[masterEnv] = masterSecret;
     const context = { store, clock: { nowMs: () => Date.now() } } as unknown as ServiceContext;
     const { adapter } = factory({
       mode: 'live', network: 'SOLANA', config: parsed.file.SOLANA, depositAddress: deposit.publicKey.toBase58(),
@@ -411,5 +416,98 @@ describe('send: USDC from the hot wallet, once per idempotency key', () => {
       assert.doesNotMatch(error.message, /not a key/);
       return true;
     });
+  });
+});
+
+describe('per-transaction deposit addresses', () => {
+  /** An adapter that derives per-transaction deposit wallets from `masterSecret`. */
+  function perTransaction(overrides: Partial<SolanaAdapterOptions> = {}): SolanaAdapter {
+    return new SolanaAdapter(adapterOptions({
+      depositMasterSecretEnv: masterEnv,
+      env: { [signerEnv]: JSON.stringify([...hotWallet.secretKey]), [masterEnv]: masterSecret },
+      ...overrides,
+    }));
+  }
+
+  function publicKeyFrom(address: string): PublicKey {
+    return new PublicKey(address);
+  }
+
+  /** Lamports of an account (0 when it does not exist). */
+  async function lamports(account: PublicKey): Promise<number> {
+    return connection.getBalance(account, 'finalized');
+  }
+
+  test('the address is derived from the master secret and the transaction id: stable, distinct, not the shared one', () => {
+    const id = randomUUID();
+    const address = perTransaction().addressFor(id);
+    assert.equal(perTransaction().addressFor(id), address, 'the same in every process');
+    assert.notEqual(perTransaction().addressFor(randomUUID()), address, 'one per transaction');
+    assert.notEqual(perTransaction({ env: { [masterEnv]: randomBytes(32).toString('hex') } }).addressFor(id), address, 'another master secret, other addresses');
+    assert.notEqual(address, deposit.publicKey.toBase58());
+    assert.throws(() => new SolanaAdapter(adapterOptions()).addressFor(id), /depositMasterSecretEnv/);
+  });
+
+  test('a missing or malformed master secret stops the adapter, naming the variable and never the value', () => {
+    assert.throws(() => perTransaction({ env: {} }), (error: Error) => error.message.includes(masterEnv) && error.message.includes('not set'));
+    const pasted = `not-hex-${randomBytes(8).toString('hex')}`;
+    for (const value of [pasted, randomBytes(16).toString('hex')]) {
+      assert.throws(() => perTransaction({ env: { [masterEnv]: value } }), (error: Error) => {
+        assert.match(error.message, new RegExp(masterEnv));
+        assert.ok(!error.message.includes(value), 'the value is not in the message');
+        return true;
+      });
+    }
+  });
+
+  test('verifyInto counts a transfer into the transaction\'s own token account and refuses one into another; transfersInto lists it', async () => {
+    const adapter = perTransaction();
+    const mine = adapter.addressFor(randomUUID());
+    const theirs = adapter.addressFor(randomUUID());
+    const signature = await partnerTransfer({ mint: usdcMint, to: publicKeyFrom(mine), amount: 12_947_059n, createDestination: true });
+    const found = await adapter.verifyInto(signature, mine);
+    assert.ok(found.status === 'found', show(found));
+    assert.equal(found.transfers.length, 1);
+    assert.equal(toFixedString(found.transfers[0]?.amount ?? usdc('0')), '12.947059');
+    assert.equal(found.transfers[0]?.sender, partner.publicKey.toBase58());
+    assert.deepEqual(await adapter.verifyInto(signature, theirs), { status: 'invalid', reason: "the transfer goes to another token account than this transaction's deposit account" });
+    assert.equal((await adapter.verify(signature)).status, 'invalid', 'not a deposit to the shared address either');
+    assert.deepEqual(await adapter.transfersInto(mine, 10), [signature]);
+    assert.deepEqual(await adapter.transfersInto(theirs, 10), []);
+  });
+
+  test('sweep: the balance goes to the hot wallet, the token account is closed and its rent lands in the hot wallet; once per key', async () => {
+    const adapter = perTransaction();
+    const id = randomUUID();
+    const owner = publicKeyFrom(adapter.addressFor(id));
+    const account = associatedTokenAddress(owner, usdcMint);
+    const hotAccount = associatedTokenAddress(hotWallet.publicKey, usdcMint);
+    await partnerTransfer({ mint: usdcMint, to: owner, amount: 3_500_000n, createDestination: true });
+    const rent = await lamports(account);
+    assert.ok(rent > 0, 'the token account holds its rent');
+    const hotTokensBefore = tokenBalance(rpc, hotAccount) ?? 0n;
+    const hotLamportsBefore = await lamports(hotWallet.publicKey);
+
+    const swept = await adapter.sweep({ transactionId: id, asset: 'USDC', idempotencyKey: `sweep:${id}` });
+    assert.equal(swept.status, 'confirmed', show(swept));
+    assert.ok(swept.status === 'confirmed');
+    assert.equal(tokenBalance(rpc, account), null, 'the token account is closed');
+    assert.equal(tokenBalance(rpc, hotAccount), hotTokensBefore + 3_500_000n, 'the whole balance reached the hot wallet');
+    const fee = 2 * 5_000; // two signatures: the hot wallet (fee payer) and the deposit wallet
+    assert.equal(await lamports(hotWallet.publicKey), hotLamportsBefore + rent - fee, 'the rent came back to the hot wallet, which paid the fee');
+
+    // The same key again (a retry, another worker, a restart): the recorded sweep, nothing moves.
+    const again = await perTransaction().sweep({ transactionId: id, asset: 'USDC', idempotencyKey: `sweep:${id}` });
+    assert.deepEqual(again, swept);
+    assert.equal(tokenBalance(rpc, hotAccount), hotTokensBefore + 3_500_000n);
+    assert.equal(rpc.landedSignatures().filter((signature) => signature === swept.onChainId).length, 1);
+    // Another key for the same (now closed) account: nothing to sweep, nothing signed.
+    const landed = rpc.landedSignatures().length;
+    assert.deepEqual(await adapter.sweep({ transactionId: id, asset: 'USDC', idempotencyKey: `sweep:${id}:again` }), { status: 'nothing_to_sweep' });
+    assert.equal(rpc.landedSignatures().length, landed);
+    // The sweep is listed at the address, and it is not a deposit into it.
+    const listed = await adapter.transfersInto(owner.toBase58(), 10);
+    assert.ok(listed.includes(swept.onChainId));
+    assert.equal((await adapter.verifyInto(swept.onChainId, owner.toBase58())).status, 'invalid');
   });
 });

@@ -3,7 +3,8 @@
 // and Compute Budget programs run inside the SVM; this file adds what a validator's RPC adds on
 // top: slots, commitment levels, the transaction history with its metadata (balances, token
 // balances with owners, inner instructions, errors), blockhash validity and signature statuses.
-// It answers only what the adapter and the tests call (see `methods` below). Listens on
+// It answers only what the adapter and the tests call (see `methods` below), including
+// `getSignaturesForAddress` (how the deposit poller lists transfers into an address). Listens on
 // 127.0.0.1 and a free port; `close()` stops it.
 //
 // Model: every landed transaction gets its own slot; block height = slot. Finality is
@@ -287,6 +288,26 @@ export async function startLiteSvmRpc(options: { finality?: Finality } = {}): Pr
       };
     },
     getBalance: (params) => ({ context: context(), value: Number(svm.getBalance(kitAddress(publicKeyParam(params[0]))) ?? 0n) }),
+    // Newest first, transactions that name the address among their account keys (as a validator
+    // with transaction history answers; `before`/`until` paging is not supported here).
+    getSignaturesForAddress: (params) => {
+      const address = publicKeyParam(params[0]).toBase58();
+      const settings = isRecord(params[1]) ? params[1] : {};
+      if (settings.before !== undefined || settings.until !== undefined) throw new RpcError(-32602, 'before/until are not supported by this test server');
+      const limit = typeof settings.limit === 'number' ? Math.min(Math.max(1, settings.limit), 1_000) : 1_000;
+      const visibleSlot = slotFor(commitmentOf(settings));
+      const found: unknown[] = [];
+      for (const signature of [...order].reverse()) {
+        const record = landed.get(signature);
+        if (record === undefined || record.slot > visibleSlot) continue;
+        const message = (record.transaction as { message: { accountKeys: string[] } }).message;
+        if (!message.accountKeys.includes(address)) continue;
+        const status = signatureStatus(signature) as { confirmationStatus: CommitmentName };
+        found.push({ signature, slot: record.slot, err: record.meta.err, memo: null, blockTime: record.blockTime, confirmationStatus: status.confirmationStatus });
+        if (found.length >= limit) break;
+      }
+      return found;
+    },
     getTokenAccountBalance: (params) => {
       const account = readAccount(svm, publicKeyParam(params[0]));
       const decoded = account === null ? null : decodeTokenAccount(account.data);
