@@ -363,7 +363,12 @@ export class ActorRuntime {
     const actor: ActiveActor = {
       id,
       behavior,
-      state: snapshot === null ? null : behavior.decode(snapshot.state),
+      // A snapshot may hold no state: an actor that had none yet and did something durable all the
+      // same (a counter refusing a first reservation sends its answer, and that send is written
+      // with the actor) is written with `state: null`. That means "no state yet", exactly as no
+      // snapshot does, and is never handed to `decode`: a behavior decodes only what its own
+      // `encode` wrote (docs/actors.md, "Snapshots without a state").
+      state: snapshot === null || snapshot.state === null ? null : behavior.decode(snapshot.state),
       version: snapshot?.version ?? 0,
       lastUsedMs: this.options.clock.nowMs(),
       recentCommandIds: new Set(),

@@ -34,6 +34,12 @@ export interface ActorHarness {
   readonly workers: ShardRole[];
   readonly keyPrefix: string;
   readonly shardCount: number;
+  /**
+   * A restart of the shard role: every worker stops (finishing its batches, releasing its leases)
+   * and a new one starts in its place on the same bus and store, so every actor is loaded again
+   * from its snapshot and every pending entry is recovered. `workers` holds the new ones.
+   */
+  restartWorkers(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -70,12 +76,10 @@ export async function startActorHarness(options: HarnessOptions): Promise<ActorH
     limits: () => limits,
   });
   const clock = { nowMs: () => Date.now() };
+  const startWorker = (index: number): Promise<ShardRole> =>
+    startShardRole({ bus, leases, store, behaviors, workerId: `w${index}-${randomUUID()}`, keyPrefix, shardCount, clock, readBlockMs: 200, ...(process.env.HARNESS_LOG ? { log: (level: string, message: string, fields?: Record<string, unknown>) => console.error(level, message, fields) } : {}) });
   const workers: ShardRole[] = [];
-  for (let index = 0; index < (options.workers ?? 1); index += 1) {
-    workers.push(
-      await startShardRole({ bus, leases, store, behaviors, workerId: `w${index}-${randomUUID()}`, keyPrefix, shardCount, clock, readBlockMs: 200, ...(process.env.HARNESS_LOG ? { log: (level: string, message: string, fields?: Record<string, unknown>) => console.error(level, message, fields) } : {}) }),
-    );
-  }
+  for (let index = 0; index < (options.workers ?? 1); index += 1) workers.push(await startWorker(index));
   const requester = await Requester.start({ bus, replyStream: replyStreamKey(keyPrefix, `test-${randomUUID()}`), blockMs: 200 });
   const client = new ActorClient({ bus, requester, keyPrefix, shardCount, nowMs: clock.nowMs });
   return {
@@ -86,6 +90,11 @@ export async function startActorHarness(options: HarnessOptions): Promise<ActorH
     workers,
     keyPrefix,
     shardCount,
+    async restartWorkers() {
+      const stopped = workers.splice(0, workers.length);
+      for (const worker of stopped) await worker.stop();
+      for (let index = 0; index < stopped.length; index += 1) workers.push(await startWorker(index));
+    },
     async stop() {
       await requester.close();
       for (const worker of workers) await worker.stop();
