@@ -72,7 +72,7 @@ interface Reserving {
   readonly phase: 'reserving';
   readonly accept: AcceptPayload;
   readonly keys: AcceptanceCounterKeys;
-  /** Every window the transaction counts in (and, unless KYB-approved, the KYB check). */
+  /** Every window the transaction counts in (the partner's KYB total unless KYB-approved). */
   readonly windows: readonly CounterWindow[];
   /**
    * The windows asked so far. Absent in snapshots written before the saga had stages, which
@@ -194,19 +194,17 @@ function windowAmount(quote: Quote, window: CounterWindow): Decimal {
   return window === 'kycMonth' || window === 'kyb' ? stablecoinAmount(quote) : railAmount(quote);
 }
 
-/** Windows whose reservation stands (the KYB window is a check: it never holds one). */
-function reservingWindows(windows: readonly CounterWindow[]): CounterWindow[] {
-  return windows.filter((window) => window !== 'kyb');
-}
-
 /**
- * The windows asked first. With a method × day counter: that one, plus the KYB check (it reserves
- * nothing and outranks the method cap). Once the method's cap is spent, every acceptance of the
- * day is refused there, and that load has no bound (acceptances do: the cap itself bounds them),
- * so a refusal then costs one counter and leaves nothing to release. The others (user × day, KYC
- * month) are asked only after the method counter granted; their refusals rank after the method
- * cap (`acceptanceCheckOrder`), so asking later never changes the answer. The price is one more
- * round trip on the success path. Without a method counter (PIX) everything is asked at once.
+ * The windows asked first. With a method × day counter: that one, plus the partner's KYB total
+ * when it is not KYB-approved (`kyb_cap` outranks the method cap, so it must be asked no later).
+ * Once the method's cap is spent, every acceptance of the day is refused there, and that load has
+ * no bound (acceptances do: the cap itself bounds them), so a refusal then costs the method counter
+ * (and, for a partner without KYB approval, a KYB reservation given back) and leaves nothing else
+ * to release; the edge's early refusal answers most of them before any counter is asked. The
+ * others (user × day, KYC month) are asked only after the method counter granted; their refusals
+ * rank after the method cap (`acceptanceCheckOrder`), so asking later never changes the answer.
+ * The price is one more round trip on the success path. Without a method counter (PIX) everything
+ * is asked at once.
  */
 function firstStage(windows: readonly CounterWindow[]): CounterWindow[] {
   if (!windows.includes('methodDay')) return [...windows];
@@ -308,9 +306,10 @@ function finishAcceptance(state: Reserving, transactionId: string, nowMs: number
       return rank(a) - rank(b);
     });
   // Only granted reservations are given back: a refusal reserved nothing, a window never asked
-  // holds nothing, and the KYB check never reserves.
+  // holds nothing. (A result written before the KYB total was reserved says "granted" for a KYB
+  // check that held nothing: its release finds no entry and changes nothing.)
   const releaseAll = (): CommandToSend[] =>
-    reservingWindows(sentWindows(state))
+    sentWindows(state)
       .filter((window) => state.results[window]?.ok === true)
       .map((window) => toCounter(state.keys, window, { kind: 'release', transactionId }));
   const first = failures[0];
@@ -430,7 +429,9 @@ function effectsOf(
     const effect = limitEffectFor(event);
     // At most one of these per transaction: each leaves a status it cannot return to
     // (AWAITING_PAYMENT or PROCESSING_PAYMENT), see `limitEffectFor`.
-    if (effect === 'release') toCounters(reservingWindows(live.windows), () => ({ kind: 'release', transactionId: tx.id }));
+    // Every window, the KYB total included: a transaction accepted before the KYB total was
+    // reserved at acceptance has no KYB entry, and its release there changes nothing.
+    if (effect === 'release') toCounters(live.windows, () => ({ kind: 'release', transactionId: tx.id }));
     if (effect === 'keep') {
       toCounters(live.windows, (window) => ({ kind: 'commit', transactionId: tx.id, amount: windowAmount(tx.quote, window) }));
     }

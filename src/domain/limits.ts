@@ -24,7 +24,12 @@ export interface LimitsConfig {
   readonly methods: Readonly<Record<PaymentMethod, MethodCaps>>;
   /** Source volume (USD-equivalent) a user may move per UTC month without KYC, when gated. */
   readonly kycFreeMonthlyVolumeMax: Decimal;
-  /** Total source amount of completed transactions allowed to a partner without KYB approval. */
+  /**
+   * Total stablecoin amount a partner without KYB approval may have in completed plus in-flight
+   * transactions (the spec's 100 "across completed transactions", held at acceptance so that
+   * concurrent acceptances cannot pass it; docs/decisions-limits.md). The name predates the
+   * reservation and is kept: operators' limits files use it.
+   */
   readonly kybUnapprovedCompletedTotalMax: Decimal;
 }
 
@@ -188,25 +193,6 @@ export function checkPerTransaction(config: LimitsConfig, method: PaymentMethod,
   const cap = config.methods[method].transactionAmountMax;
   if (cap !== null && compare(targetAmount, cap) > 0) {
     return { ok: false, rejection: { code: 'transaction_cap', method, cap } };
-  }
-  return passed;
-}
-
-/**
- * KYB: without approval, the partner's completed total plus this amount must not exceed the cap.
- * Only completed transactions count (spec), so transactions in flight are not included.
- */
-export function checkKybCap(
-  config: LimitsConfig,
-  partner: { readonly kybApproved: boolean; readonly completedTotal: Decimal },
-  sourceAmount: Decimal,
-): LimitCheck {
-  assertAmount(sourceAmount);
-  assertAmount(partner.completedTotal);
-  if (partner.kybApproved) return passed;
-  const cap = config.kybUnapprovedCompletedTotalMax;
-  if (compare(add(partner.completedTotal, sourceAmount), cap) > 0) {
-    return { ok: false, rejection: { code: 'kyb_cap', cap } };
   }
   return passed;
 }
@@ -405,9 +391,35 @@ export function reserve(state: CounterState, reservation: Reservation): ReserveR
 }
 
 /**
- * Give back an expired or failed transaction's reservation; the entry stays, marked released.
- * Idempotent: releasing an unknown id, releasing twice, or releasing a completed transaction (which
- * keeps its reservation) is a no-op.
+ * Released entries (tombstones) a counter keeps. A window counter is retired with its window, but
+ * the KYB counter lives as long as its partner, and every expired or refused acceptance of a partner
+ * without KYB approval leaves a tombstone there: without a bound its snapshot (written whole on
+ * every command) would grow for ever. Beyond the bound the oldest tombstones go. What that risks
+ * is fail-safe: a reserve of such a transaction delivered later still (after its id also left the
+ * store's dedupe log) would count it again and hold that amount for good — a stricter cap, never
+ * a looser one.
+ */
+export const releasedEntriesMax = 1_000;
+
+/** `entries` with only the newest `releasedEntriesMax` released ones (insertion order is age). */
+function boundTombstones(entries: Readonly<Record<string, CounterEntry>>): Readonly<Record<string, CounterEntry>> {
+  let released = 0;
+  for (const entry of Object.values(entries)) if (entry.status === 'released') released += 1;
+  if (released <= releasedEntriesMax) return entries;
+  let toDrop = released - releasedEntriesMax;
+  const kept: Array<[string, CounterEntry]> = [];
+  for (const [id, entry] of Object.entries(entries)) {
+    if (toDrop > 0 && entry.status === 'released') toDrop -= 1;
+    else kept.push([id, entry]);
+  }
+  // fromEntries defines own properties, so no id (not even `__proto__`) can touch the prototype.
+  return Object.fromEntries(kept);
+}
+
+/**
+ * Give back an expired or failed transaction's reservation; the entry stays, marked released (up
+ * to `releasedEntriesMax` of them). Idempotent: releasing an unknown id, releasing twice, or
+ * releasing a completed transaction (which keeps its reservation) is a no-op.
  */
 export function release(state: CounterState, transactionId: string): CounterState {
   assertCounter(state);
@@ -416,16 +428,18 @@ export function release(state: CounterState, transactionId: string): CounterStat
   const next: CounterState = {
     reservedAmount: subtract(state.reservedAmount, existing.amount),
     reservedCount: state.reservedCount - 1,
-    entries: { ...state.entries, [transactionId]: { amount: existing.amount, status: 'released' } },
+    entries: boundTombstones({ ...state.entries, [transactionId]: { amount: existing.amount, status: 'released' } }),
   };
   assertCounter(next);
   return next;
 }
 
 /**
- * A transaction completed: it keeps its reservation for good. In a window counter this marks the
- * existing entry; in the KYB counter (completed only) it adds the entry. Idempotent; never capped,
- * because completion is a fact and the caps were checked at acceptance.
+ * A transaction completed: it keeps its reservation for good. This marks the entry its acceptance
+ * reserved; a transaction the counter does not hold gets a completed entry (a KYB counter written
+ * before the KYB cap was reserved at acceptance held completions only, and its transactions
+ * accepted then still complete this way). Idempotent; never capped, because completion is a fact
+ * and the caps were checked at acceptance.
  */
 export function commit(state: CounterState, completion: { readonly transactionId: string; readonly amount: Decimal }): CounterState {
   const { transactionId, amount } = completion;
@@ -488,6 +502,26 @@ export function reserveMethodDay(
   const result = reserve(state, { ...transaction, cap: config.methods[method].methodDailyAmountMax, countCap: null });
   if (result.ok) return result;
   return { ok: false, rejection: { code: 'method_daily_cap', method } };
+}
+
+/**
+ * partner (all time, without KYB approval): completed plus in-flight stablecoin amount, capped.
+ * A reservation like the other windows: held at acceptance, released on expiry or failure, kept
+ * on completion. Counting completed transactions only (a check at acceptance) let concurrent
+ * acceptances all pass on the same completed total. A KYB-approved partner is not counted: its
+ * transactions never ask (and a grant here holds nothing).
+ */
+export function reserveKyb(
+  state: CounterState,
+  config: LimitsConfig,
+  kybApproved: boolean,
+  transaction: CountedTransaction,
+): WindowReserveResult {
+  if (kybApproved) return { ok: true, state };
+  const cap = config.kybUnapprovedCompletedTotalMax;
+  const result = reserve(state, { ...transaction, cap, countCap: null });
+  if (result.ok) return result;
+  return { ok: false, rejection: { code: 'kyb_cap', cap } };
 }
 
 export type KycReserveResult =

@@ -48,6 +48,8 @@ export interface HarnessOptions {
   readonly shardCount?: number;
   readonly workers?: number;
   readonly limits?: LimitsConfig;
+  /** The clock of the actors (the workers); the wall clock unless given (a test moves it forward). */
+  readonly clock?: { nowMs(): number };
 }
 
 export async function startActorHarness(options: HarnessOptions): Promise<ActorHarness> {
@@ -75,7 +77,7 @@ export async function startActorHarness(options: HarnessOptions): Promise<ActorH
     partnerFee: () => undefined,
     limits: () => limits,
   });
-  const clock = { nowMs: () => Date.now() };
+  const clock = options.clock ?? { nowMs: () => Date.now() };
   const startWorker = (index: number): Promise<ShardRole> =>
     startShardRole({ bus, leases, store, behaviors, workerId: `w${index}-${randomUUID()}`, keyPrefix, shardCount, clock, readBlockMs: 200, ...(process.env.HARNESS_LOG ? { log: (level: string, message: string, fields?: Record<string, unknown>) => console.error(level, message, fields) } : {}) });
   const workers: ShardRole[] = [];

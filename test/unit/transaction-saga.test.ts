@@ -102,7 +102,7 @@ const kybCap: ReservationOutcome = { ok: false, rejection: { code: 'kyb_cap', ca
 const kycRequired: ReservationOutcome = { ok: false, kycRequired: true };
 
 describe('acceptance saga: the method × day counter is asked first', () => {
-  test('a BREB acceptance asks the method counter alone first (with the KYB check when not approved)', () => {
+  test('a BREB acceptance asks the method counter alone first (with the KYB total when not approved)', () => {
     assert.deepEqual(asked(new Saga().accept(acceptPayload(brebQuote)), 'reserve'), ['methodDay']);
     assert.deepEqual(asked(new Saga().accept(acceptPayload(brebQuote, { kybApproved: false })), 'reserve'), ['kyb', 'methodDay']);
   });
@@ -174,9 +174,28 @@ describe('acceptance saga: the method × day counter is asked first', () => {
     kybOnly.accept(acceptPayload(brebQuote, { kybApproved: false }));
     kybOnly.answer('kyb', kybCap);
     const refused = kybOnly.answer('methodDay', granted);
-    assert.deepEqual(asked(refused, 'release'), ['methodDay'], 'the KYB check reserved nothing');
+    assert.deepEqual(asked(refused, 'release'), ['methodDay'], 'the refused KYB reservation holds nothing');
     const second = answerOf(refused);
     assert.ok(!second.ok && second.code === 'kyb_cap');
+  });
+
+  test('a refusal at the method cap gives back a granted KYB reservation', () => {
+    const saga = new Saga();
+    saga.accept(acceptPayload(brebQuote, { kybApproved: false }));
+    saga.answer('kyb', granted);
+    const refused = saga.answer('methodDay', methodCap);
+    assert.deepEqual(asked(refused, 'release'), ['kyb']);
+    const reply = answerOf(refused);
+    assert.ok(!reply.ok && reply.code === 'method_daily_cap');
+  });
+
+  test('kycRequired gives back a granted KYB reservation (PIX: every counter at once)', () => {
+    const saga = new Saga();
+    saga.accept(acceptPayload(pixQuote, { kybApproved: false, kycEnabled: true }));
+    saga.answer('kyb', granted);
+    const gated = saga.answer('kycMonth', kycRequired);
+    assert.deepEqual(asked(gated, 'release'), ['kyb']);
+    assert.deepEqual(answerOf(gated), { ok: true, kycRequired: true });
   });
 
   test('without a method counter (PIX) every counter is asked at once', () => {
@@ -236,11 +255,21 @@ describe('a live transaction gives its reservations back exactly once', () => {
     return saga;
   }
 
-  test('expiry releases every reservation once (not the KYB check); a second timer does nothing', () => {
+  test('expiry releases every reservation once (the KYB total too); a second timer does nothing', () => {
     const saga = live(acceptPayload(brebQuote, { kybApproved: false }));
     const expired = saga.apply(timerCommandKind, { dueAtMs: brebQuote.expiresAtMs }, { nowMs: brebQuote.expiresAtMs });
-    assert.deepEqual(asked(expired, 'release'), ['kycMonth', 'methodDay', 'userDay']);
+    assert.deepEqual(asked(expired, 'release'), ['kyb', 'kycMonth', 'methodDay', 'userDay']);
     const again = saga.apply(timerCommandKind, { dueAtMs: brebQuote.expiresAtMs }, { nowMs: brebQuote.expiresAtMs + 1 });
     assert.deepEqual(counterSends(again), []);
+  });
+
+  test('completion keeps every reservation (the KYB total too): a commit each, never a release', () => {
+    const saga = live(acceptPayload(brebQuote, { kybApproved: false }));
+    const deposit = { kind: 'DepositDetected', onChainId: 'hash-1', amount: brebQuote.sourceAmount, network: 'STELLAR', asset: 'USDC', sender: 'GSENDER' };
+    assert.deepEqual(counterSends(saga.apply('DepositDetected', toJsonValue(deposit))), []);
+    const completed = saga.apply('PayoutSucceeded', toJsonValue({ kind: 'PayoutSucceeded', railReference: 'rail-1' }));
+    assert.deepEqual(asked(completed, 'commit'), ['kyb', 'kycMonth', 'methodDay', 'userDay']);
+    const late = saga.apply(timerCommandKind, { dueAtMs: brebQuote.expiresAtMs }, { nowMs: brebQuote.expiresAtMs });
+    assert.deepEqual(counterSends(late), [], 'a completed transaction never expires');
   });
 });
