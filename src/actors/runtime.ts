@@ -395,8 +395,6 @@ export class ActorRuntime {
     const behavior = this.behaviors.get(first.actorType);
     if (behavior === undefined) throw new Error(`no behavior for ${first.actorType}`);
     const actor = await this.activate(id, behavior);
-    // Such an actor answers a repeated command from its state: the dedupe log keeps nothing of it.
-    const dedupeByState = behavior.dedupeByState === true;
 
     let state = actor.state;
     let changed = false;
@@ -407,6 +405,8 @@ export class ActorRuntime {
     const seenInBatch = new Set<string>();
 
     for (const command of commands) {
+      // Such a command is answered again from the actor's state: the dedupe log keeps nothing of it.
+      const dedupeByState = dedupesByState(behavior, command.kind);
       if (!dedupeByState) {
         if (seenInBatch.has(command.commandId) || actor.recentCommandIds.has(command.commandId)) {
           await this.replayStoredReply(actor, command, replies, appliedCommands);
@@ -589,6 +589,11 @@ export class ActorRuntime {
   private log(level: LogLevel, message: string, fields?: Record<string, unknown>): void {
     this.options.log?.(level, message, fields);
   }
+}
+
+function dedupesByState(behavior: ActorBehavior<unknown>, kind: string): boolean {
+  const rule = behavior.dedupeByState;
+  return typeof rule === 'function' ? rule(kind) : rule === true;
 }
 
 /** A domain refusal (`{ ok: false, … }`, the shape the transaction actor answers). */

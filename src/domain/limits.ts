@@ -42,7 +42,13 @@ function assert(condition: boolean, what: string): asserts condition {
 
 export type AcceptanceRejection =
   | { readonly code: 'user_disabled' }
+  /** The quote does not exist or is another partner's (the edge answers it first; the quote actor again). */
+  | { readonly code: 'quote_not_found' }
   | { readonly code: 'quote_expired' }
+  /** The quote backs a transaction already (single use, `src/domain/quote-use.ts`). */
+  | { readonly code: 'quote_used'; readonly transactionId: string }
+  /** Another acceptance of the quote is running; it may still create nothing and give it back. */
+  | { readonly code: 'quote_in_use' }
   | { readonly code: 'transaction_cap'; readonly method: PaymentMethod; readonly cap: Decimal }
   | { readonly code: 'kyb_cap'; readonly cap: Decimal }
   | { readonly code: 'rail_unavailable'; readonly method: PaymentMethod }
@@ -57,6 +63,9 @@ export type AcceptanceRejectionCode = AcceptanceRejection['code'];
 /**
  * The order in which acceptance checks run; the first failing one answers. `kyc_required` is not
  * a rejection (the answer is 200 with `kycRequired: true`) but it has its place in the order.
+ * The quote's own checks come right after the user's: nothing else matters for a quote that does
+ * not exist, has expired or is used (each needs a new quote). Its use is claimed in the quote actor
+ * with the first counters, so it is a write as they are; a read check that fails refuses before.
  * Reads come before writes: every check up to `liquidity_insufficient` reads only; from
  * `method_daily_cap` on, each check is a reservation in a counter, undone if a later one fails.
  * The method's daily cap comes first among them: like the rail's state and its liquidity it is a
@@ -65,7 +74,10 @@ export type AcceptanceRejectionCode = AcceptanceRejection['code'];
  */
 export const acceptanceCheckOrder = [
   'user_disabled',
+  'quote_not_found',
   'quote_expired',
+  'quote_used',
+  'quote_in_use',
   'transaction_cap',
   'kyb_cap',
   'rail_unavailable',
@@ -99,10 +111,27 @@ export const acceptanceRejectionCatalogue: { readonly [C in AcceptanceRejectionC
     retryable: false,
     reason: () => 'The user is disabled; no transaction can be accepted for this user',
   },
+  quote_not_found: {
+    httpStatus: 400,
+    retryable: false,
+    // The same answer as the edge's own check (`quote_not_found` in src/edge/errors.ts).
+    reason: () => 'The quote does not exist; request a new quote',
+  },
   quote_expired: {
     httpStatus: 400,
     retryable: false,
     reason: () => 'The quote has expired; request a new quote',
+  },
+  quote_used: {
+    httpStatus: 400,
+    retryable: false,
+    reason: (r) => `The quote was already accepted (transaction ${r.transactionId}); request a new quote`,
+  },
+  quote_in_use: {
+    httpStatus: 400,
+    // The running acceptance may create nothing (a cap, kycRequired) and give the quote back.
+    retryable: true,
+    reason: () => 'Another acceptance of this quote is in progress; retry shortly or request a new quote',
   },
   transaction_cap: {
     httpStatus: 400,

@@ -9,7 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { counterCommand, type CounterCommand } from '../../src/actors/counter-actor.ts';
-import { loadQuote } from '../../src/actors/quote-actor.ts';
+import { loadQuote, loadQuoteRecord } from '../../src/actors/quote-actor.ts';
 import { toJsonValue } from '../../src/actors/state-codec.ts';
 import type { AcceptReply } from '../../src/actors/transaction-actor.ts';
 import { loadDefaultCorridors } from '../../src/config/corridors.ts';
@@ -124,20 +124,31 @@ describe('an actor whose command changed nothing is read back after passivation 
     });
   });
 
-  test('quote: a refused create leaves no quote; the next create makes it, and it is answered from the snapshot', async () => {
+  test('quote: a refused create and a claim of no quote change nothing; then it is made, claimed and used across reloads', async () => {
     covered.add('quote');
     const quoteId = randomUUID();
     const refused = await createQuote(quoteId, 1, 'BREB');
     assert.equal(refused.ok, false, 'below the corridor minimum of 10,000 COP');
+    // A claim of a quote that does not exist is answered (to the claiming transaction), and that
+    // answer is written with the actor, which still has no state.
+    await harness.client.tell('quote', quoteId, 'claim', toJsonValue({ transactionId: 'tx-lost', partnerId: 'reload-partner' }), randomUUID());
+    await eventually(async () => assert.notEqual(await harness.store.load(`quote/${quoteId}`), null));
+    assert.equal(await loadQuoteRecord(harness.store, quoteId), null, 'still no quote');
 
     passivate();
     const created = await createQuote(quoteId, 100);
     assert.equal(created.ok, true, JSON.stringify(created));
     assert.equal(created.quote?.quote_id, quoteId);
+    await harness.client.tell('quote', quoteId, 'claim', toJsonValue({ transactionId: 'tx-a', partnerId: 'reload-partner' }), randomUUID());
+    await eventually(async () => assert.deepEqual((await loadQuoteRecord(harness.store, quoteId))?.use, { transactionId: 'tx-a', status: 'held' }));
 
     await harness.restartWorkers();
     const again = await createQuote(quoteId, 100);
     assert.deepEqual(again, created, 'the quote as first made');
+    await harness.client.tell('quote', quoteId, 'consume', toJsonValue({ transactionId: 'tx-a' }), randomUUID());
+    await eventually(async () => assert.deepEqual((await loadQuoteRecord(harness.store, quoteId))?.use, { transactionId: 'tx-a', status: 'used' }));
+    passivate();
+    assert.deepEqual(await createQuote(quoteId, 100), created);
   });
 
   test('transaction: a command for a transaction that does not exist, then the acceptance, then a repeat of it', async () => {

@@ -520,7 +520,20 @@ describe('reservation arithmetic', () => {
 describe('acceptance rejection catalogue', () => {
   const rows: { rejection: AcceptanceRejection; httpStatus: number; retryable: boolean; reason: string }[] = [
     { rejection: { code: 'user_disabled' }, httpStatus: 403, retryable: false, reason: 'The user is disabled; no transaction can be accepted for this user' },
+    { rejection: { code: 'quote_not_found' }, httpStatus: 400, retryable: false, reason: 'The quote does not exist; request a new quote' },
     { rejection: { code: 'quote_expired' }, httpStatus: 400, retryable: false, reason: 'The quote has expired; request a new quote' },
+    {
+      rejection: { code: 'quote_used', transactionId: '0b6f6a8e-0a3c-4d5e-9f10-1a2b3c4d5e6f' },
+      httpStatus: 400,
+      retryable: false,
+      reason: 'The quote was already accepted (transaction 0b6f6a8e-0a3c-4d5e-9f10-1a2b3c4d5e6f); request a new quote',
+    },
+    {
+      rejection: { code: 'quote_in_use' },
+      httpStatus: 400,
+      retryable: true,
+      reason: 'Another acceptance of this quote is in progress; retry shortly or request a new quote',
+    },
     {
       rejection: { code: 'transaction_cap', method: 'BREB', cap: cop('5000000') },
       httpStatus: 400,

@@ -1,11 +1,13 @@
 // The acceptance saga of the transaction actor, driven command by command through its pure
-// `handle`: which counters are asked and when, which answer wins, what is released (and what is
-// not), and that a transaction releases its reservations exactly once.
+// `handle`: which counters (and the quote, claimed for its single use) are asked and when, which
+// answer wins, what is released (and what is not), and that a transaction releases its
+// reservations exactly once.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { defaultLimitsConfig } from '../../src/config/limits.ts';
 import type { CounterCommand, CounterWindow, ReservationOutcome } from '../../src/actors/counter-actor.ts';
 import { reservationResultKind } from '../../src/actors/counter-actor.ts';
+import { quoteClaimResultKind } from '../../src/actors/quote-actor.ts';
 import type { CommandEnvelope, CommandToSend, JsonValue, Outcome } from '../../src/actors/envelope.ts';
 import { timerCommandKind } from '../../src/actors/envelope.ts';
 import { fromJsonValue, toJsonValue } from '../../src/actors/state-codec.ts';
@@ -60,13 +62,29 @@ class Saga {
     return outcome;
   }
 
-  accept(payload: AcceptPayload): Outcome<TransactionActorState> {
-    return this.apply('accept', toJsonValue(payload), { replyTo });
+  /**
+   * The acceptance; the quote's claim is then answered with `quote` (granted unless a test says
+   * otherwise; null leaves it unanswered). Returns the acceptance's own outcome.
+   */
+  accept(payload: AcceptPayload, quote: ReservationOutcome | null = { ok: true }): Outcome<TransactionActorState> {
+    const outcome = this.apply('accept', toJsonValue(payload), { replyTo });
+    if (quote !== null && quoteSends(outcome).includes('claim')) this.answer('quote', quote);
+    return outcome;
   }
 
-  answer(window: CounterWindow, outcome: ReservationOutcome): Outcome<TransactionActorState> {
+  answer(window: CounterWindow | 'quote', outcome: ReservationOutcome): Outcome<TransactionActorState> {
+    if (window === 'quote') return this.apply(quoteClaimResultKind, toJsonValue({ outcome }));
     return this.apply(reservationResultKind, toJsonValue({ window, outcome }));
   }
+}
+
+/** The commands sent to the quote (`claim`, `release`, `consume`), in order. */
+function quoteSends(outcome: Outcome<TransactionActorState>): string[] {
+  return (outcome.send ?? []).filter((send) => send.actorType === 'quote').map((send) => {
+    assert.ok([brebQuote.id, pixQuote.id].includes(send.actorKey), 'sent to the accepted quote');
+    assert.equal(fromJsonValue<{ transactionId: string }>(send.payload).transactionId, txId);
+    return send.kind;
+  });
 }
 
 interface CounterSend {
@@ -75,7 +93,7 @@ interface CounterSend {
 }
 
 function counterSends(outcome: Outcome<TransactionActorState>): CounterSend[] {
-  return (outcome.send ?? []).map((send: CommandToSend) => {
+  return (outcome.send ?? []).filter((send) => send.actorType !== 'quote').map((send: CommandToSend) => {
     assert.equal(send.actorType, 'counter');
     const window = windowOfKey.get(send.actorKey);
     assert.ok(window !== undefined, `a send to an unexpected counter ${send.actorKey}`);
@@ -216,17 +234,18 @@ describe('acceptance saga: the method × day counter is asked first', () => {
     assert.deepEqual(saga.answer('kycMonth', granted), {}, 'after the saga settled');
   });
 
-  test('a saga stored before stages existed (every counter asked at once, no `sent`) still settles', () => {
+  test('a saga stored before stages existed (every counter asked at once, no `sent`, no quote) still settles', () => {
     const saga = new Saga();
-    saga.accept(acceptPayload(brebQuote));
+    saga.accept(acceptPayload(brebQuote), null);
     assert.ok(saga.state?.phase === 'reserving');
-    const { sent, ...legacy } = saga.state;
-    assert.deepEqual(sent, ['methodDay']);
-    saga.state = behavior.decode(toJsonValue(legacy));
+    const { sent, windows, ...legacy } = saga.state;
+    assert.deepEqual(sent, ['quote', 'methodDay']);
+    saga.state = behavior.decode(toJsonValue({ ...legacy, windows: windows.filter((window) => window !== 'quote') }));
     saga.answer('userDay', granted);
     saga.answer('methodDay', methodCap);
     const refused = saga.answer('kycMonth', granted);
     assert.deepEqual(asked(refused, 'release'), ['kycMonth', 'userDay']);
+    assert.deepEqual(quoteSends(refused), [], 'it never claimed the quote');
     const reply = answerOf(refused);
     assert.ok(!reply.ok && reply.code === 'method_daily_cap');
   });
@@ -240,6 +259,90 @@ describe('acceptance saga: the method × day counter is asked first', () => {
     assert.equal(refused.replies?.length, 2, 'both waiting edges are answered');
     const later = saga.apply('accept', toJsonValue(acceptPayload(brebQuote)), { replyTo });
     assert.deepEqual(later.reply, refused.replies?.[0]?.payload);
+  });
+});
+
+describe('acceptance saga: the quote is claimed once, used by a created transaction, given back otherwise', () => {
+  const quoteUsed: ReservationOutcome = { ok: false, rejection: { code: 'quote_used', transactionId: 'the-winner' } };
+  const quoteInUse: ReservationOutcome = { ok: false, rejection: { code: 'quote_in_use' } };
+
+  test('the quote is claimed in the first stage, with the method counter (BREB) or with every counter (PIX)', () => {
+    const breb = new Saga().accept(acceptPayload(brebQuote, { kybApproved: false }), null);
+    assert.deepEqual(quoteSends(breb), ['claim']);
+    assert.deepEqual(asked(breb, 'reserve'), ['kyb', 'methodDay']);
+    const pix = new Saga().accept(acceptPayload(pixQuote), null);
+    assert.deepEqual(quoteSends(pix), ['claim']);
+    assert.deepEqual(asked(pix, 'reserve'), ['kycMonth']);
+  });
+
+  test('a created transaction marks the quote used; nothing is given back', () => {
+    const saga = new Saga();
+    saga.accept(acceptPayload(brebQuote));
+    saga.answer('methodDay', granted);
+    saga.answer('userDay', granted);
+    const created = saga.answer('kycMonth', granted);
+    assert.ok(answerOf(created).ok);
+    assert.deepEqual(quoteSends(created), ['consume']);
+    assert.deepEqual(counterSends(created), []);
+  });
+
+  test('a quote used by another transaction: quote_used (ahead of the KYB and method caps); the counters granted are given back', () => {
+    const saga = new Saga();
+    saga.accept(acceptPayload(brebQuote, { kybApproved: false }), quoteUsed);
+    saga.answer('kyb', kybCap);
+    const refused = saga.answer('methodDay', granted);
+    assert.deepEqual(asked(refused, 'release'), ['methodDay']);
+    assert.deepEqual(quoteSends(refused), [], 'the quote was not claimed: nothing to give back');
+    assert.deepEqual(answerOf(refused), {
+      ok: false,
+      code: 'quote_used',
+      httpStatus: 400,
+      reason: 'The quote was already accepted (transaction the-winner); request a new quote',
+      retryable: false,
+    });
+  });
+
+  test('a quote another acceptance holds: quote_in_use, retryable', () => {
+    const saga = new Saga();
+    saga.accept(acceptPayload(pixQuote), quoteInUse);
+    const refused = saga.answer('kycMonth', granted);
+    assert.deepEqual(asked(refused, 'release'), ['kycMonth']);
+    const reply = answerOf(refused);
+    assert.ok(!reply.ok && reply.code === 'quote_in_use' && reply.retryable && reply.httpStatus === 400);
+  });
+
+  test('refused elsewhere (a cap) or answered kycRequired: the claim is given back with the reservations', () => {
+    const capped = new Saga();
+    capped.accept(acceptPayload(brebQuote));
+    const refused = capped.answer('methodDay', methodCap);
+    assert.deepEqual(quoteSends(refused), ['release']);
+    assert.ok(!answerOf(refused).ok);
+
+    const gated = new Saga();
+    gated.accept(acceptPayload(pixQuote, { kycEnabled: true }));
+    const kyc = gated.answer('kycMonth', kycRequired);
+    assert.deepEqual(quoteSends(kyc), ['release']);
+    assert.deepEqual(answerOf(kyc), { ok: true, kycRequired: true });
+  });
+
+  test('the quote expiring while the counters answered: nothing created, the claim given back', () => {
+    const saga = new Saga();
+    saga.accept(acceptPayload(pixQuote));
+    const late = saga.apply(reservationResultKind, toJsonValue({ window: 'kycMonth', outcome: granted }), { nowMs: pixQuote.expiresAtMs });
+    assert.deepEqual(quoteSends(late), ['release']);
+    const reply = answerOf(late);
+    assert.ok(!reply.ok && reply.code === 'quote_expired');
+  });
+
+  test('a transaction accepted before quotes were single-use (no quote step) is created without marking one', () => {
+    const saga = new Saga();
+    saga.accept(acceptPayload(pixQuote), null);
+    assert.ok(saga.state?.phase === 'reserving');
+    const { windows, sent, results } = saga.state;
+    saga.state = behavior.decode(toJsonValue({ ...saga.state, windows: windows.filter((w) => w !== 'quote'), sent: (sent ?? []).filter((w) => w !== 'quote'), results }));
+    const created = saga.answer('kycMonth', granted);
+    assert.ok(answerOf(created).ok);
+    assert.deepEqual(quoteSends(created), []);
   });
 });
 
@@ -259,6 +362,7 @@ describe('a live transaction gives its reservations back exactly once', () => {
     const saga = live(acceptPayload(brebQuote, { kybApproved: false }));
     const expired = saga.apply(timerCommandKind, { dueAtMs: brebQuote.expiresAtMs }, { nowMs: brebQuote.expiresAtMs });
     assert.deepEqual(asked(expired, 'release'), ['kyb', 'kycMonth', 'methodDay', 'userDay']);
+    assert.deepEqual(quoteSends(expired), [], 'the quote stays used');
     const again = saga.apply(timerCommandKind, { dueAtMs: brebQuote.expiresAtMs }, { nowMs: brebQuote.expiresAtMs + 1 });
     assert.deepEqual(counterSends(again), []);
   });
@@ -269,6 +373,7 @@ describe('a live transaction gives its reservations back exactly once', () => {
     assert.deepEqual(counterSends(saga.apply('DepositDetected', toJsonValue(deposit))), []);
     const completed = saga.apply('PayoutSucceeded', toJsonValue({ kind: 'PayoutSucceeded', railReference: 'rail-1' }));
     assert.deepEqual(asked(completed, 'commit'), ['kyb', 'kycMonth', 'methodDay', 'userDay']);
+    assert.deepEqual(quoteSends(completed), []);
     const late = saga.apply(timerCommandKind, { dueAtMs: brebQuote.expiresAtMs }, { nowMs: brebQuote.expiresAtMs });
     assert.deepEqual(counterSends(late), [], 'a completed transaction never expires');
   });
