@@ -1,9 +1,14 @@
 // Single use of a quote, the pure rules (src/domain/quote-use.ts): who may claim a quote, what a
 // second acceptance hears while the first runs and after it created its transaction, and that a
-// claim given back frees the quote. Every step is idempotent for the same transaction.
+// claim given back frees the quote. Every step is idempotent for the same transaction. And the
+// quote actor's snapshot: one written before quotes were single-use still loads.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { quoteBehavior } from '../../src/actors/quote-actor.ts';
+import { toJsonValue } from '../../src/actors/state-codec.ts';
+import { loadDefaultCorridors } from '../../src/config/corridors.ts';
 import { claim, consume, releaseClaim, type QuoteUse } from '../../src/domain/quote-use.ts';
+import { brebPayoutQuote } from '../support/quotes.ts';
 
 test('an unclaimed quote is claimed by the first transaction; the same transaction may ask again', () => {
   const first = claim(null, 'tx-a');
@@ -32,4 +37,15 @@ test('a claim given back frees the quote; a used quote is never given back', () 
   assert.equal(consume(used, 'tx-a'), used, 'consumed once');
   assert.equal(consume(held, 'tx-b'), held, 'only the holder uses it');
   assert.equal(consume(null, 'tx-a'), null);
+});
+
+test('a quote snapshot written before quotes were single-use loads unclaimed, and an unclaimed quote is written as before', () => {
+  const corridors = loadDefaultCorridors();
+  const behavior = quoteBehavior({ corridors: () => corridors, rates: () => corridors.rates, partnerFee: () => undefined });
+  const quote = brebPayoutQuote(1_700_000_000_000);
+  const legacy = toJsonValue(quote); // what the previous version stored: the quote itself
+  assert.deepEqual(behavior.decode(legacy), { quote, use: null });
+  assert.deepEqual(behavior.encode({ quote, use: null }), legacy);
+  const used = { quote, use: { transactionId: 'tx-a', status: 'used' as const } };
+  assert.deepEqual(behavior.decode(behavior.encode(used)), used);
 });
