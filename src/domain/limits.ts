@@ -66,7 +66,8 @@ export type AcceptanceRejectionCode = AcceptanceRejection['code'];
  * The quote's own checks come right after the user's: nothing else matters for a quote that does
  * not exist, has expired or is used (each needs a new quote). Its use is claimed in the quote actor
  * with the first counters, so it is a write as they are; a read check that fails refuses before.
- * Reads come before writes: every check up to `liquidity_insufficient` reads only; from
+ * Reads come before writes: every check up to `liquidity_insufficient` reads only, but for the
+ * quote's claim and `kyb_cap`, which are asked with the method cap (they outrank it); from
  * `method_daily_cap` on, each check is a reservation in a counter, undone if a later one fails.
  * The method's daily cap comes first among them: like the rail's state and its liquidity it is a
  * fact about the method for everyone today, which neither KYC nor another user changes
