@@ -159,24 +159,31 @@ export function mixedRequests(partners: readonly BenchPartner[], pixQuoteIds: Re
   return requests;
 }
 
+/** A new quote of `partner` (setup, not measured). */
+export async function createQuote(baseUrl: string, partner: BenchPartner, body: object): Promise<string> {
+  const answer = await http(`${baseUrl}/quote`, { method: 'POST', headers: key(partner), body: JSON.stringify(body) });
+  if (answer.status !== 200) throw new Error(`setup quote for ${partner.id}: HTTP ${answer.status} ${answer.body.slice(0, 200)}`);
+  const quoteId = (JSON.parse(answer.body) as { quote_id?: unknown }).quote_id;
+  if (typeof quoteId !== 'string') throw new Error('setup quote without quote_id');
+  return quoteId;
+}
+
 /** One quote per partner (setup, not measured). */
 export async function createQuotes(baseUrl: string, partners: readonly BenchPartner[], body: object): Promise<Map<string, string>> {
-  const ids = await mapLimit(partners, setupConcurrency, async (partner) => {
-    const answer = await http(`${baseUrl}/quote`, { method: 'POST', headers: key(partner), body: JSON.stringify(body) });
-    if (answer.status !== 200) throw new Error(`setup quote for ${partner.id}: HTTP ${answer.status} ${answer.body.slice(0, 200)}`);
-    const quoteId = (JSON.parse(answer.body) as { quote_id?: unknown }).quote_id;
-    if (typeof quoteId !== 'string') throw new Error('setup quote without quote_id');
-    return [partner.id, quoteId] as const;
-  });
+  const ids = await mapLimit(partners, setupConcurrency, async (partner) => [partner.id, await createQuote(baseUrl, partner, body)] as const);
   return new Map(ids);
 }
 
-/** `count` PIX transactions spread over partners and ten users per partner (setup, not measured). */
-export async function seedTransactions(baseUrl: string, partners: readonly BenchPartner[], pixQuoteIds: ReadonlyMap<string, string>, count: number): Promise<SeededTransaction[]> {
+/**
+ * `count` PIX transactions spread over partners and ten users per partner (setup, not measured),
+ * each on a quote of its own (a quote is accepted at most once).
+ */
+export async function seedTransactions(baseUrl: string, partners: readonly BenchPartner[], count: number): Promise<SeededTransaction[]> {
   const indexes = Array.from({ length: count }, (_, index) => index);
   return mapLimit(indexes, setupConcurrency, async (index) => {
     const partner = partnerAt(partners, index);
-    const body = { quote_id: pixQuoteIds.get(partner.id), user_id: `seed-${Math.floor(index / partners.length) % 10}`, account_number: randomUUID() };
+    const quoteId = await createQuote(baseUrl, partner, quoteBodyPix);
+    const body = { quote_id: quoteId, user_id: `seed-${Math.floor(index / partners.length) % 10}`, account_number: randomUUID() };
     const answer = await http(`${baseUrl}/transaction`, { method: 'POST', headers: key(partner), body: JSON.stringify(body) });
     const id = answer.status === 200 ? (JSON.parse(answer.body) as { id?: unknown }).id : null;
     if (typeof id !== 'string') throw new Error(`seed transaction: HTTP ${answer.status} ${answer.body.slice(0, 200)}`);
@@ -186,12 +193,14 @@ export async function seedTransactions(baseUrl: string, partners: readonly Bench
 
 /**
  * Pre-fills the BREB method-day counter (setup, not measured): one acceptance of 5,000,000 COP per
- * pre-fill user of `partner`, in order. Returns the accepted ids (they count in the cap check).
+ * pre-fill user of `partner`, in order, each on the quote `quoteFor` gives (our service accepts a
+ * quote once: a new one each; the PostgreSQL baseline may reuse one). Returns the accepted ids
+ * (they count in the cap check).
  */
-export async function prefillCap(baseUrl: string, partner: BenchPartner, quoteId: string): Promise<string[]> {
+export async function prefillCap(baseUrl: string, partner: BenchPartner, quoteFor: () => Promise<string>): Promise<string[]> {
   const ids: string[] = [];
   for (const userId of prefillUsers) {
-    const body = { quote_id: quoteId, user_id: userId, account_number: '@prefill' };
+    const body = { quote_id: await quoteFor(), user_id: userId, account_number: '@prefill' };
     const answer = await http(`${baseUrl}/transaction`, { method: 'POST', headers: key(partner), body: JSON.stringify(body) });
     const id = answer.status === 200 ? (JSON.parse(answer.body) as { id?: unknown }).id : null;
     if (typeof id !== 'string') throw new Error(`pre-fill acceptance: HTTP ${answer.status} ${answer.body.slice(0, 200)}`);

@@ -29,6 +29,7 @@ import {
 import { checkServiceCaps } from '../http/cap-check.ts';
 import {
   brebAmountCop,
+  createQuote,
   createQuotes,
   getRequests,
   hotCapRequests,
@@ -304,7 +305,7 @@ async function runSweep(context: SweepContext): Promise<void> {
           if (wantMixed) recorder.skip('mixed', ready);
         } else {
           const pixQuotes = await createQuotes(service.baseUrl, partners, quoteBodyPix);
-          const seeded: SeededTransaction[] = await seedTransactions(service.baseUrl, partners, pixQuotes, options.seedTransactions);
+          const seeded: SeededTransaction[] = await seedTransactions(service.baseUrl, partners, options.seedTransactions);
           if (wantGet) getList = getRequests(seeded);
           if (wantMixed) mixedList = mixedRequests(partners, pixQuotes, seeded);
         }
@@ -393,8 +394,7 @@ async function runServiceHotCap(context: SweepContext, connections: number, shar
     const brebQuotes = await createQuotes(running.baseUrl, partners, quoteBodyBreb);
     const pixQuotes = await createQuotes(running.baseUrl, partners, quoteBodyPix);
     const prefillPartner = firstPartner(partners);
-    const prefillQuote = (await createQuotes(running.baseUrl, [prefillPartner], quoteBodyPrefill)).get(prefillPartner.id) ?? '';
-    const prefillIds = await prefillCap(running.baseUrl, prefillPartner, prefillQuote);
+    const prefillIds = await prefillCap(running.baseUrl, prefillPartner, () => createQuote(running.baseUrl, prefillPartner, quoteBodyPrefill));
     const workload = hotCapRequests(partners, brebQuotes);
     const measured = await load(options, running.baseUrl, connections, workload.requests, {
       warmup: pixAcceptRequests(partners, pixQuotes),
@@ -437,7 +437,7 @@ async function runPostgresHotCap(context: SweepContext, connections: number, var
     { breb: `${brebAmountCop}.00`, pix: `${pixAmountBrl}.00`, prefill: `${prefillAmountCop}.00` },
     Date.now(),
   );
-  await prefillCap(server.baseUrl, firstPartner(partners), quotes.prefill);
+  await prefillCap(server.baseUrl, firstPartner(partners), () => Promise.resolve(quotes.prefill));
   const workload = hotCapRequests(partners, quotes.breb);
   const retriesBefore = await server.retries();
   const measured = await load(options, server.baseUrl, connections, workload.requests, {

@@ -8,10 +8,10 @@
 // command it answers, refusals included: the snapshot format (below) keeps that write small.
 import type { PaymentMethod } from '../domain/assets.ts';
 import {
-  checkKybCap,
   commit,
   emptyCounter,
   release,
+  reserveKyb,
   reserveKycMonth,
   reserveMethodDay,
   reserveUserDay,
@@ -76,11 +76,9 @@ function reserveIn(state: CounterState, limits: LimitsConfig, command: Extract<C
       const result = reserveKycMonth(state, limits, standing, counted);
       return result.ok ? result : { ok: false as const, kycRequired: true as const };
     }
-    case 'kyb': {
-      // The KYB total counts completed transactions only (spec): this is a check, not a reservation.
-      const check = checkKybCap(limits, { kybApproved: command.kybApproved ?? false, completedTotal: completedTotal(state) }, command.amount);
-      return check.ok ? { ok: true as const, state } : check;
-    }
+    case 'kyb':
+      // Completed plus in flight, reserved like the other windows (docs/decisions-limits.md).
+      return reserveKyb(state, limits, command.kybApproved ?? false, counted);
   }
 }
 
@@ -97,10 +95,6 @@ export function answerReserve(
   const result = reserveIn(state, limits, command);
   if (result.ok) return { outcome: { ok: true }, state: result.state };
   return { outcome: 'kycRequired' in result ? { ok: false, kycRequired: true } : { ok: false, rejection: result.rejection }, state };
-}
-
-function completedTotal(state: CounterState): Decimal {
-  return state.reservedAmount;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -83,11 +83,12 @@ export interface ActorBehavior<State> {
   timerAtMs?(state: State): number | null;
   /**
    * True when handling a command again, against the state its first handling produced, changes
-   * nothing and gives the same reply (a quote: created once, then answered from its state). The
-   * runtime then keeps no dedupe-log entry (no copy of the reply) for this actor's commands and
-   * lets `handle` answer repeats. Leave it unset for any actor where that does not hold.
+   * nothing and gives the same reply (a quote's `create`: made once, then answered from its state).
+   * The runtime then keeps no dedupe-log entry (no copy of the reply) for such commands and lets
+   * `handle` answer repeats. A function says it per command kind (the quote's other commands are
+   * deduplicated by the log). Leave it unset for any command where that does not hold.
    */
-  readonly dedupeByState?: boolean;
+  readonly dedupeByState?: boolean | ((kind: string) => boolean);
   /**
    * Kinds of command whose reply may come later than their handling (the acceptance saga answers
    * once every counter has replied): their first handling stores no reply. A repeat of such a

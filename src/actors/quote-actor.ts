@@ -1,16 +1,25 @@
 // The quote registry: one actor per quote id. `create` prices the request with the pure pricing
 // core, and the quote becomes durable (the actor's snapshot) before the partner sees it, so an
 // acceptance can always find the quote it names (`loadQuote`).
+//
+// The actor is also the one writer of the quote's use (single use, `src/domain/quote-use.ts`): an
+// accepting transaction `claim`s it in the first stage of its saga and is answered with a
+// `quote_claim_result` command; the transaction then `consume`s it (created) or `release`s it
+// (created nothing).
 import type { CorridorConfig, FeeConfig } from '../domain/corridors.ts';
 import type { FiatCurrency } from '../domain/assets.ts';
 import type { Decimal } from '../domain/money.ts';
 import { priceQuoteRequest, quoteToJson, type QuoteRequest } from '../domain/pricing.ts';
 import type { Quote } from '../domain/quote.ts';
+import { claim, consume, releaseClaim, type QuoteClaimOutcome, type QuoteUse } from '../domain/quote-use.ts';
 import type { SnapshotStore } from '../store/store.ts';
-import { actorId, type ActorBehavior, type JsonValue } from './envelope.ts';
+import { actorId, type ActorBehavior, type CommandToSend, type JsonValue, type Outcome } from './envelope.ts';
 import { fromJsonValue, toJsonValue } from './state-codec.ts';
 
 export const quoteActorType = 'quote';
+
+/** The kind of the command the quote actor sends back to a transaction that claimed it. */
+export const quoteClaimResultKind = 'quote_claim_result';
 
 export interface QuoteActorDeps {
   corridors(): CorridorConfig;
@@ -23,38 +32,117 @@ export interface CreateQuotePayload {
   readonly request: QuoteRequest;
 }
 
+/** What a transaction sends to claim a quote (`partnerId`: the acceptance's, checked against the quote's). */
+export interface ClaimQuotePayload {
+  readonly transactionId: string;
+  readonly partnerId: string;
+}
+
+/** `release` and `consume`: the claiming transaction. */
+export interface QuoteUsePayload {
+  readonly transactionId: string;
+}
+
+/** The answer to a claim, as the claiming transaction receives it. */
+export interface QuoteClaimResultPayload {
+  readonly outcome: QuoteClaimOutcome | { readonly ok: false; readonly rejection: { readonly code: 'quote_not_found' } };
+}
+
 export type QuoteReply =
   | { readonly ok: true; readonly quote: JsonValue }
   | { readonly ok: false; readonly error: { code: string; reason: string; retryable: boolean } };
+
+/** A quote and its use (null: never claimed, or given back). */
+export interface QuoteRecord {
+  readonly quote: Quote;
+  readonly use: QuoteUse | null;
+}
+
+// Snapshot format: the quote's own fields, plus `acceptance` (the use) once claimed. A quote written
+// before quotes were single-use has no `acceptance` and loads as unclaimed.
+type QuoteSnapshot = Quote & { readonly acceptance?: QuoteUse };
+
+function encodeQuoteRecord(record: QuoteRecord): JsonValue {
+  return toJsonValue(record.use === null ? record.quote : { ...record.quote, acceptance: record.use });
+}
+
+function decodeQuoteRecord(json: JsonValue): QuoteRecord {
+  const { acceptance, ...quote } = fromJsonValue<QuoteSnapshot>(json);
+  return { quote, use: acceptance ?? null };
+}
+
+/** The quote and its use as the actor last wrote them; null when no quote has this id. */
+export async function loadQuoteRecord(store: Pick<SnapshotStore, 'load'>, quoteId: string): Promise<QuoteRecord | null> {
+  const snapshot = await store.load(actorId(quoteActorType, quoteId));
+  return snapshot === null || snapshot.state === null ? null : decodeQuoteRecord(snapshot.state);
+}
 
 /**
  * The quote as its actor last wrote it; null when no quote has this id. Quotes written by earlier
  * versions also have a snapshot (besides a `quotes` read-model document), so they load here too.
  */
 export async function loadQuote(store: Pick<SnapshotStore, 'load'>, quoteId: string): Promise<Quote | null> {
-  const snapshot = await store.load(actorId(quoteActorType, quoteId));
-  return snapshot === null || snapshot.state === null ? null : decodeQuote(snapshot.state);
+  return (await loadQuoteRecord(store, quoteId))?.quote ?? null;
 }
 
-function decodeQuote(json: JsonValue): Quote {
-  return fromJsonValue<Quote>(json);
+/** The command a transaction sends to the quote it accepts (`kind`: claim, release or consume). */
+export function quoteUseCommand(quoteId: string, kind: 'claim' | 'release' | 'consume', payload: ClaimQuotePayload | QuoteUsePayload): CommandToSend {
+  return { actorType: quoteActorType, actorKey: quoteId, kind, payload: toJsonValue(payload) };
 }
 
-export function quoteBehavior(deps: QuoteActorDeps): ActorBehavior<Quote> {
+function claimResult(transactionId: string, outcome: QuoteClaimResultPayload['outcome']): CommandToSend {
+  const payload: QuoteClaimResultPayload = { outcome };
+  return { actorType: 'transaction', actorKey: transactionId, kind: quoteClaimResultKind, payload: toJsonValue(payload) };
+}
+
+function invalid(reason: string): Outcome<QuoteRecord> {
+  return { reply: { ok: false, error: { code: 'invalid_request', reason, retryable: false } } };
+}
+
+function handleClaim(record: QuoteRecord | null, payload: ClaimQuotePayload): Outcome<QuoteRecord> {
+  // No such quote for this partner: the edge answered that before asking, so only a bug gets here;
+  // the transaction still needs an answer. (A write with no state: see docs/actors.md.)
+  if (record === null || record.quote.partnerId !== payload.partnerId) {
+    return { send: [claimResult(payload.transactionId, { ok: false, rejection: { code: 'quote_not_found' } })] };
+  }
+  const claimed = claim(record.use, payload.transactionId);
+  return {
+    ...(claimed.use !== record.use ? { state: { ...record, use: claimed.use } } : {}),
+    send: [claimResult(payload.transactionId, claimed.outcome)],
+  };
+}
+
+function handleUse(record: QuoteRecord | null, kind: 'release' | 'consume', payload: QuoteUsePayload): Outcome<QuoteRecord> {
+  if (record === null) return {};
+  const use = kind === 'release' ? releaseClaim(record.use, payload.transactionId) : consume(record.use, payload.transactionId);
+  return use === record.use ? {} : { state: { ...record, use } };
+}
+
+export function quoteBehavior(deps: QuoteActorDeps): ActorBehavior<QuoteRecord> {
   return {
     type: quoteActorType,
     // A repeated `create` is answered from the quote itself (below), so the dedupe log needs no
-    // copy of the reply: a new quote is written once, as this snapshot.
-    dedupeByState: true,
-    encode: (state) => toJsonValue(state),
-    decode: decodeQuote,
+    // copy of the reply: a new quote is written once, as this snapshot. Claims, releases and
+    // consumptions are deduplicated by the log: a claim delivered again after its transaction gave
+    // the quote back must not take it again.
+    dedupeByState: (kind) => kind === 'create',
+    encode: encodeQuoteRecord,
+    decode: decodeQuoteRecord,
     handle(state, command, ctx) {
-      if (command.kind !== 'create') {
-        return { reply: { ok: false, error: { code: 'invalid_request', reason: `unknown command ${command.kind}`, retryable: false } } };
+      switch (command.kind) {
+        case 'claim':
+          return handleClaim(state, fromJsonValue<ClaimQuotePayload>(command.payload));
+        case 'release':
+        case 'consume':
+          return handleUse(state, command.kind, fromJsonValue<QuoteUsePayload>(command.payload));
+        case 'create':
+          break;
+        default:
+          return invalid(`unknown command ${command.kind}`);
       }
       if (state !== null) {
         // The same quote id twice (a client reusing an id would be a bug upstream): answer as before.
-        return { reply: { ok: true, quote: quoteToJson(state) as unknown as JsonValue } };
+        return { reply: { ok: true, quote: quoteToJson(state.quote) as unknown as JsonValue } };
       }
       const payload = command.payload as unknown as CreateQuotePayload;
       const priced = priceQuoteRequest(deps.corridors(), payload.request, {
@@ -66,7 +154,7 @@ export function quoteBehavior(deps: QuoteActorDeps): ActorBehavior<Quote> {
       });
       if (!priced.ok) return { reply: { ok: false, error: { ...priced.error } } };
       return {
-        state: priced.quote,
+        state: { quote: priced.quote, use: null },
         reply: { ok: true, quote: quoteToJson(priced.quote) as unknown as JsonValue },
       };
     },

@@ -499,7 +499,12 @@ export class ActorRuntime {
     const actor: ActiveActor = {
       id,
       behavior,
-      state: snapshot === null ? null : decodeOrFault(behavior, id, snapshot.state),
+      // A snapshot may hold no state: an actor that had none yet and did something durable all the
+      // same (a counter refusing a first reservation sends its answer, and that send is written
+      // with the actor) is written with `state: null`. That means "no state yet", exactly as no
+      // snapshot does, and is never handed to `decode`: a behavior decodes only what its own
+      // `encode` wrote (docs/actors.md, "Snapshots without a state").
+      state: snapshot === null || snapshot.state === null ? null : decodeOrFault(behavior, id, snapshot.state),
       version: snapshot?.version ?? 0,
       lastUsedMs: this.options.clock.nowMs(),
       recentCommandIds: new Set(),
@@ -527,8 +532,6 @@ export class ActorRuntime {
     const behavior = this.behaviors.get(first.actorType);
     if (behavior === undefined) throw new Error(`no behavior for ${first.actorType}`);
     const actor = await this.activate(id, behavior);
-    // Such an actor answers a repeated command from its state: the dedupe log keeps nothing of it.
-    const dedupeByState = behavior.dedupeByState === true;
 
     let state = actor.state;
     let changed = false;
@@ -542,6 +545,8 @@ export class ActorRuntime {
     const firedTimers: number[] = [];
 
     for (const command of commands) {
+      // Such a command is answered again from the actor's state: the dedupe log keeps nothing of it.
+      const dedupeByState = dedupesByState(behavior, command.kind);
       // A repeat of a command whose answer is deferred goes back to `handle` (see `asksAgain`).
       let repeat = false;
       if (!dedupeByState) {
@@ -761,6 +766,11 @@ function handleOrFault(behavior: ActorBehavior<unknown>, id: string, state: unkn
  */
 function asksAgain(behavior: ActorBehavior<unknown>, command: CommandEnvelope, stored: JsonValue | null | undefined): boolean {
   return command.replyTo !== undefined && stored === null && behavior.deferredReplyKinds?.has(command.kind) === true;
+}
+
+function dedupesByState(behavior: ActorBehavior<unknown>, kind: string): boolean {
+  const rule = behavior.dedupeByState;
+  return typeof rule === 'function' ? rule(kind) : rule === true;
 }
 
 /** A domain refusal (`{ ok: false, … }`, the shape the transaction actor answers). */

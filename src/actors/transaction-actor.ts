@@ -1,6 +1,7 @@
-// The transaction actor: one per transaction id. It runs the acceptance saga (reserve in every
-// limit counter the transaction falls in, the method × day counter first (`firstStage`), then
-// create; or release what was reserved and reject), then applies the pure transaction state
+// The transaction actor: one per transaction id. It runs the acceptance saga (claim the quote and
+// reserve in every limit counter the transaction falls in, the method × day counter first
+// (`firstStage`), then create and mark the quote used; or give back what was claimed and reserved
+// and reject), then applies the pure transaction state
 // machine to every later fact (deposit, payout, expiry, refund), turning its events into
 // webhooks, payout/refund/delivery effects and counter updates, all written in the same durable
 // step as the new state. A chain deposit the state machine refuses to take although it is real
@@ -19,6 +20,7 @@ import {
 } from '../domain/limits.ts';
 import { compare, type Decimal } from '../domain/money.ts';
 import type { Quote } from '../domain/quote.ts';
+import { claim, type QuoteUse } from '../domain/quote-use.ts';
 import {
   decide,
   evolve,
@@ -38,8 +40,10 @@ import {
   reservationResultKind,
   type CounterCommand,
   type CounterWindow,
+  type ReservationOutcome,
   type ReservationResultPayload,
 } from './counter-actor.ts';
+import { quoteActorType, quoteClaimResultKind, quoteUseCommand, type QuoteClaimResultPayload } from './quote-actor.ts';
 import type { ActorBehavior, CommandToSend, JsonValue, OutboxMessage, Outcome, ReadModelWrite, ReplyTarget } from './envelope.ts';
 import { timerCommandKind } from './envelope.ts';
 import { fromJsonValue, toJsonValue } from './state-codec.ts';
@@ -80,18 +84,24 @@ export interface AcceptPayload {
   readonly paymentContext: JsonValue;
 }
 
+/**
+ * What the saga asks: the quote (its single use, claimed in the quote actor) and every counter
+ * window. A saga stored before quotes were single-use has no 'quote' step and claims nothing.
+ */
+type AcceptanceStep = CounterWindow | 'quote';
+
 interface Reserving {
   readonly phase: 'reserving';
   readonly accept: AcceptPayload;
   readonly keys: AcceptanceCounterKeys;
-  /** Every window the transaction counts in (and, unless KYB-approved, the KYB check). */
-  readonly windows: readonly CounterWindow[];
+  /** The quote, and every window the transaction counts in (the partner's KYB total unless KYB-approved). */
+  readonly windows: readonly AcceptanceStep[];
   /**
-   * The windows asked so far. Absent in snapshots written before the saga had stages, which
+   * The steps asked so far. Absent in snapshots written before the saga had stages, which
    * asked every window at once: then it is all of `windows`.
    */
-  readonly sent?: readonly CounterWindow[];
-  readonly results: Readonly<Partial<Record<CounterWindow, ReservationResultPayload['outcome']>>>;
+  readonly sent?: readonly AcceptanceStep[];
+  readonly results: Readonly<Partial<Record<AcceptanceStep, ReservationOutcome>>>;
   readonly waiting: readonly ReplyTarget[];
   readonly startedAtMs: number;
 }
@@ -215,8 +225,8 @@ function depositWatchWrite(before: TransactionState | null, tx: TransactionState
   return { collection: depositWatchCollection, id: tx.id, doc };
 }
 
-function windowsFor(accept: AcceptPayload, keys: AcceptanceCounterKeys): CounterWindow[] {
-  const windows: CounterWindow[] = [];
+function windowsFor(accept: AcceptPayload, keys: AcceptanceCounterKeys): AcceptanceStep[] {
+  const windows: AcceptanceStep[] = ['quote'];
   if (keys.userDay !== null) windows.push('userDay');
   if (keys.methodDay !== null) windows.push('methodDay');
   windows.push('kycMonth');
@@ -239,41 +249,53 @@ function windowAmount(quote: Quote, window: CounterWindow): Decimal {
   return window === 'kycMonth' || window === 'kyb' ? stablecoinAmount(quote) : railAmount(quote);
 }
 
-/** Windows whose reservation stands (the KYB window is a check: it never holds one). */
-function reservingWindows(windows: readonly CounterWindow[]): CounterWindow[] {
-  return windows.filter((window) => window !== 'kyb');
-}
-
 /**
- * The windows asked first. With a method × day counter: that one, plus the KYB check (it reserves
- * nothing and outranks the method cap). Once the method's cap is spent, every acceptance of the
- * day is refused there, and that load has no bound (acceptances do: the cap itself bounds them),
- * so a refusal then costs one counter and leaves nothing to release. The others (user × day, KYC
- * month) are asked only after the method counter granted; their refusals rank after the method
- * cap (`acceptanceCheckOrder`), so asking later never changes the answer. The price is one more
- * round trip on the success path. Without a method counter (PIX) everything is asked at once.
+ * The windows asked first. With a method × day counter: that one, plus the partner's KYB total
+ * when it is not KYB-approved (`kyb_cap` outranks the method cap, so it must be asked no later).
+ * Once the method's cap is spent, every acceptance of the day is refused there, and that load has
+ * no bound (acceptances do: the cap itself bounds them), so a refusal then costs the method counter
+ * (and, for a partner without KYB approval, a KYB reservation given back) and leaves nothing else
+ * to release; the edge's early refusal answers most of them before any counter is asked. The
+ * others (user × day, KYC month) are asked only after the method counter granted; their refusals
+ * rank after the method cap (`acceptanceCheckOrder`), so asking later never changes the answer.
+ * The price is one more round trip on the success path. Without a method counter (PIX) everything
+ * is asked at once.
  */
-function firstStage(windows: readonly CounterWindow[]): CounterWindow[] {
+function firstStage(windows: readonly AcceptanceStep[]): AcceptanceStep[] {
   if (!windows.includes('methodDay')) return [...windows];
-  return windows.filter((window) => window === 'methodDay' || window === 'kyb');
+  return windows.filter((window) => window === 'quote' || window === 'methodDay' || window === 'kyb');
 }
 
-function sentWindows(state: Reserving): readonly CounterWindow[] {
+function sentWindows(state: Reserving): readonly AcceptanceStep[] {
   return state.sent ?? state.windows;
 }
 
-function reserveCommands(accept: AcceptPayload, keys: AcceptanceCounterKeys, windows: readonly CounterWindow[], transactionId: string): CommandToSend[] {
+/** The counter windows among the steps (what a live transaction releases or commits later). */
+function counterWindows(steps: readonly AcceptanceStep[]): CounterWindow[] {
+  return steps.filter((step): step is CounterWindow => step !== 'quote');
+}
+
+function reserveCommands(accept: AcceptPayload, keys: AcceptanceCounterKeys, windows: readonly AcceptanceStep[], transactionId: string): CommandToSend[] {
   return windows.map((window) =>
-    toCounter(keys, window, {
-      kind: 'reserve',
-      window,
-      transactionId,
-      amount: windowAmount(accept.quote, window),
-      method: accept.quote.paymentMethod,
-      standing: { kycEnabled: accept.kycEnabled, kycApproved: accept.kycApproved },
-      kybApproved: accept.kybApproved,
-    }),
+    window === 'quote'
+      ? quoteUseCommand(accept.quote.id, 'claim', { transactionId, partnerId: accept.partnerId })
+      : toCounter(keys, window, {
+          kind: 'reserve',
+          window,
+          transactionId,
+          amount: windowAmount(accept.quote, window),
+          method: accept.quote.paymentMethod,
+          standing: { kycEnabled: accept.kycEnabled, kycApproved: accept.kycApproved },
+          kybApproved: accept.kybApproved,
+        }),
   );
+}
+
+/** Gives back a granted step: the quote's claim, or a counter's reservation. */
+function releaseCommand(state: Reserving, step: AcceptanceStep, transactionId: string): CommandToSend {
+  return step === 'quote'
+    ? quoteUseCommand(state.accept.quote.id, 'release', { transactionId })
+    : toCounter(state.keys, step, { kind: 'release', transactionId });
 }
 
 /** Read-only checks, in the catalogue's order of precedence; the first failure answers. */
@@ -318,8 +340,13 @@ function startAcceptance(accept: AcceptPayload, command: { replyTo?: ReplyTarget
   };
 }
 
-/** One counter answered. Waits for the rest of the stage, then asks the next stage or finishes. */
-function recordResult(state: Reserving, result: ReservationResultPayload, transactionId: string, nowMs: number): Outcome<TransactionActorState> {
+/** One step answered (the quote or a counter). Waits for the rest of the stage, then asks the next stage or finishes. */
+function recordResult(
+  state: Reserving,
+  result: { readonly window: AcceptanceStep; readonly outcome: ReservationOutcome },
+  transactionId: string,
+  nowMs: number,
+): Outcome<TransactionActorState> {
   const sent = sentWindows(state);
   // Each counter answers once per reserve (commands dedupe by id); a window not asked, or asked
   // and already answered, has nothing to add.
@@ -333,7 +360,8 @@ function recordResult(state: Reserving, result: ReservationResultPayload, transa
   return { state: { ...next, sent: [...sent, ...unsent] }, send: reserveCommands(state.accept, state.keys, unsent, transactionId) };
 }
 
-const windowCheck: Readonly<Record<CounterWindow, AcceptanceCheck>> = {
+const windowCheck: Readonly<Record<AcceptanceStep, AcceptanceCheck>> = {
+  quote: 'quote_used',
   kyb: 'kyb_cap',
   kycMonth: 'kyc_required',
   userDay: 'user_daily_count_cap',
@@ -352,12 +380,14 @@ function finishAcceptance(state: Reserving, transactionId: string, nowMs: number
           : checkPrecedence(windowCheck[item.window]);
       return rank(a) - rank(b);
     });
-  // Only granted reservations are given back: a refusal reserved nothing, a window never asked
-  // holds nothing, and the KYB check never reserves.
+  // Only granted steps are given back: a refusal reserved (or claimed) nothing, a step never asked
+  // holds nothing. The quote is given back too: only a created transaction uses it. (A result
+  // written before the KYB total was reserved says "granted" for a KYB check that held nothing: its
+  // release finds no entry and changes nothing.)
   const releaseAll = (): CommandToSend[] =>
-    reservingWindows(sentWindows(state))
+    sentWindows(state)
       .filter((window) => state.results[window]?.ok === true)
-      .map((window) => toCounter(state.keys, window, { kind: 'release', transactionId }));
+      .map((window) => releaseCommand(state, window, transactionId));
   const first = failures[0];
   const answerAll = (answer: JsonValue) => state.waiting.map((to) => ({ to, payload: answer }));
   if (first !== undefined && first.outcome !== undefined && !first.outcome.ok) {
@@ -384,8 +414,12 @@ function finishAcceptance(state: Reserving, transactionId: string, nowMs: number
     );
     return { state: { phase: 'rejected', reply: answer }, replies: answerAll(answer), send: releaseAll() };
   }
-  const live: Live = { phase: 'live', tx: created.state, keys: state.keys, windows: state.windows, paymentContext: accept.paymentContext };
-  return { ...effectsOf(null, live, created.events), state: live, replies: answerAll(reply(acceptedReply(live))) };
+  const live: Live = { phase: 'live', tx: created.state, keys: state.keys, windows: counterWindows(state.windows), paymentContext: accept.paymentContext };
+  const effects = effectsOf(null, live, created.events);
+  // The quote now backs this transaction for good (a saga stored before quotes were single-use
+  // claimed nothing and has nothing to mark).
+  const used = state.windows.includes('quote') ? [quoteUseCommand(accept.quote.id, 'consume', { transactionId })] : [];
+  return { ...effects, send: [...effects.send, ...used], state: live, replies: answerAll(reply(acceptedReply(live))) };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -393,12 +427,14 @@ function finishAcceptance(state: Reserving, transactionId: string, nowMs: number
 //
 // Once a method's daily cap is spent, every acceptance of the day is refused by the method × day
 // counter, and that load has no bound. The edge reads the first stage's counters as last
-// committed and runs the saga's own steps on them (start, each counter's answer, the ranking of
-// refusals): when the saga is certain to refuse, the edge answers so at once, and neither the
-// transaction nor the counters are written. The answer is the actor's: for a transaction id no
-// counter has seen, the saga's answer depends on nothing else than those committed totals (a
-// transaction a counter has seen is counted already, and `reserve` grants it again, so it is never
-// refused early). A grant, or a stage that would go on, is left to the actor, which decides.
+// committed and runs the saga's own steps on them (start, each counter's answer, the quote's
+// answer to the claim, the ranking of refusals): when the saga is certain to refuse, the edge
+// answers so at once, and neither the transaction, the quote nor the counters are written. The
+// answer is the actor's: for a transaction id no counter has seen, the saga's answer depends on
+// nothing else than those committed totals and the quote's committed use (a transaction a counter
+// has seen is counted already, and `reserve` grants it again, so it is never refused early; the
+// same holds for the quote's claim). A grant, or a stage that would go on, is left to the actor,
+// which decides.
 
 /** The saga's first stage, as the edge runs it before asking (see above). */
 export interface EarlyRefusalStage {
@@ -406,9 +442,10 @@ export interface EarlyRefusalStage {
   readonly counters: readonly string[];
   /**
    * The saga's answer when it would refuse in this stage, given each counter's committed state
-   * (`counterOf(key)`, the empty counter for one never written); null when it would not.
+   * (`counterOf(key)`, the empty counter for one never written) and the quote's committed use
+   * (null: unclaimed); null when it would not.
    */
-  refusal(counterOf: (key: string) => CounterState): AcceptReply | null;
+  refusal(counterOf: (key: string) => CounterState, quoteUse: QuoteUse | null): AcceptReply | null;
 }
 
 /**
@@ -422,11 +459,16 @@ export function earlyRefusalStage(accept: AcceptPayload, limits: LimitsConfig, n
   if (first?.phase !== 'reserving' || !sentWindows(first).includes('methodDay')) return null;
   const asks = started.send ?? [];
   return {
-    counters: asks.map((ask) => ask.actorKey),
-    refusal(counterOf) {
+    counters: asks.filter((ask) => ask.actorType === counterActorType).map((ask) => ask.actorKey),
+    refusal(counterOf, quoteUse) {
       let state: TransactionActorState | undefined = first;
       for (const ask of asks) {
         if (state?.phase !== 'reserving') break;
+        if (ask.actorType === quoteActorType) {
+          // The edge asks only for the partner's own quote, so the claim is answered by its use.
+          state = recordResult(state, { window: 'quote', outcome: claim(quoteUse, transactionId).outcome }, transactionId, nowMs).state;
+          continue;
+        }
         const command = fromJsonValue<CounterCommand>(ask.payload);
         if (command.kind !== 'reserve') return null;
         const { outcome } = answerReserve(counterOf(ask.actorKey), limits, command);
@@ -475,7 +517,9 @@ function effectsOf(
     const effect = limitEffectFor(event);
     // At most one of these per transaction: each leaves a status it cannot return to
     // (AWAITING_PAYMENT or PROCESSING_PAYMENT), see `limitEffectFor`.
-    if (effect === 'release') toCounters(reservingWindows(live.windows), () => ({ kind: 'release', transactionId: tx.id }));
+    // Every window, the KYB total included: a transaction accepted before the KYB total was
+    // reserved at acceptance has no KYB entry, and its release there changes nothing.
+    if (effect === 'release') toCounters(live.windows, () => ({ kind: 'release', transactionId: tx.id }));
     if (effect === 'keep') {
       toCounters(live.windows, (window) => ({ kind: 'commit', transactionId: tx.id, amount: windowAmount(tx.quote, window) }));
     }
@@ -547,11 +591,16 @@ export function transactionBehavior(deps: TransactionActorDeps): ActorBehavior<T
         }
         return { reply: state.phase === 'rejected' ? state.reply : reply(acceptedReply(state)) };
       }
-      if (command.kind === reservationResultKind) {
-        // Every asked counter answers exactly once (commands dedupe by id), and the saga settles
-        // only when all asked have answered, so a result outside 'reserving' is a duplicate.
+      if (command.kind === reservationResultKind || command.kind === quoteClaimResultKind) {
+        // Every asked counter (and the quote) answers exactly once (commands dedupe by id), and the
+        // saga settles only when all asked have answered, so a result outside 'reserving' is a
+        // duplicate.
         if (state === null || state.phase !== 'reserving') return {};
-        return recordResult(state, fromJsonValue<ReservationResultPayload>(command.payload), transactionId, ctx.nowMs);
+        const result =
+          command.kind === reservationResultKind
+            ? fromJsonValue<ReservationResultPayload>(command.payload)
+            : { window: 'quote' as const, outcome: fromJsonValue<QuoteClaimResultPayload>(command.payload).outcome };
+        return recordResult(state, result, transactionId, ctx.nowMs);
       }
       if (state === null || state.phase !== 'live') {
         return { reply: { ok: false, code: 'not_found' } };

@@ -24,7 +24,12 @@ export interface LimitsConfig {
   readonly methods: Readonly<Record<PaymentMethod, MethodCaps>>;
   /** Source volume (USD-equivalent) a user may move per UTC month without KYC, when gated. */
   readonly kycFreeMonthlyVolumeMax: Decimal;
-  /** Total source amount of completed transactions allowed to a partner without KYB approval. */
+  /**
+   * Total stablecoin amount a partner without KYB approval may have in completed plus in-flight
+   * transactions (the spec's 100 "across completed transactions", held at acceptance so that
+   * concurrent acceptances cannot pass it; docs/decisions-limits.md). The name predates the
+   * reservation and is kept: operators' limits files use it.
+   */
   readonly kybUnapprovedCompletedTotalMax: Decimal;
   /**
    * Per network, the smallest deposit refunded automatically, in token units (src/domain/refund-floor.ts):
@@ -42,7 +47,13 @@ function assert(condition: boolean, what: string): asserts condition {
 
 export type AcceptanceRejection =
   | { readonly code: 'user_disabled' }
+  /** The quote does not exist or is another partner's (the edge answers it first; the quote actor again). */
+  | { readonly code: 'quote_not_found' }
   | { readonly code: 'quote_expired' }
+  /** The quote backs a transaction already (single use, `src/domain/quote-use.ts`). */
+  | { readonly code: 'quote_used'; readonly transactionId: string }
+  /** Another acceptance of the quote is running; it may still create nothing and give it back. */
+  | { readonly code: 'quote_in_use' }
   | { readonly code: 'transaction_cap'; readonly method: PaymentMethod; readonly cap: Decimal }
   | { readonly code: 'kyb_cap'; readonly cap: Decimal }
   | { readonly code: 'rail_unavailable'; readonly method: PaymentMethod }
@@ -57,7 +68,11 @@ export type AcceptanceRejectionCode = AcceptanceRejection['code'];
 /**
  * The order in which acceptance checks run; the first failing one answers. `kyc_required` is not
  * a rejection (the answer is 200 with `kycRequired: true`) but it has its place in the order.
- * Reads come before writes: every check up to `liquidity_insufficient` reads only; from
+ * The quote's own checks come right after the user's: nothing else matters for a quote that does
+ * not exist, has expired or is used (each needs a new quote). Its use is claimed in the quote actor
+ * with the first counters, so it is a write as they are; a read check that fails refuses before.
+ * Reads come before writes: every check up to `liquidity_insufficient` reads only, but for the
+ * quote's claim and `kyb_cap`, which are asked with the method cap (they outrank it); from
  * `method_daily_cap` on, each check is a reservation in a counter, undone if a later one fails.
  * The method's daily cap comes first among them: like the rail's state and its liquidity it is a
  * fact about the method for everyone today, which neither KYC nor another user changes
@@ -65,7 +80,10 @@ export type AcceptanceRejectionCode = AcceptanceRejection['code'];
  */
 export const acceptanceCheckOrder = [
   'user_disabled',
+  'quote_not_found',
   'quote_expired',
+  'quote_used',
+  'quote_in_use',
   'transaction_cap',
   'kyb_cap',
   'rail_unavailable',
@@ -99,10 +117,27 @@ export const acceptanceRejectionCatalogue: { readonly [C in AcceptanceRejectionC
     retryable: false,
     reason: () => 'The user is disabled; no transaction can be accepted for this user',
   },
+  quote_not_found: {
+    httpStatus: 400,
+    retryable: false,
+    // The same answer as the edge's own check (`quote_not_found` in src/edge/errors.ts).
+    reason: () => 'The quote does not exist; request a new quote',
+  },
   quote_expired: {
     httpStatus: 400,
     retryable: false,
     reason: () => 'The quote has expired; request a new quote',
+  },
+  quote_used: {
+    httpStatus: 400,
+    retryable: false,
+    reason: (r) => `The quote was already accepted (transaction ${r.transactionId}); request a new quote`,
+  },
+  quote_in_use: {
+    httpStatus: 400,
+    // The running acceptance may create nothing (a cap, kycRequired) and give the quote back.
+    retryable: true,
+    reason: () => 'Another acceptance of this quote is in progress; retry shortly or request a new quote',
   },
   transaction_cap: {
     httpStatus: 400,
@@ -193,25 +228,6 @@ export function checkPerTransaction(config: LimitsConfig, method: PaymentMethod,
   const cap = config.methods[method].transactionAmountMax;
   if (cap !== null && compare(targetAmount, cap) > 0) {
     return { ok: false, rejection: { code: 'transaction_cap', method, cap } };
-  }
-  return passed;
-}
-
-/**
- * KYB: without approval, the partner's completed total plus this amount must not exceed the cap.
- * Only completed transactions count (spec), so transactions in flight are not included.
- */
-export function checkKybCap(
-  config: LimitsConfig,
-  partner: { readonly kybApproved: boolean; readonly completedTotal: Decimal },
-  sourceAmount: Decimal,
-): LimitCheck {
-  assertAmount(sourceAmount);
-  assertAmount(partner.completedTotal);
-  if (partner.kybApproved) return passed;
-  const cap = config.kybUnapprovedCompletedTotalMax;
-  if (compare(add(partner.completedTotal, sourceAmount), cap) > 0) {
-    return { ok: false, rejection: { code: 'kyb_cap', cap } };
   }
   return passed;
 }
@@ -410,9 +426,35 @@ export function reserve(state: CounterState, reservation: Reservation): ReserveR
 }
 
 /**
- * Give back an expired or failed transaction's reservation; the entry stays, marked released.
- * Idempotent: releasing an unknown id, releasing twice, or releasing a completed transaction (which
- * keeps its reservation) is a no-op.
+ * Released entries (tombstones) a counter keeps. A window counter is retired with its window, but
+ * the KYB counter lives as long as its partner, and every expired or refused acceptance of a partner
+ * without KYB approval leaves a tombstone there: without a bound its snapshot (written whole on
+ * every command) would grow for ever. Beyond the bound the oldest tombstones go. What that risks
+ * is fail-safe: a reserve of such a transaction delivered later still (after its id also left the
+ * store's dedupe log) would count it again and hold that amount for good — a stricter cap, never
+ * a looser one.
+ */
+export const releasedEntriesMax = 1_000;
+
+/** `entries` with only the newest `releasedEntriesMax` released ones (insertion order is age). */
+function boundTombstones(entries: Readonly<Record<string, CounterEntry>>): Readonly<Record<string, CounterEntry>> {
+  let released = 0;
+  for (const entry of Object.values(entries)) if (entry.status === 'released') released += 1;
+  if (released <= releasedEntriesMax) return entries;
+  let toDrop = released - releasedEntriesMax;
+  const kept: Array<[string, CounterEntry]> = [];
+  for (const [id, entry] of Object.entries(entries)) {
+    if (toDrop > 0 && entry.status === 'released') toDrop -= 1;
+    else kept.push([id, entry]);
+  }
+  // fromEntries defines own properties, so no id (not even `__proto__`) can touch the prototype.
+  return Object.fromEntries(kept);
+}
+
+/**
+ * Give back an expired or failed transaction's reservation; the entry stays, marked released (up
+ * to `releasedEntriesMax` of them). Idempotent: releasing an unknown id, releasing twice, or
+ * releasing a completed transaction (which keeps its reservation) is a no-op.
  */
 export function release(state: CounterState, transactionId: string): CounterState {
   assertCounter(state);
@@ -421,16 +463,18 @@ export function release(state: CounterState, transactionId: string): CounterStat
   const next: CounterState = {
     reservedAmount: subtract(state.reservedAmount, existing.amount),
     reservedCount: state.reservedCount - 1,
-    entries: { ...state.entries, [transactionId]: { amount: existing.amount, status: 'released' } },
+    entries: boundTombstones({ ...state.entries, [transactionId]: { amount: existing.amount, status: 'released' } }),
   };
   assertCounter(next);
   return next;
 }
 
 /**
- * A transaction completed: it keeps its reservation for good. In a window counter this marks the
- * existing entry; in the KYB counter (completed only) it adds the entry. Idempotent; never capped,
- * because completion is a fact and the caps were checked at acceptance.
+ * A transaction completed: it keeps its reservation for good. This marks the entry its acceptance
+ * reserved; a transaction the counter does not hold gets a completed entry (a KYB counter written
+ * before the KYB cap was reserved at acceptance held completions only, and its transactions
+ * accepted then still complete this way). Idempotent; never capped, because completion is a fact
+ * and the caps were checked at acceptance.
  */
 export function commit(state: CounterState, completion: { readonly transactionId: string; readonly amount: Decimal }): CounterState {
   const { transactionId, amount } = completion;
@@ -493,6 +537,26 @@ export function reserveMethodDay(
   const result = reserve(state, { ...transaction, cap: config.methods[method].methodDailyAmountMax, countCap: null });
   if (result.ok) return result;
   return { ok: false, rejection: { code: 'method_daily_cap', method } };
+}
+
+/**
+ * partner (all time, without KYB approval): completed plus in-flight stablecoin amount, capped.
+ * A reservation like the other windows: held at acceptance, released on expiry or failure, kept
+ * on completion. Counting completed transactions only (a check at acceptance) let concurrent
+ * acceptances all pass on the same completed total. A KYB-approved partner is not counted: its
+ * transactions never ask (and a grant here holds nothing).
+ */
+export function reserveKyb(
+  state: CounterState,
+  config: LimitsConfig,
+  kybApproved: boolean,
+  transaction: CountedTransaction,
+): WindowReserveResult {
+  if (kybApproved) return { ok: true, state };
+  const cap = config.kybUnapprovedCompletedTotalMax;
+  const result = reserve(state, { ...transaction, cap, countCap: null });
+  if (result.ok) return result;
+  return { ok: false, rejection: { code: 'kyb_cap', cap } };
 }
 
 export type KycReserveResult =

@@ -6,14 +6,18 @@ import { actorId } from '../actors/envelope.ts';
 import { counterActorType, decodeCounter } from '../actors/counter-actor.ts';
 import { earlyRefusalStage, type AcceptPayload, type AcceptReply } from '../actors/transaction-actor.ts';
 import { emptyCounter, type CounterState, type LimitsConfig } from '../domain/limits.ts';
+import type { QuoteUse } from '../domain/quote-use.ts';
 import type { SnapshotStore } from '../store/store.ts';
 
 /** Counters kept decoded: a few method × day keys, and the KYB counters of recent partners. */
 const decodedCountersMax = 256;
 
 export interface EarlyRefusals {
-  /** The saga's refusal, if it would refuse in its first stage on the committed counters; else null. */
-  check(accept: AcceptPayload, transactionId: string, nowMs: number): Promise<AcceptReply | null>;
+  /**
+   * The saga's refusal, if it would refuse in its first stage on the committed counters and the
+   * quote's committed use (`quoteUse`, read with the quote); else null.
+   */
+  check(accept: AcceptPayload, transactionId: string, nowMs: number, quoteUse: QuoteUse | null): Promise<AcceptReply | null>;
 }
 
 export function createEarlyRefusals(store: Pick<SnapshotStore, 'load'>, limits: () => LimitsConfig): EarlyRefusals {
@@ -37,12 +41,12 @@ export function createEarlyRefusals(store: Pick<SnapshotStore, 'load'>, limits: 
   }
 
   return {
-    async check(accept, transactionId, nowMs) {
+    async check(accept, transactionId, nowMs, quoteUse) {
       const stage = earlyRefusalStage(accept, limits(), nowMs, transactionId);
       if (stage === null) return null;
       const states = new Map<string, CounterState>();
       for (const key of stage.counters) states.set(key, await committed(key));
-      return stage.refusal((key) => states.get(key) ?? emptyCounter());
+      return stage.refusal((key) => states.get(key) ?? emptyCounter(), quoteUse);
     },
   };
 }

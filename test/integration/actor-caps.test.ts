@@ -1,5 +1,6 @@
 // Caps hold exactly under concurrency because each counter is one actor applying one command at a
 // time: concurrent acceptances race through the real runtime (bus, shard worker, embedded store).
+// Each acceptance has a quote of its own (a quote is accepted at most once).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -26,6 +27,11 @@ async function quoteBreb(harness: ActorHarness, partnerId: string, amountCop: nu
   return quote;
 }
 
+/** `count` quotes of `amountCop` each. */
+function quotesBreb(harness: ActorHarness, partnerId: string, amountCop: number, count: number): Promise<Quote[]> {
+  return Promise.all(Array.from({ length: count }, () => quoteBreb(harness, partnerId, amountCop)));
+}
+
 function accept(harness: ActorHarness, quote: Quote, userId: string): Promise<AcceptReply> {
   const payload = acceptPayload(quote, { userId });
   return harness.client.ask<AcceptReply>('transaction', randomUUID(), 'accept', toJsonValue(payload), { timeoutMs: 20_000 });
@@ -50,8 +56,8 @@ for (const busKind of ['memory', 'redis'] as BusKind[]) {
 
     test('50 concurrent BREB acceptances for one user: exactly 15 accepted (the per-user daily count)', async () => {
       const partnerId = `p-${randomUUID()}`;
-      const quote = await quoteBreb(harness, partnerId, 10_000);
-      const replies = await Promise.all(Array.from({ length: 50 }, () => accept(harness, quote, 'user-1')));
+      const quotes = await quotesBreb(harness, partnerId, 10_000, 50);
+      const replies = await Promise.all(quotes.map((quote) => accept(harness, quote, 'user-1')));
       const accepted = replies.filter((reply) => reply.ok && !reply.kycRequired);
       const refused = replies.filter((reply) => !reply.ok);
       assert.equal(accepted.length, 15);
@@ -80,10 +86,10 @@ for (const busKind of ['memory', 'redis'] as BusKind[]) {
       // 25,000,000 − 150,000 = 24,850,000: four users at 5,000,000 and one at 4,850,000 reach the
       // cap exactly; ten more users race for it at the same time.
       const partnerId = `p-${randomUUID()}`;
-      const full = await quoteBreb(harness, partnerId, 5_000_000);
+      const full = await quotesBreb(harness, partnerId, 5_000_000, 12);
       const rest = await quoteBreb(harness, partnerId, 4_850_000);
       const attempts = [
-        ...Array.from({ length: 12 }, (_, index) => accept(harness, full, `full-${index}`)),
+        ...full.map((quote, index) => accept(harness, quote, `full-${index}`)),
         accept(harness, rest, 'rest-0'),
       ];
       const replies = await Promise.all(attempts);
@@ -121,8 +127,8 @@ for (const busKind of ['memory', 'redis'] as BusKind[]) {
         assert.equal((await accept(harness, rest, 'filler')).ok, true);
       }
       assert.equal((await counterState(harness, methodKey)).reservedAmount, '25000000.00', 'the cap is exactly full');
-      const quote = await quoteBreb(harness, partnerId, 10_000);
-      const replies = await Promise.all(Array.from({ length: 8 }, (_, index) => accept(harness, quote, `refused-${index}`)));
+      const quotes = await quotesBreb(harness, partnerId, 10_000, 8);
+      const replies = await Promise.all(quotes.map((quote, index) => accept(harness, quote, `refused-${index}`)));
       for (const reply of replies) {
         assert.ok(!reply.ok);
         assert.equal(reply.code, 'method_daily_cap');

@@ -1,7 +1,8 @@
 // The edge's early refusal (src/edge/early-refusal.ts) against the real runtime and store: it
 // refuses exactly when the counters, asked for real, refuse; it follows the committed counter as it
 // changes (a release makes room again, whatever it decoded before); and a transaction that holds a
-// reservation already is left to its actor.
+// reservation already is left to its actor. Each acceptance takes a quote of its own (a quote is
+// accepted at most once).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -26,12 +27,18 @@ const limits = parseLimitsConfig({
 describe('early refusal at a spent method cap, on the real runtime and store', () => {
   let harness: ActorHarness;
   let refusals: EarlyRefusals;
-  let quote: Quote;
   const partnerId = `p-${randomUUID()}`;
 
   before(async () => {
     harness = await startActorHarness({ busKind: 'memory', limits });
     refusals = createEarlyRefusals(harness.store, () => limits);
+  });
+  after(async () => {
+    await harness.stop();
+  });
+
+  /** A new 50,000 COP quote (unclaimed: its use, as the edge reads it, is null). */
+  async function newQuote(): Promise<Quote> {
     const quoteId = randomUUID();
     const created = await harness.client.ask<{ ok: boolean }>('quote', quoteId, 'create', {
       partnerId,
@@ -40,36 +47,47 @@ describe('early refusal at a spent method cap, on the real runtime and store', (
     assert.equal(created.ok, true);
     const loaded = await loadQuote(harness.store, quoteId);
     assert.ok(loaded);
-    quote = loaded;
-  });
-  after(async () => {
-    await harness.stop();
-  });
+    return loaded;
+  }
 
-  const payload = (userId: string): AcceptPayload => acceptPayload(quote, { userId });
-  const ask = (transactionId: string, userId: string): Promise<AcceptReply> =>
-    harness.client.ask<AcceptReply>('transaction', transactionId, 'accept', toJsonValue(payload(userId)), { timeoutMs: 20_000 });
+  const payload = (quote: Quote, userId: string): AcceptPayload => acceptPayload(quote, { userId });
+  const check = (quote: Quote, userId: string, transactionId: string) => refusals.check(payload(quote, userId), transactionId, Date.now(), null);
+  const ask = (transactionId: string, quote: Quote, userId: string): Promise<AcceptReply> =>
+    harness.client.ask<AcceptReply>('transaction', transactionId, 'accept', toJsonValue(payload(quote, userId)), { timeoutMs: 20_000 });
 
   test('room left: no early answer; spent: the same refusal the actors give; a release: room again', async () => {
     const first = randomUUID();
     const second = randomUUID();
-    assert.equal(await refusals.check(payload('u-1'), first, Date.now()), null, 'an empty counter refuses nothing');
-    assert.equal((await ask(first, 'u-1')).ok, true);
-    assert.equal(await refusals.check(payload('u-2'), second, Date.now()), null, 'room for one more');
-    assert.equal((await ask(second, 'u-2')).ok, true);
+    const [q1, q2, q3, q4] = [await newQuote(), await newQuote(), await newQuote(), await newQuote()];
+    assert.equal(await check(q1, 'u-1', first), null, 'an empty counter refuses nothing');
+    assert.equal((await ask(first, q1, 'u-1')).ok, true);
+    assert.equal(await check(q2, 'u-2', second), null, 'room for one more');
+    assert.equal((await ask(second, q2, 'u-2')).ok, true);
 
     const third = randomUUID();
-    const early = await refusals.check(payload('u-3'), third, Date.now());
+    const early = await check(q3, 'u-3', third);
     assert.ok(early !== null && !early.ok, 'the cap is spent: refused early');
-    assert.deepEqual(early, await ask(randomUUID(), 'u-3'), 'the actors, asked, give the same answer');
+    assert.deepEqual(early, await ask(randomUUID(), q3, 'u-3'), 'the actors, asked, give the same answer');
     assert.equal(await harness.store.load(`transaction/${third}`), null, 'an early refusal writes no transaction');
 
     // The edge has the spent counter decoded; a release commits a new version, and the next check
     // must see it.
     const key = methodDayCounterKey('BREB', methodDayKey(limits, 'BREB', Date.now()));
     await harness.client.tell(counterActorType, key, 'release', toJsonValue({ kind: 'release', transactionId: first }), randomUUID());
-    await eventually(async () => assert.equal(await refusals.check(payload('u-3'), third, Date.now()), null, 'the release made room'));
-    assert.equal((await ask(third, 'u-3')).ok, true, 'and the actors grant it');
+    await eventually(async () => assert.equal(await check(q4, 'u-3', third), null, 'the release made room'));
+    assert.equal((await ask(third, q4, 'u-3')).ok, true, 'and the actors grant it');
+  });
+
+  test('a quote used by another transaction is refused early, before the spent cap, as the saga ranks them', async () => {
+    const quote = await newQuote();
+    const early = await refusals.check(payload(quote, 'u-5'), randomUUID(), Date.now(), { transactionId: 'the-winner', status: 'used' });
+    assert.deepEqual(early, {
+      ok: false,
+      code: 'quote_used',
+      httpStatus: 400,
+      reason: 'The quote was already accepted (transaction the-winner); request a new quote',
+      retryable: false,
+    });
   });
 
   test('a transaction that holds its reservation is never refused early, though the cap is spent', async () => {
@@ -82,7 +100,8 @@ describe('early refusal at a spent method cap, on the real runtime and store', (
     const entryIds = [...String((counter.state as { entryLines: string }).entryLines).matchAll(/^o \S+ (\S+)$/gm)].map((match) => match[1] ?? '');
     assert.equal(entryIds.length, 2, 'two open reservations');
     const holder = entryIds[0] ?? '';
-    assert.notEqual(await refusals.check(payload('u-4'), held, Date.now()), null, 'a newcomer is refused early');
-    assert.equal(await refusals.check(payload('u-2'), holder, Date.now()), null, 'a holder is left to its actor');
+    const quote = await newQuote();
+    assert.notEqual(await check(quote, 'u-4', held), null, 'a newcomer is refused early');
+    assert.equal(await check(quote, 'u-2', holder), null, 'a holder is left to its actor');
   });
 });

@@ -491,8 +491,9 @@ describe('Redis Cluster', { timeout: 180_000 }, () => {
 
     test('50 concurrent BREB acceptances for one user: exactly 15 accepted (the per-user daily count)', async () => {
       const partnerId = `p-${randomUUID()}`;
-      const quote = await quoteBreb(partnerId, 10_000);
-      const replies = await Promise.all(Array.from({ length: 50 }, async () => accept(quote, 'user-1')));
+      // A quote each: a quote is accepted at most once.
+      const quotes = await Promise.all(Array.from({ length: 50 }, () => quoteBreb(partnerId, 10_000)));
+      const replies = await Promise.all(quotes.map(async (quote) => accept(quote, 'user-1')));
       const accepted = replies.filter((answer) => answer.ok && !answer.kycRequired);
       const refused = replies.filter((answer) => !answer.ok);
       assert.equal(accepted.length, 15);

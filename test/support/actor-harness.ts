@@ -36,6 +36,12 @@ export interface ActorHarness {
   readonly workers: ShardRole[];
   readonly keyPrefix: string;
   readonly shardCount: number;
+  /**
+   * A restart of the shard role: every worker stops (finishing its batches, releasing its leases)
+   * and a new one starts in its place on the same bus and store, so every actor is loaded again
+   * from its snapshot and every pending entry is recovered. `workers` holds the new ones.
+   */
+  restartWorkers(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -88,25 +94,23 @@ export async function startActorHarness(options: HarnessOptions): Promise<ActorH
     options.log?.(level, message, fields);
     if (process.env.HARNESS_LOG) console.error(level, message, fields);
   };
+  const startWorker = (index: number): Promise<ShardRole> =>
+    startShardRole({
+      bus,
+      leases,
+      store,
+      behaviors,
+      workerId: `w${index}-${randomUUID()}`,
+      keyPrefix,
+      shardCount,
+      clock,
+      readBlockMs: 200,
+      log,
+      ...(options.timerRetryDelayMsMin !== undefined ? { timerRetryDelayMsMin: options.timerRetryDelayMsMin } : {}),
+      ...(options.timerRetryDelayMsMax !== undefined ? { timerRetryDelayMsMax: options.timerRetryDelayMsMax } : {}),
+    });
   const workers: ShardRole[] = [];
-  for (let index = 0; index < (options.workers ?? 1); index += 1) {
-    workers.push(
-      await startShardRole({
-        bus,
-        leases,
-        store,
-        behaviors,
-        workerId: `w${index}-${randomUUID()}`,
-        keyPrefix,
-        shardCount,
-        clock,
-        readBlockMs: 200,
-        log,
-        ...(options.timerRetryDelayMsMin !== undefined ? { timerRetryDelayMsMin: options.timerRetryDelayMsMin } : {}),
-        ...(options.timerRetryDelayMsMax !== undefined ? { timerRetryDelayMsMax: options.timerRetryDelayMsMax } : {}),
-      }),
-    );
-  }
+  for (let index = 0; index < (options.workers ?? 1); index += 1) workers.push(await startWorker(index));
   const requester = await Requester.start({ bus, replyStream: replyStreamKey(keyPrefix, `test-${randomUUID()}`), blockMs: 200 });
   const client = new ActorClient({ bus, requester, keyPrefix, shardCount, nowMs: clock.nowMs });
   return {
@@ -117,6 +121,11 @@ export async function startActorHarness(options: HarnessOptions): Promise<ActorH
     workers,
     keyPrefix,
     shardCount,
+    async restartWorkers() {
+      const stopped = workers.splice(0, workers.length);
+      for (const worker of stopped) await worker.stop();
+      for (let index = 0; index < stopped.length; index += 1) workers.push(await startWorker(index));
+    },
     async stop() {
       await requester.close();
       for (const worker of workers) await worker.stop();

@@ -39,6 +39,8 @@ export const testPartners = {
   kycOn: 'kyc-on',
   /** KYC disabled, KYB approved. */
   kycOff: 'kyc-off',
+  /** KYC disabled, KYB NOT approved: its transactions count against the KYB cap (100). */
+  kybPending: 'kyb-pending',
 } as const;
 export const blockedUserId = 'blocked-user';
 
@@ -92,6 +94,13 @@ export interface ServiceHarness {
   readonly rail: SandboxRailKnobs | null;
   /** Moves the service's clock (edge and actors) forward, e.g. past a quote's expiry. */
   advanceClockMs(ms: number): void;
+  /**
+   * Restarts the service as an operator would: a graceful stop, then a new start on the same data
+   * directory, Redis, keys and partners (the clock keeps its offset). Every actor is then loaded
+   * again from its snapshot. Not with `partialEdge`. `baseUrl`, `port`, `ctx` and `rail` follow
+   * the new process.
+   */
+  restart(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -111,6 +120,7 @@ function partnersOf(apiKeys: Readonly<Record<string, string>>, extraIds: readonl
   return [
     partner(testPartners.kycOn, 'KYC-enabled test partner', true, [blockedUserId]),
     partner(testPartners.kycOff, 'KYC-disabled test partner', false, []),
+    { ...partner(testPartners.kybPending, 'Test partner awaiting KYB approval', false, []), kybApproved: false },
     ...extraIds.map((id) => partner(id, `Extra test partner ${id}`, false, [])),
   ];
 }
@@ -149,7 +159,12 @@ export async function startServiceHarness(options: ServiceHarnessOptions = {}): 
   }
   const extraPartnerIds = Array.from({ length: extraCount }, (_, index) => `extra-${index}`);
   const dataDir = mkdtempSync(join(tmpdir(), 'service-e2e-'));
-  const apiKeys: Record<string, string> = { demo: key('demo'), [testPartners.kycOn]: key('kycon'), [testPartners.kycOff]: key('kycoff') };
+  const apiKeys: Record<string, string> = {
+    demo: key('demo'),
+    [testPartners.kycOn]: key('kycon'),
+    [testPartners.kycOff]: key('kycoff'),
+    [testPartners.kybPending]: key('kybpending'),
+  };
   for (const id of extraPartnerIds) apiKeys[id] = key(id.replace('-', ''));
   const opsApiKey = key('ops');
   const partnersFile = join(dataDir, 'partners.json');
@@ -178,7 +193,8 @@ export async function startServiceHarness(options: ServiceHarnessOptions = {}): 
       ...options.env,
     });
     let clockOffsetMs = 0;
-    service = await startService(env, { clock: { nowMs: () => Date.now() + clockOffsetMs } });
+    const clock = { nowMs: () => Date.now() + clockOffsetMs };
+    service = await startService(env, { clock });
     let port = service.port;
     if (options.partialEdge !== undefined) {
       edge = await startEdgeRole(service.ctx, options.partialEdge.deps, options.partialEdge.options ?? {});
@@ -186,28 +202,57 @@ export async function startServiceHarness(options: ServiceHarnessOptions = {}): 
     }
     if (port === null) throw new Error('the service started no edge');
     if (service.adminPort !== null && service.rails !== null) admin = createAdminClient(`127.0.0.1:${service.adminPort}`, opsApiKey);
-    const running = service;
+    // What a restart replaces; the returned harness reads them through getters.
+    let running = service;
+    let runningPort = port;
+    let adminClient = admin;
     const startedEdge = edge;
     const startedRedis = redis;
-    const adminClient = admin;
     let stopped: Promise<void> | undefined;
+    let restarting: Promise<void> | undefined;
     return {
-      baseUrl: `http://127.0.0.1:${port}`,
-      port,
-      healthUrl: running.healthPort === null ? null : `http://127.0.0.1:${running.healthPort}`,
+      get baseUrl() {
+        return `http://127.0.0.1:${runningPort}`;
+      },
+      get port() {
+        return runningPort;
+      },
+      get healthUrl() {
+        return running.healthPort === null ? null : `http://127.0.0.1:${running.healthPort}`;
+      },
       demoApiKey: apiKeys['demo'] ?? '',
       opsApiKey,
       apiKeys,
       extraPartnerIds,
-      ctx: running.ctx,
+      get ctx() {
+        return running.ctx;
+      },
       busKind,
-      rail: adminClient === null ? null : railKnobs(adminClient, running),
+      get rail() {
+        return adminClient === null ? null : railKnobs(adminClient, running);
+      },
       advanceClockMs(ms) {
         clockOffsetMs += ms;
+      },
+      async restart() {
+        if (startedEdge !== null) throw new Error('restart() is not for a harness with partialEdge');
+        if (stopped !== undefined) throw new Error('the harness is stopped');
+        restarting = (async () => {
+          adminClient?.close();
+          adminClient = null;
+          await running.stop();
+          running = await startService(env, { clock });
+          if (running.port === null) throw new Error('the restarted service started no edge');
+          runningPort = running.port;
+          if (running.adminPort !== null && running.rails !== null) adminClient = createAdminClient(`127.0.0.1:${running.adminPort}`, opsApiKey);
+        })();
+        await restarting;
       },
       stop() {
         stopped ??= (async () => {
           try {
+            // A restart under way is finished first, so what it started is stopped too.
+            await restarting?.catch(() => undefined);
             adminClient?.close();
             await startedEdge?.stop();
             await running.stop();

@@ -1,12 +1,15 @@
 // Early refusal at a spent method cap: the edge's answer, worked out from the counters' committed
 // states with `earlyRefusalStage`, must be the one the acceptance saga gives when it really asks
-// those counters — and it must answer nothing when the saga would not refuse in its first stage.
-// Each case runs both: the real transaction and counter actors' `handle`, command by command, and
-// the early check on the same counter states.
+// those counters (and the quote, for its single use) — and it must answer nothing when the saga
+// would not refuse in its first stage. Each case runs both: the real transaction, quote and
+// counter actors' `handle`, command by command, and the early check on the same states.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { defaultLimitsConfig } from '../../src/config/limits.ts';
 import { counterBehavior, reservationResultKind } from '../../src/actors/counter-actor.ts';
+import { quoteBehavior, quoteClaimResultKind, type QuoteRecord } from '../../src/actors/quote-actor.ts';
+import { loadDefaultCorridors } from '../../src/config/corridors.ts';
+import type { QuoteUse } from '../../src/domain/quote-use.ts';
 import type { CommandEnvelope, JsonValue } from '../../src/actors/envelope.ts';
 import { toJsonValue } from '../../src/actors/state-codec.ts';
 import {
@@ -27,6 +30,8 @@ const txId = '7d3c1f0e-8a2b-4c5d-9e6f-0a1b2c3d4e5f';
 const limits = defaultLimitsConfig;
 const transactions = transactionBehavior({ limits: () => limits });
 const counters = counterBehavior({ limits: () => limits });
+const corridors = loadDefaultCorridors();
+const quotes = quoteBehavior({ corridors: () => corridors, rates: () => corridors.rates, partnerFee: () => undefined });
 
 const brebQuote = brebPayoutQuote(t0);
 const pixQuote = pixPayoutQuote(t0);
@@ -49,11 +54,12 @@ function envelope(actorType: string, actorKey: string, kind: string, payload: Js
 }
 
 /**
- * The saga run for real: the transaction actor asks, each counter (in `states`) answers with its
- * own `handle`, until the edge gets its answer. `firstStage` is that answer when it came from the
- * first stage's counters alone (what an early refusal may stand for).
+ * The saga run for real: the transaction actor asks, each counter (in `states`) and the quote (in
+ * `quoteUse`) answer with their own `handle`, until the edge gets its answer. `firstStage` is that
+ * answer when it came from the first stage alone (what an early refusal may stand for).
  */
-function runSaga(accept: AcceptPayload, states: ReadonlyMap<string, CounterState>): { answer: AcceptReply | null; firstStage: boolean } {
+function runSaga(accept: AcceptPayload, states: ReadonlyMap<string, CounterState>, quoteUse: QuoteUse | null): { answer: AcceptReply | null; firstStage: boolean } {
+  const quoteRecord: QuoteRecord = { quote: accept.quote, use: quoteUse };
   let state: TransactionActorState | null = null;
   const step = (command: CommandEnvelope): ReturnType<typeof transactions.handle> => {
     const outcome = transactions.handle(state, command, { nowMs: t0, commandId: command.commandId });
@@ -63,17 +69,18 @@ function runSaga(accept: AcceptPayload, states: ReadonlyMap<string, CounterState
   let outcome = step({ ...envelope('transaction', txId, 'accept', toJsonValue(accept)), replyTo: { stream: 'reply:edge-1', requestId: 'r-1' } });
   if (outcome.reply !== undefined) return { answer: outcome.reply as unknown as AcceptReply, firstStage: false };
   for (let stage = 1; ; stage += 1) {
-    const asks = (outcome.send ?? []).filter((send) => send.actorType === 'counter' && send.kind === 'reserve');
+    const asks = (outcome.send ?? []).filter((send) => (send.actorType === 'counter' && send.kind === 'reserve') || (send.actorType === 'quote' && send.kind === 'claim'));
     if (asks.length === 0) return { answer: null, firstStage: false };
     let last = outcome;
     for (const ask of asks) {
-      const answered = counters.handle(states.get(ask.actorKey) ?? emptyCounter(), envelope('counter', ask.actorKey, 'reserve', ask.payload), {
-        nowMs: t0,
-        commandId: 'x',
-      });
+      const context = { nowMs: t0, commandId: 'x' };
+      const answered =
+        ask.actorType === 'quote'
+          ? quotes.handle(quoteRecord, envelope('quote', ask.actorKey, 'claim', ask.payload), context)
+          : counters.handle(states.get(ask.actorKey) ?? emptyCounter(), envelope('counter', ask.actorKey, 'reserve', ask.payload), context);
       const result = answered.send?.[0];
-      assert.ok(result !== undefined && result.kind === reservationResultKind);
-      last = step(envelope('transaction', txId, reservationResultKind, result.payload));
+      assert.ok(result !== undefined && (result.kind === reservationResultKind || result.kind === quoteClaimResultKind));
+      last = step(envelope('transaction', txId, result.kind, result.payload));
     }
     const replies = last.replies ?? [];
     if (replies.length > 0) return { answer: replies[0]?.payload as unknown as AcceptReply, firstStage: stage === 1 };
@@ -82,7 +89,7 @@ function runSaga(accept: AcceptPayload, states: ReadonlyMap<string, CounterState
 }
 
 /** Both answers for one case: the early check's, and the real saga's. */
-function both(accept: AcceptPayload, state: (window: 'methodDay' | 'kyb') => CounterState | undefined) {
+function both(accept: AcceptPayload, state: (window: 'methodDay' | 'kyb') => CounterState | undefined, quoteUse: QuoteUse | null = null) {
   const stage = earlyRefusalStage(accept, limits, t0, txId);
   const keys = stage === null ? null : stage.counters;
   const states = new Map<string, CounterState>();
@@ -91,8 +98,8 @@ function both(accept: AcceptPayload, state: (window: 'methodDay' | 'kyb') => Cou
     const value = state(window);
     if (value !== undefined) states.set(key, value);
   }
-  const early = stage === null ? null : stage.refusal((key) => states.get(key) ?? emptyCounter());
-  return { keys, early, saga: runSaga(accept, states) };
+  const early = stage === null ? null : stage.refusal((key) => states.get(key) ?? emptyCounter(), quoteUse);
+  return { keys, early, saga: runSaga(accept, states, quoteUse) };
 }
 
 describe('early refusal at a spent method cap', () => {
@@ -131,6 +138,20 @@ describe('early refusal at a spent method cap', () => {
       assert.deepEqual(early, saga.answer);
       assert.equal(early.code, kybState === undefined ? 'method_daily_cap' : 'kyb_cap');
     }
+  });
+
+  test('a quote used (or being accepted) by another transaction outranks the spent cap, early as in the saga', () => {
+    const uses: QuoteUse[] = [{ transactionId: 'the-winner', status: 'used' }, { transactionId: 'the-winner', status: 'held' }];
+    for (const use of uses) {
+      const { early, saga } = both(acceptPayload(brebQuote), () => counterOf(methodCap), use);
+      assert.ok(early !== null && !early.ok, use.status);
+      assert.equal(early.code, use.status === 'used' ? 'quote_used' : 'quote_in_use');
+      assert.deepEqual(early, saga.answer);
+    }
+    // The quote held by this very transaction (a retry with the same ids) is no refusal of its own.
+    const own = both(acceptPayload(brebQuote), () => counterOf(methodCap), { transactionId: txId, status: 'held' });
+    assert.ok(own.early !== null && !own.early.ok && own.early.code === 'method_daily_cap');
+    assert.deepEqual(own.early, own.saga.answer);
   });
 
   test('no method × day counter (PIX), or a refusal before any counter: nothing is read early', () => {

@@ -6,7 +6,6 @@ import {
   acceptanceCheckOrder,
   acceptanceCounterKeys,
   acceptanceRejectionCatalogue,
-  checkKybCap,
   checkPerTransaction,
   civilDayKey,
   commit,
@@ -19,7 +18,9 @@ import {
   methodDayCounterKey,
   methodDayKey,
   release,
+  releasedEntriesMax,
   reserve,
+  reserveKyb,
   reserveKycMonth,
   reserveMethodDay,
   reserveUserDay,
@@ -262,35 +263,94 @@ describe('KYC gate (25 per UTC month, source asset 1:1 USD)', () => {
   });
 });
 
-describe('KYB cap (100 across completed transactions)', () => {
-  const unapproved = (completedTotal: Decimal) => ({ kybApproved: false, completedTotal });
-  const cases: { note: string; completed: Decimal; amount: Decimal; ok: boolean }[] = [
-    { note: 'first transaction of exactly 100', completed: zero(7), amount: stellarUsdc('100'), ok: true },
-    { note: '90 completed + 10', completed: stellarUsdc('90'), amount: stellarUsdc('10'), ok: true },
-    { note: '90 completed + 10.0000001', completed: stellarUsdc('90'), amount: stellarUsdc('10.0000001'), ok: false },
-    { note: '100 completed + 1 Solana minor unit', completed: stellarUsdc('100'), amount: solanaUsdc('0.000001'), ok: false },
+describe('KYB cap (100 across completed and in-flight transactions)', () => {
+  /** A KYB counter holding `amount` (completed, or reserved by a transaction in flight). */
+  const holding = (amount: Decimal, status: 'open' | 'completed'): CounterState => {
+    const reserved = reserve(emptyCounter(), { transactionId: 'held', amount, cap: null, countCap: null });
+    assert.ok(reserved.ok);
+    return status === 'open' ? reserved.state : commit(reserved.state, { transactionId: 'held', amount });
+  };
+  const cases: { note: string; held: Decimal; amount: Decimal; ok: boolean }[] = [
+    { note: 'first transaction of exactly 100', held: zero(7), amount: stellarUsdc('100'), ok: true },
+    { note: '90 held + 10', held: stellarUsdc('90'), amount: stellarUsdc('10'), ok: true },
+    { note: '90 held + 10.0000001', held: stellarUsdc('90'), amount: stellarUsdc('10.0000001'), ok: false },
+    { note: '100 held + 1 Solana minor unit', held: stellarUsdc('100'), amount: solanaUsdc('0.000001'), ok: false },
   ];
-  for (const { note, completed, amount, ok } of cases) {
-    test(`${note} → ${ok ? 'accepted' : 'kyb_cap'}`, () => {
-      const result = checkKybCap(config, unapproved(completed), amount);
-      if (ok) assert.deepEqual(result, { ok: true });
-      else assert.deepEqual(result, { ok: false, rejection: { code: 'kyb_cap', cap: config.kybUnapprovedCompletedTotalMax } });
-    });
+  for (const { note, held, amount, ok } of cases) {
+    for (const status of ['completed', 'open'] as const) {
+      test(`${note} (${status === 'open' ? 'in flight' : 'completed'}) → ${ok ? 'reserved' : 'kyb_cap'}`, () => {
+        const state = holding(held, status);
+        const result = reserveKyb(state, config, false, { transactionId: 'new', amount });
+        if (!ok) {
+          assert.deepEqual(result, { ok: false, rejection: { code: 'kyb_cap', cap: config.kybUnapprovedCompletedTotalMax } });
+          return;
+        }
+        assert.ok(result.ok);
+        assert.deepEqual(result.state.reservedAmount, add(held, amount), 'the new amount is held at once');
+        assert.equal(result.state.entries['new']?.status, 'open');
+      });
+    }
   }
 
-  test('an approved partner is not capped', () => {
-    assert.deepEqual(checkKybCap(config, { kybApproved: true, completedTotal: stellarUsdc('1000000') }, stellarUsdc('500')), { ok: true });
+  test('an approved partner is not capped, and nothing is held for it', () => {
+    const state = holding(stellarUsdc('100'), 'completed');
+    assert.deepEqual(reserveKyb(state, config, true, { transactionId: 'new', amount: stellarUsdc('500') }), { ok: true, state });
   });
 
-  test('the KYB counter counts each completion once', () => {
+  test('held at acceptance, given back on expiry or failure, kept on completion; each counted once', () => {
+    const reserveOk = (state: CounterState, transactionId: string, amount: string): CounterState => {
+      const result = reserveKyb(state, config, false, { transactionId, amount: stellarUsdc(amount) });
+      assert.ok(result.ok, `${transactionId} reserved`);
+      return result.state;
+    };
+    let state = reserveOk(emptyCounter(), 'a', '60');
+    state = reserveOk(state, 'a', '60'); // redelivered: counted once
+    assert.equal(reserveKyb(state, config, false, { transactionId: 'b', amount: stellarUsdc('40.0000001') }).ok, false, '60 in flight count');
+    state = reserveOk(state, 'b', '40');
+    state = release(state, 'a'); // expired
+    assert.deepEqual(state.reservedAmount, stellarUsdc('40'));
+    state = commit(state, { transactionId: 'b', amount: stellarUsdc('40') }); // completed
+    state = commit(state, { transactionId: 'b', amount: stellarUsdc('40') }); // redelivered
+    assert.equal(release(state, 'b'), state, 'a completed transaction is never released');
+    assert.equal(reserveOk(state, 'a', '60'), state, 'a late reserve of the expired one counts nothing');
+    assert.deepEqual(state.reservedAmount, stellarUsdc('40'));
+    assert.equal(state.reservedCount, 1);
+    assert.equal(reserveKyb(state, config, false, { transactionId: 'c', amount: stellarUsdc('60.0000001') }).ok, false);
+  });
+
+  test('a KYB counter that held completions only (written before the reservation) goes on counting them', () => {
+    let state = commit(emptyCounter(), { transactionId: 'old-completed', amount: stellarUsdc('70') });
+    // Accepted before the upgrade (never reserved here), completed after: counted on completion.
+    state = commit(state, { transactionId: 'old-in-flight', amount: stellarUsdc('20') });
+    // Accepted before the upgrade, expired after: its release finds nothing to give back.
+    assert.equal(release(state, 'old-expired'), state);
+    assert.deepEqual(state.reservedAmount, stellarUsdc('90'));
+    assert.equal(reserveKyb(state, config, false, { transactionId: 'new', amount: stellarUsdc('10.0000001') }).ok, false);
+  });
+});
+
+describe('released entries (tombstones)', () => {
+  test(`a counter keeps the newest ${releasedEntriesMax} released entries; the totals are untouched`, () => {
     let state = emptyCounter();
-    state = commit(state, { transactionId: 'a', amount: stellarUsdc('60') });
-    state = commit(state, { transactionId: 'a', amount: stellarUsdc('60') }); // redelivered
-    state = commit(state, { transactionId: 'b', amount: stellarUsdc('40') });
-    assert.deepEqual(state.reservedAmount, stellarUsdc('100'));
-    assert.equal(state.reservedCount, 2);
-    assert.equal(checkKybCap(config, unapproved(state.reservedAmount), stellarUsdc('0.0000001')).ok, false);
-    assert.equal(release(state, 'a'), state, 'a completed transaction is never released');
+    const total = releasedEntriesMax + 5;
+    for (let index = 0; index < total; index += 1) {
+      const reserved = reserve(state, { transactionId: `t${index}`, amount: stellarUsdc('1'), cap: null, countCap: null });
+      assert.ok(reserved.ok);
+      state = release(reserved.state, `t${index}`);
+    }
+    const kept = reserve(state, { transactionId: 'open', amount: stellarUsdc('2'), cap: null, countCap: null });
+    assert.ok(kept.ok);
+    state = kept.state;
+    const released = Object.entries(state.entries).filter(([, entry]) => entry.status === 'released');
+    assert.equal(released.length, releasedEntriesMax);
+    assert.equal(released[0]?.[0], 't5', 'the five oldest went');
+    assert.equal(state.entries[`t${total - 1}`]?.status, 'released');
+    assert.deepEqual(state.reservedAmount, stellarUsdc('2'));
+    assert.equal(state.reservedCount, 1);
+    // A late reserve of a kept tombstone still counts nothing.
+    const late = reserve(state, { transactionId: `t${total - 1}`, amount: stellarUsdc('1'), cap: null, countCap: null });
+    assert.ok(late.ok);
+    assert.equal(late.state, state);
   });
 });
 
@@ -473,7 +533,20 @@ describe('reservation arithmetic', () => {
 describe('acceptance rejection catalogue', () => {
   const rows: { rejection: AcceptanceRejection; httpStatus: number; retryable: boolean; reason: string }[] = [
     { rejection: { code: 'user_disabled' }, httpStatus: 403, retryable: false, reason: 'The user is disabled; no transaction can be accepted for this user' },
+    { rejection: { code: 'quote_not_found' }, httpStatus: 400, retryable: false, reason: 'The quote does not exist; request a new quote' },
     { rejection: { code: 'quote_expired' }, httpStatus: 400, retryable: false, reason: 'The quote has expired; request a new quote' },
+    {
+      rejection: { code: 'quote_used', transactionId: '0b6f6a8e-0a3c-4d5e-9f10-1a2b3c4d5e6f' },
+      httpStatus: 400,
+      retryable: false,
+      reason: 'The quote was already accepted (transaction 0b6f6a8e-0a3c-4d5e-9f10-1a2b3c4d5e6f); request a new quote',
+    },
+    {
+      rejection: { code: 'quote_in_use' },
+      httpStatus: 400,
+      retryable: true,
+      reason: 'Another acceptance of this quote is in progress; retry shortly or request a new quote',
+    },
     {
       rejection: { code: 'transaction_cap', method: 'BREB', cap: cop('5000000') },
       httpStatus: 400,
@@ -541,7 +614,8 @@ describe('acceptance rejection catalogue', () => {
     const perTransaction = checkPerTransaction(custom, 'BREB', cop('1000000.51'));
     assert.ok(!perTransaction.ok);
     assert.match(describeAcceptanceRejection(perTransaction.rejection).reason, /1000000\.50 COP/);
-    const kyb = checkKybCap(custom, { kybApproved: false, completedTotal: stellarUsdc('250') }, stellarUsdc('1'));
+    const held = commit(emptyCounter(), { transactionId: 'done', amount: stellarUsdc('250') });
+    const kyb = reserveKyb(held, custom, false, { transactionId: 'new', amount: stellarUsdc('1') });
     assert.ok(!kyb.ok);
     assert.equal(describeAcceptanceRejection(kyb.rejection).reason, 'Partner is limited to a total of 250.5 until KYB is approved');
   });

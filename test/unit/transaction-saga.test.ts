@@ -1,11 +1,13 @@
 // The acceptance saga of the transaction actor, driven command by command through its pure
-// `handle`: which counters are asked and when, which answer wins, what is released (and what is
-// not), and that a transaction releases its reservations exactly once.
+// `handle`: which counters (and the quote, claimed for its single use) are asked and when, which
+// answer wins, what is released (and what is not), and that a transaction releases its
+// reservations exactly once.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { defaultLimitsConfig } from '../../src/config/limits.ts';
 import type { CounterCommand, CounterWindow, ReservationOutcome } from '../../src/actors/counter-actor.ts';
 import { reservationResultKind } from '../../src/actors/counter-actor.ts';
+import { quoteClaimResultKind } from '../../src/actors/quote-actor.ts';
 import type { CommandEnvelope, CommandToSend, JsonValue, Outcome } from '../../src/actors/envelope.ts';
 import { timerCommandKind } from '../../src/actors/envelope.ts';
 import { fromJsonValue, toJsonValue } from '../../src/actors/state-codec.ts';
@@ -60,13 +62,29 @@ class Saga {
     return outcome;
   }
 
-  accept(payload: AcceptPayload): Outcome<TransactionActorState> {
-    return this.apply('accept', toJsonValue(payload), { replyTo });
+  /**
+   * The acceptance; the quote's claim is then answered with `quote` (granted unless a test says
+   * otherwise; null leaves it unanswered). Returns the acceptance's own outcome.
+   */
+  accept(payload: AcceptPayload, quote: ReservationOutcome | null = { ok: true }): Outcome<TransactionActorState> {
+    const outcome = this.apply('accept', toJsonValue(payload), { replyTo });
+    if (quote !== null && quoteSends(outcome).includes('claim')) this.answer('quote', quote);
+    return outcome;
   }
 
-  answer(window: CounterWindow, outcome: ReservationOutcome): Outcome<TransactionActorState> {
+  answer(window: CounterWindow | 'quote', outcome: ReservationOutcome): Outcome<TransactionActorState> {
+    if (window === 'quote') return this.apply(quoteClaimResultKind, toJsonValue({ outcome }));
     return this.apply(reservationResultKind, toJsonValue({ window, outcome }));
   }
+}
+
+/** The commands sent to the quote (`claim`, `release`, `consume`), in order. */
+function quoteSends(outcome: Outcome<TransactionActorState>): string[] {
+  return (outcome.send ?? []).filter((send) => send.actorType === 'quote').map((send) => {
+    assert.ok([brebQuote.id, pixQuote.id].includes(send.actorKey), 'sent to the accepted quote');
+    assert.equal(fromJsonValue<{ transactionId: string }>(send.payload).transactionId, txId);
+    return send.kind;
+  });
 }
 
 interface CounterSend {
@@ -75,7 +93,7 @@ interface CounterSend {
 }
 
 function counterSends(outcome: Outcome<TransactionActorState>): CounterSend[] {
-  return (outcome.send ?? []).map((send: CommandToSend) => {
+  return (outcome.send ?? []).filter((send) => send.actorType !== 'quote').map((send: CommandToSend) => {
     assert.equal(send.actorType, 'counter');
     const window = windowOfKey.get(send.actorKey);
     assert.ok(window !== undefined, `a send to an unexpected counter ${send.actorKey}`);
@@ -102,7 +120,7 @@ const kybCap: ReservationOutcome = { ok: false, rejection: { code: 'kyb_cap', ca
 const kycRequired: ReservationOutcome = { ok: false, kycRequired: true };
 
 describe('acceptance saga: the method × day counter is asked first', () => {
-  test('a BREB acceptance asks the method counter alone first (with the KYB check when not approved)', () => {
+  test('a BREB acceptance asks the method counter alone first (with the KYB total when not approved)', () => {
     assert.deepEqual(asked(new Saga().accept(acceptPayload(brebQuote)), 'reserve'), ['methodDay']);
     assert.deepEqual(asked(new Saga().accept(acceptPayload(brebQuote, { kybApproved: false })), 'reserve'), ['kyb', 'methodDay']);
   });
@@ -174,9 +192,28 @@ describe('acceptance saga: the method × day counter is asked first', () => {
     kybOnly.accept(acceptPayload(brebQuote, { kybApproved: false }));
     kybOnly.answer('kyb', kybCap);
     const refused = kybOnly.answer('methodDay', granted);
-    assert.deepEqual(asked(refused, 'release'), ['methodDay'], 'the KYB check reserved nothing');
+    assert.deepEqual(asked(refused, 'release'), ['methodDay'], 'the refused KYB reservation holds nothing');
     const second = answerOf(refused);
     assert.ok(!second.ok && second.code === 'kyb_cap');
+  });
+
+  test('a refusal at the method cap gives back a granted KYB reservation', () => {
+    const saga = new Saga();
+    saga.accept(acceptPayload(brebQuote, { kybApproved: false }));
+    saga.answer('kyb', granted);
+    const refused = saga.answer('methodDay', methodCap);
+    assert.deepEqual(asked(refused, 'release'), ['kyb']);
+    const reply = answerOf(refused);
+    assert.ok(!reply.ok && reply.code === 'method_daily_cap');
+  });
+
+  test('kycRequired gives back a granted KYB reservation (PIX: every counter at once)', () => {
+    const saga = new Saga();
+    saga.accept(acceptPayload(pixQuote, { kybApproved: false, kycEnabled: true }));
+    saga.answer('kyb', granted);
+    const gated = saga.answer('kycMonth', kycRequired);
+    assert.deepEqual(asked(gated, 'release'), ['kyb']);
+    assert.deepEqual(answerOf(gated), { ok: true, kycRequired: true });
   });
 
   test('without a method counter (PIX) every counter is asked at once', () => {
@@ -197,17 +234,18 @@ describe('acceptance saga: the method × day counter is asked first', () => {
     assert.deepEqual(saga.answer('kycMonth', granted), {}, 'after the saga settled');
   });
 
-  test('a saga stored before stages existed (every counter asked at once, no `sent`) still settles', () => {
+  test('a saga stored before stages existed (every counter asked at once, no `sent`, no quote) still settles', () => {
     const saga = new Saga();
-    saga.accept(acceptPayload(brebQuote));
+    saga.accept(acceptPayload(brebQuote), null);
     assert.ok(saga.state?.phase === 'reserving');
-    const { sent, ...legacy } = saga.state;
-    assert.deepEqual(sent, ['methodDay']);
-    saga.state = behavior.decode(toJsonValue(legacy));
+    const { sent, windows, ...legacy } = saga.state;
+    assert.deepEqual(sent, ['quote', 'methodDay']);
+    saga.state = behavior.decode(toJsonValue({ ...legacy, windows: windows.filter((window) => window !== 'quote') }));
     saga.answer('userDay', granted);
     saga.answer('methodDay', methodCap);
     const refused = saga.answer('kycMonth', granted);
     assert.deepEqual(asked(refused, 'release'), ['kycMonth', 'userDay']);
+    assert.deepEqual(quoteSends(refused), [], 'it never claimed the quote');
     const reply = answerOf(refused);
     assert.ok(!reply.ok && reply.code === 'method_daily_cap');
   });
@@ -224,6 +262,90 @@ describe('acceptance saga: the method × day counter is asked first', () => {
   });
 });
 
+describe('acceptance saga: the quote is claimed once, used by a created transaction, given back otherwise', () => {
+  const quoteUsed: ReservationOutcome = { ok: false, rejection: { code: 'quote_used', transactionId: 'the-winner' } };
+  const quoteInUse: ReservationOutcome = { ok: false, rejection: { code: 'quote_in_use' } };
+
+  test('the quote is claimed in the first stage, with the method counter (BREB) or with every counter (PIX)', () => {
+    const breb = new Saga().accept(acceptPayload(brebQuote, { kybApproved: false }), null);
+    assert.deepEqual(quoteSends(breb), ['claim']);
+    assert.deepEqual(asked(breb, 'reserve'), ['kyb', 'methodDay']);
+    const pix = new Saga().accept(acceptPayload(pixQuote), null);
+    assert.deepEqual(quoteSends(pix), ['claim']);
+    assert.deepEqual(asked(pix, 'reserve'), ['kycMonth']);
+  });
+
+  test('a created transaction marks the quote used; nothing is given back', () => {
+    const saga = new Saga();
+    saga.accept(acceptPayload(brebQuote));
+    saga.answer('methodDay', granted);
+    saga.answer('userDay', granted);
+    const created = saga.answer('kycMonth', granted);
+    assert.ok(answerOf(created).ok);
+    assert.deepEqual(quoteSends(created), ['consume']);
+    assert.deepEqual(counterSends(created), []);
+  });
+
+  test('a quote used by another transaction: quote_used (ahead of the KYB and method caps); the counters granted are given back', () => {
+    const saga = new Saga();
+    saga.accept(acceptPayload(brebQuote, { kybApproved: false }), quoteUsed);
+    saga.answer('kyb', kybCap);
+    const refused = saga.answer('methodDay', granted);
+    assert.deepEqual(asked(refused, 'release'), ['methodDay']);
+    assert.deepEqual(quoteSends(refused), [], 'the quote was not claimed: nothing to give back');
+    assert.deepEqual(answerOf(refused), {
+      ok: false,
+      code: 'quote_used',
+      httpStatus: 400,
+      reason: 'The quote was already accepted (transaction the-winner); request a new quote',
+      retryable: false,
+    });
+  });
+
+  test('a quote another acceptance holds: quote_in_use, retryable', () => {
+    const saga = new Saga();
+    saga.accept(acceptPayload(pixQuote), quoteInUse);
+    const refused = saga.answer('kycMonth', granted);
+    assert.deepEqual(asked(refused, 'release'), ['kycMonth']);
+    const reply = answerOf(refused);
+    assert.ok(!reply.ok && reply.code === 'quote_in_use' && reply.retryable && reply.httpStatus === 400);
+  });
+
+  test('refused elsewhere (a cap) or answered kycRequired: the claim is given back with the reservations', () => {
+    const capped = new Saga();
+    capped.accept(acceptPayload(brebQuote));
+    const refused = capped.answer('methodDay', methodCap);
+    assert.deepEqual(quoteSends(refused), ['release']);
+    assert.ok(!answerOf(refused).ok);
+
+    const gated = new Saga();
+    gated.accept(acceptPayload(pixQuote, { kycEnabled: true }));
+    const kyc = gated.answer('kycMonth', kycRequired);
+    assert.deepEqual(quoteSends(kyc), ['release']);
+    assert.deepEqual(answerOf(kyc), { ok: true, kycRequired: true });
+  });
+
+  test('the quote expiring while the counters answered: nothing created, the claim given back', () => {
+    const saga = new Saga();
+    saga.accept(acceptPayload(pixQuote));
+    const late = saga.apply(reservationResultKind, toJsonValue({ window: 'kycMonth', outcome: granted }), { nowMs: pixQuote.expiresAtMs });
+    assert.deepEqual(quoteSends(late), ['release']);
+    const reply = answerOf(late);
+    assert.ok(!reply.ok && reply.code === 'quote_expired');
+  });
+
+  test('a transaction accepted before quotes were single-use (no quote step) is created without marking one', () => {
+    const saga = new Saga();
+    saga.accept(acceptPayload(pixQuote), null);
+    assert.ok(saga.state?.phase === 'reserving');
+    const { windows, sent, results } = saga.state;
+    saga.state = behavior.decode(toJsonValue({ ...saga.state, windows: windows.filter((w) => w !== 'quote'), sent: (sent ?? []).filter((w) => w !== 'quote'), results }));
+    const created = saga.answer('kycMonth', granted);
+    assert.ok(answerOf(created).ok);
+    assert.deepEqual(quoteSends(created), []);
+  });
+});
+
 describe('a live transaction gives its reservations back exactly once', () => {
   function live(accept: AcceptPayload): Saga {
     const saga = new Saga();
@@ -236,11 +358,23 @@ describe('a live transaction gives its reservations back exactly once', () => {
     return saga;
   }
 
-  test('expiry releases every reservation once (not the KYB check); a second timer does nothing', () => {
+  test('expiry releases every reservation once (the KYB total too); a second timer does nothing', () => {
     const saga = live(acceptPayload(brebQuote, { kybApproved: false }));
     const expired = saga.apply(timerCommandKind, { dueAtMs: brebQuote.expiresAtMs }, { nowMs: brebQuote.expiresAtMs });
-    assert.deepEqual(asked(expired, 'release'), ['kycMonth', 'methodDay', 'userDay']);
+    assert.deepEqual(asked(expired, 'release'), ['kyb', 'kycMonth', 'methodDay', 'userDay']);
+    assert.deepEqual(quoteSends(expired), [], 'the quote stays used');
     const again = saga.apply(timerCommandKind, { dueAtMs: brebQuote.expiresAtMs }, { nowMs: brebQuote.expiresAtMs + 1 });
     assert.deepEqual(counterSends(again), []);
+  });
+
+  test('completion keeps every reservation (the KYB total too): a commit each, never a release', () => {
+    const saga = live(acceptPayload(brebQuote, { kybApproved: false }));
+    const deposit = { kind: 'DepositDetected', onChainId: 'hash-1', amount: brebQuote.sourceAmount, network: 'STELLAR', asset: 'USDC', sender: 'GSENDER' };
+    assert.deepEqual(counterSends(saga.apply('DepositDetected', toJsonValue(deposit))), []);
+    const completed = saga.apply('PayoutSucceeded', toJsonValue({ kind: 'PayoutSucceeded', railReference: 'rail-1' }));
+    assert.deepEqual(asked(completed, 'commit'), ['kyb', 'kycMonth', 'methodDay', 'userDay']);
+    assert.deepEqual(quoteSends(completed), []);
+    const late = saga.apply(timerCommandKind, { dueAtMs: brebQuote.expiresAtMs }, { nowMs: brebQuote.expiresAtMs });
+    assert.deepEqual(counterSends(late), [], 'a completed transaction never expires');
   });
 });

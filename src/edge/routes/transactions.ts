@@ -1,16 +1,19 @@
 // POST /transaction (acceptance), GET /transaction/{id}, GET /transactions/list.
 //
 // Acceptance: the edge checks what it can read cheaply, in the acceptance catalogue's order of
-// precedence (user_disabled → quote_expired → transaction_cap → rail_unavailable →
-// account_unverifiable; docs/decisions-limits.md), then asks the transaction actor, which runs the
-// same read checks again (authoritative), liquidity, and the counter reservations (KYC gate, daily
-// caps, KYB). One deviation from the catalogue's order: `kyb_cap` is a counter reservation, so it
-// answers after `rail_unavailable`/`account_unverifiable` (docs/api.md). Before asking, the edge
-// answers a refusal the saga is certain to give from the counters' committed state (a spent method
-// cap: `early-refusal.ts`), writing nothing.
+// precedence (user_disabled → quote_not_found → quote_expired → quote_used / quote_in_use →
+// transaction_cap → rail_unavailable → account_unverifiable; docs/decisions-limits.md), then asks
+// the transaction actor, which runs the same read checks again (authoritative), liquidity, the
+// quote's claim (single use) and the counter reservations (KYC gate, daily caps, KYB). One
+// deviation from the catalogue's order: `kyb_cap` is a counter reservation, so it answers after
+// `rail_unavailable`/`account_unverifiable` (docs/api.md). The quote's use is read with the quote
+// and refused here as the quote actor would refuse it at that moment; the actor's claim decides
+// (two acceptances racing both pass this read). Before asking, the edge answers a refusal the saga
+// is certain to give from the counters' committed state (a spent method cap: `early-refusal.ts`),
+// writing nothing.
 import type { JsonValue } from '../../actors/envelope.ts';
 import { kycCollection, kycKey } from '../../actors/kyc-actor.ts';
-import { loadQuote } from '../../actors/quote-actor.ts';
+import { loadQuoteRecord } from '../../actors/quote-actor.ts';
 import { toJsonValue } from '../../actors/state-codec.ts';
 import { railAmount, transactionActorType, transactionsCollection, type AcceptPayload, type AcceptReply } from '../../actors/transaction-actor.ts';
 import { fiatDecimals } from '../../domain/assets.ts';
@@ -18,6 +21,7 @@ import { parseUuid } from '../../domain/ids.ts';
 import { checkPerTransaction } from '../../domain/limits.ts';
 import { compare, parseAmount, toFixedString, toJsonNumber } from '../../domain/money.ts';
 import type { Quote } from '../../domain/quote.ts';
+import { claim, type QuoteUse } from '../../domain/quote-use.ts';
 import { transactionReference } from '../../domain/reference.ts';
 import { decodeBrCode } from '../../rails/brcode.ts';
 import { classifyBrebKey } from '../../rails/breb-keys.ts';
@@ -97,9 +101,8 @@ function checkRecipient(quote: Quote, body: TransactionBody): Recipient {
   return { ok: true, accountNumber, qrCode: body.qr_code };
 }
 
-/** The read checks after user_disabled that the edge can answer before asking the actor, in order. */
-function preChecks(env: EdgeEnv, quote: Quote, nowMs: number): HttpResponse | null {
-  if (nowMs >= quote.expiresAtMs) return acceptanceRejection({ code: 'quote_expired' });
+/** The read checks after the quote's own (exists, expiry, use) that the edge can answer before asking the actor, in order. */
+function preChecks(env: EdgeEnv, quote: Quote): HttpResponse | null {
   const cap = checkPerTransaction(env.ctx.config.limits(), quote.paymentMethod, railAmount(quote));
   if (!cap.ok) return acceptanceRejection(cap.rejection);
   if (env.deps.liquidity !== undefined && !env.deps.liquidity.available(quote.paymentMethod)) {
@@ -153,9 +156,16 @@ function acceptReplyResponse(reply: AcceptReply): HttpResponse {
  * The saga's refusal worked out at the edge (a spent method cap), or null. A counter that cannot be
  * read or decoded here is left to the actor, which reads it itself: this is a shortcut, never a gate.
  */
-async function earlyRefusal(env: EdgeEnv, refusals: EarlyRefusals, payload: AcceptPayload, transactionId: string, nowMs: number): Promise<AcceptReply | null> {
+async function earlyRefusal(
+  env: EdgeEnv,
+  refusals: EarlyRefusals,
+  payload: AcceptPayload,
+  transactionId: string,
+  nowMs: number,
+  quoteUse: QuoteUse | null,
+): Promise<AcceptReply | null> {
   try {
-    return await refusals.check(payload, transactionId, nowMs);
+    return await refusals.check(payload, transactionId, nowMs, quoteUse);
   } catch (error) {
     env.ctx.log.warn({ error: String(error) }, 'early refusal check failed; asking the transaction actor');
     return null;
@@ -172,23 +182,29 @@ async function accept(
   // First in the catalogue's order, and independent of the quote: a disabled user never gets further.
   if (env.ctx.partners.isUserDisabled(partnerId, body.user_id)) return acceptanceRejection({ code: 'user_disabled' });
   const quoteId = parseUuid(body.quote_id);
-  const quote = quoteId === null ? null : await loadQuote(env.ctx.store, quoteId);
+  const record = quoteId === null ? null : await loadQuoteRecord(env.ctx.store, quoteId);
   // Another partner's quote is indistinguishable from a missing one.
-  if (quote === null || quote.partnerId !== partnerId) return errorResponse('quote_not_found');
+  if (record === null || record.quote.partnerId !== partnerId) return errorResponse('quote_not_found');
+  const { quote } = record;
   const partner = env.ctx.partners.get(partnerId);
   if (partner === undefined) return errorResponse('authentication_failed', 'Unknown partner');
+  const transactionId = idOf(ids, 'transactionId');
   const nowMs = env.ctx.clock.nowMs();
-  const rejected = preChecks(env, quote, nowMs);
+  if (nowMs >= quote.expiresAtMs) return acceptanceRejection({ code: 'quote_expired' });
+  // Used by (or being accepted for) another transaction. This request's own transaction (a retry
+  // with the same Idempotency-Key after a failure) passes, and its actor answers as before.
+  const claimed = claim(record.use, transactionId).outcome;
+  if (!claimed.ok) return acceptanceRejection(claimed.rejection);
+  const rejected = preChecks(env, quote);
   if (rejected !== null) return rejected;
   const recipient = checkRecipient(quote, body);
   if (!recipient.ok) return recipient.response;
   const instructions =
     quote.direction === 'onramp'
-      ? await onrampInstructions(env, partnerId, quote, idOf(ids, 'transactionId'), recipient.accountNumber)
-      : depositInstructions(env, quote, idOf(ids, 'transactionId'));
+      ? await onrampInstructions(env, partnerId, quote, transactionId, recipient.accountNumber)
+      : depositInstructions(env, quote, transactionId);
   if (!instructions.ok) return instructions.response;
   const kyc = await env.ctx.store.get(kycCollection, kycKey(partnerId, body.user_id));
-  const transactionId = idOf(ids, 'transactionId');
   const payload: AcceptPayload = {
     partnerId,
     userId: body.user_id,
@@ -204,7 +220,7 @@ async function accept(
     railAvailable: env.deps.liquidity?.available(quote.paymentMethod) ?? true,
     paymentContext: instructions.value,
   };
-  const early = await earlyRefusal(env, refusals, payload, transactionId, env.ctx.clock.nowMs());
+  const early = await earlyRefusal(env, refusals, payload, transactionId, env.ctx.clock.nowMs(), record.use);
   if (early !== null) return acceptReplyResponse(early);
   const asked = await askOr503(() =>
     env.actors.ask<AcceptReply>(transactionActorType, transactionId, 'accept', toJsonValue(payload), idOf(ids, 'commandId')),
