@@ -70,9 +70,11 @@ describe('a network/asset without a deposit setup', () => {
     const chainsFile = join(dir, 'chains.json');
     // Celo is live (a local EVM node) with USDC only; Stellar and Solana stay on the sandbox chain.
     const celo = {
+      network: 'testnet',
       rpcUrl: anvil.url,
       chainId: anvil.chainId,
       depositAddress: '0x70997970C51812dc3A010C7d01b50e0d17dc79C8',
+      depositFactory: '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC',
       confirmations: 0,
       assets: { USDC: { contract: '0xcebA9300f2b948710d2653dD7B07f33A8B32118C', decimals: 6 } },
       signerSecretEnv: 'E2E_CELO_SIGNER_UNSET',

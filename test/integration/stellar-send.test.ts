@@ -46,6 +46,7 @@ after(async () => {
 });
 
 const config = (): StellarChainConfig => ({
+  network: 'testnet',
   horizonUrl: fake.url,
   depositAddress: deposit.publicKey(),
   assets: { USDC: { issuer: issuer.publicKey(), decimals: 7 } },
