@@ -1,6 +1,7 @@
 // Composition root: `node src/main.ts [role]` (or ROLE=…). `all` — every role in one process,
 // embedded bus and store, sandbox chains and rails — is the default and needs no configuration.
 import { readEnv } from './config/env.ts';
+import { reportGeneratedKeys } from './service/generated-keys.ts';
 import { startService, type RunningService } from './service/service.ts';
 
 async function main(): Promise<void> {
@@ -11,17 +12,19 @@ async function main(): Promise<void> {
   if (port !== null) lines.push(`edge listening on http://${env.HOST}:${port}`);
   if (service.healthPort !== null) lines.push(`health on http://${env.HOST}:${service.healthPort} (/healthz, /readyz)`);
   if (service.adminPort !== null) lines.push(`admin gRPC on ${env.HOST}:${service.adminPort} (npm run admin -- help)`);
-  // Printed once to the terminal of whoever started the service; never written to the logs.
-  if (ctx.generatedKeys.demoApiKey) lines.push(`demo partner API key: ${ctx.generatedKeys.demoApiKey}`);
-  if (ctx.generatedKeys.opsApiKey) lines.push(`ops API key: ${ctx.generatedKeys.opsApiKey}`);
+  // Shown once to whoever started the service, never to a log: printed on a terminal, else written
+  // to a 0600 file under DATA_DIR whose path is printed (src/service/generated-keys.ts).
+  const keys = reportGeneratedKeys(ctx.generatedKeys, { isTty: process.stdout.isTTY === true, dataDir: env.DATA_DIR, role: env.ROLE });
+  lines.push(...keys.lines);
   if (port !== null) {
-    const key = ctx.generatedKeys.demoApiKey ?? '$DEMO_API_KEY';
-    lines.push(
-      'try:',
-      `  curl -s http://${env.HOST}:${port}/public/corridors`,
-      `  curl -s -X POST http://${env.HOST}:${port}/quote -H 'X-API-Key: ${key}' -H 'content-type: application/json' \\`,
-      `    -d '{"amount":50000,"crypto_currency":"USDC","network":"STELLAR","payment_method":"BREB","target_currency":"COP"}'`,
-    );
+    lines.push('try:', `  curl -s http://${env.HOST}:${port}/public/corridors`);
+    // The demo partner exists in sandbox mode only.
+    if (env.sandbox) {
+      lines.push(
+        `  curl -s -X POST http://${env.HOST}:${port}/quote -H "X-API-Key: ${keys.demoKeyInExample}" -H 'content-type: application/json' \\`,
+        `    -d '{"amount":50000,"crypto_currency":"USDC","network":"STELLAR","payment_method":"BREB","target_currency":"COP"}'`,
+      );
+    }
   }
   process.stdout.write(`${lines.join('\n')}\n`);
   installShutdown(service, env.SHUTDOWN_GRACE_MS);

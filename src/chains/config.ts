@@ -16,6 +16,10 @@
 // the deposit address, the CAIP chain id, the suggested public RPC URL and the deposit assets with
 // their identifiers and decimals. Those decimals must equal the corridor mints' (quotes are rounded
 // to them), so a disagreement stops start-up too.
+//
+// Every network in the file also says which one it is, `network`: "mainnet" or "testnet"
+// (required, no default). Sandbox mode refuses to start with a mainnet chain unless told otherwise
+// (src/chains/sandbox-guard.ts), and a Stellar testnet signs with the testnet passphrase.
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
@@ -190,9 +194,17 @@ const tokenDecimals = z.number().int().min(0).max(18);
 /** Rotated-out deposit addresses: still watched and verified, so late deposits to them are seen. */
 const previousAddresses = (address: z.ZodType<string>) => z.array(address).max(16).optional();
 
+/**
+ * Whether a live chain moves real money (mainnet) or test money (testnet). Required, with no
+ * default: an operator states it, so sandbox mode cannot end up on mainnet by accident.
+ */
+const liveNetwork = z.enum(['mainnet', 'testnet'], { error: 'must be "mainnet" or "testnet" (required: whether this chain moves real money)' });
+export type LiveNetwork = z.infer<typeof liveNetwork>;
+
 const atLeastOneAsset = (assets: Record<string, unknown>): boolean => Object.values(assets).some((asset) => asset !== undefined);
 
 export const stellarChainSchema = z.strictObject({
+  network: liveNetwork,
   horizonUrl: httpUrl,
   publicRpcUrl: httpUrl.optional(),
   depositAddress: stellarAccount,
@@ -204,6 +216,7 @@ export const stellarChainSchema = z.strictObject({
 });
 
 export const solanaChainSchema = z.strictObject({
+  network: liveNetwork,
   rpcUrl: httpUrl,
   publicRpcUrl: httpUrl.optional(),
   /**
@@ -228,6 +241,7 @@ export const solanaChainSchema = z.strictObject({
 const evmToken = z.strictObject({ contract: evmAddress, decimals: tokenDecimals });
 
 export const celoChainSchema = z.strictObject({
+  network: liveNetwork,
   rpcUrl: httpUrl,
   publicRpcUrl: httpUrl.optional(),
   chainId: z.number().int().min(1).max(2 ** 53 - 1),

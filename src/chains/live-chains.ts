@@ -1,5 +1,6 @@
 // The real network adapters, by network, for the networks the chains file configures (the others
 // use the sandbox chain in sandbox mode and are not offered otherwise).
+import { Networks } from '@stellar/stellar-sdk';
 import type { Network } from '../domain/assets.ts';
 import type { LiveChainFactory } from './chain-services.ts';
 import { createStellarChain } from './stellar.ts';
@@ -12,7 +13,9 @@ import { solanaAccountLookup } from './solana-accounts.ts';
 export const liveChainFactories: Partial<Record<Network, LiveChainFactory>> = {
   STELLAR: (setup, ctx) => {
     if (setup.network !== 'STELLAR') throw new Error('not a Stellar setup');
-    const chain = createStellarChain({ config: setup.config, store: ctx.store, log: ctx.log.child({ component: 'stellar' }), clock: ctx.clock });
+    // A chain declared testnet signs for the testnet: its transactions are invalid on the public network.
+    const networkPassphrase = setup.config.network === 'testnet' ? Networks.TESTNET : Networks.PUBLIC;
+    const chain = createStellarChain({ config: setup.config, networkPassphrase, store: ctx.store, log: ctx.log.child({ component: 'stellar' }), clock: ctx.clock });
     return { ...chain, hotWallet: chain.adapter.hotWallet };
   },
   SOLANA: (setup, ctx) => {

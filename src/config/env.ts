@@ -6,6 +6,9 @@ import { describeZodError } from './partners.ts';
 export const roles = ['all', 'edge', 'shard', 'watcher', 'payout', 'webhooks', 'admin'] as const;
 export type Role = (typeof roles)[number];
 
+/** The one value of SANDBOX_WITH_MAINNET: sandbox mode may start next to a mainnet chain (src/chains/sandbox-guard.ts). */
+export const sandboxWithMainnetConsent = 'i-understand';
+
 const flag = z.enum(['0', '1', 'true', 'false']).transform((value) => value === '1' || value === 'true');
 
 const envSchema = z.object({
@@ -23,6 +26,7 @@ const envSchema = z.object({
   CHAINS_FILE: z.string().min(1).optional(),
   SHARDS: z.coerce.number().int().min(1).max(16_384).default(64),
   SANDBOX: flag.optional(),
+  SANDBOX_WITH_MAINNET: z.literal(sandboxWithMainnetConsent, { error: 'the only accepted value is i-understand (sandbox mode next to a mainnet chain); leave it unset otherwise' }).optional(),
   KEY_PREFIX: z
     .string()
     .regex(/^[A-Za-z0-9:_-]*$/, 'letters, digits, : _ - only (no braces)')

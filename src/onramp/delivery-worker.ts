@@ -6,7 +6,11 @@
 //      failure is (re)reported and the row is done.
 //   2. A transaction that is no longer PROCESSING_PAYMENT is not sent to (PAYMENT_COMPLETED: the
 //      outcome was reported before a crash; anything else: operations changed it) and the row is done.
-//   3. Before the first send only: the amount is held in the inventory, then `onramp_deliveries/
+//   3. A delivery on a live chain (not the sandbox chain) whose PIX payment was faked by the sandbox
+//      (sandbox-funding.ts) is a final failure (`sandbox_payment_on_live_chain`), recorded before it
+//      is reported, whatever was recorded before: nothing is sent, ever (fake money never moves
+//      real money; docs/security.md).
+//   4. Before the first send only: the amount is held in the inventory, then `onramp_deliveries/
 //      <txId>` records `sending` (putIfAbsent) before the adapter is called. An inventory that
 //      cannot cover it is a final failure (`insufficient_inventory`), recorded with putIfAbsent
 //      too: whichever of `sending` and `failed` is written first decides, so a delivery whose
@@ -14,7 +18,7 @@
 //      delivery failed that way is never sent. Once `sending` is recorded, the inventory is not
 //      asked for a hold again: the send decides. Too many holds open at once (`too_many_holds`) is
 //      not a failure: the row is retried later, nothing sent.
-//   4. `adapter.send` with the idempotency key `delivery:<txId>`: the adapters record the signed
+//   5. `adapter.send` with the idempotency key `delivery:<txId>`: the adapters record the signed
 //      transaction before broadcasting it, so a retry (this worker, another one after the claim
 //      lapses, a restart) is the same transfer, never a second one.
 //        confirmed → the hold is consumed (closed for good), then ask CryptoDelivered {onChainId}
@@ -38,6 +42,7 @@ import type { Decimal } from '../domain/money.ts';
 import type { CryptoDeliveredCommand, CryptoDeliveryFailedCommand } from '../domain/transaction.ts';
 import type { OutboxRow, SnapshotStore } from '../store/store.ts';
 import type { OnrampInventory } from './inventory.ts';
+import type { SandboxFunding } from './sandbox-funding.ts';
 import { OutboxJobs, backoffMs, type OutboxJobEntry } from '../store/outbox-jobs.ts';
 import type { HealthCheck } from '../service/health.ts';
 
@@ -46,6 +51,8 @@ import type { HealthCheck } from '../service/health.ts';
  * final failure when there is one, recorded before it is reported (so a failure is never re-sent).
  */
 export const onrampDeliveriesCollection = 'onramp_deliveries';
+/** The failure reason of a delivery refused because its PIX payment was faked by the sandbox. */
+export const sandboxPaymentOnLiveChain = 'sandbox_payment_on_live_chain';
 /** Reasons passed to the actor are bounded. */
 export const reasonCharsMax = 200;
 
@@ -88,6 +95,12 @@ export interface DeliveryWorkerOptions {
   readonly adapters: ReadonlyMap<Network, ChainAdapter>;
   readonly actors: ActorAsker;
   readonly inventory: OnrampInventory;
+  /**
+   * The networks on the sandbox chain. Every other network is live: a send there moves real
+   * tokens, so a delivery funded by the sandbox (`funding`) is never sent there.
+   */
+  readonly sandboxNetworks: ReadonlySet<Network>;
+  readonly funding: Pick<SandboxFunding, 'isSandboxFunded'>;
   readonly clock: { nowMs(): number };
   readonly log: Logger;
   /** Unique per worker process: the outbox claim owner. */
@@ -247,6 +260,9 @@ export class DeliveryWorker {
       else log.warn({ transactionId: delivery.transactionId, status: typeof status === 'string' ? status : null }, 'delivery row for a transaction that is not processing; not sent');
       return 'done';
     }
+    if (!this.options.sandboxNetworks.has(delivery.network) && (await this.options.funding.isSandboxFunded(delivery.transactionId))) {
+      return this.refuseSandboxFunded(delivery);
+    }
     if (recorded?.['outcome'] !== 'sending') {
       const held = await inventory.hold(key, delivery.network, delivery.asset, delivery.amount);
       if (held === 'insufficient') return this.failBeforeAnySend(delivery, 'insufficient_inventory');
@@ -291,6 +307,20 @@ export class DeliveryWorker {
     if (written.status === 'exists' && written.doc['outcome'] !== 'failed') throw new Error(`${bounded}, but a send was recorded first; retrying`);
     this.options.log.error({ transactionId: delivery.transactionId, network: delivery.network, reason: bounded }, 'onramp delivery failed before any send; the PIX payment is refunded');
     return written.status === 'exists' ? failedOutcome(written.doc) : { kind: 'failed', reason: bounded };
+  }
+
+  /**
+   * Fake money never moves real money: a delivery whose PIX payment was faked by the sandbox is
+   * never sent on a live chain. Final at once, even over a `sending` record (a row left by an
+   * earlier release): for money that does not exist, sending nothing is always right, and the BRL
+   * "refund" that follows goes back through the sandbox rail.
+   */
+  private async refuseSandboxFunded(delivery: Delivery): Promise<Outcome> {
+    this.options.log.error(
+      { transactionId: delivery.transactionId, network: delivery.network },
+      'onramp delivery refused: its PIX payment was faked by the sandbox and the network is live; nothing is sent',
+    );
+    return this.failFinally(delivery, sandboxPaymentOnLiveChain);
   }
 
   /** Records the failure as final BEFORE anything else, so no later attempt sends; then releases the hold. */

@@ -29,6 +29,7 @@ import { PixNoticeIntake, type PixNoticeIntakeOptions } from './intake.ts';
 import { NoticeWorker, type NoticeWorkerOptions, type NoticeWorkerStats } from './notice-worker.ts';
 import { ActorOnrampInventory, type OnrampInventory } from './inventory.ts';
 import { sandboxPixPayments, withPixPayments } from './sandbox-driver.ts';
+import { sandboxFunding } from './sandbox-funding.ts';
 import type { HealthCheck } from '../service/health.ts';
 
 export type DeliveryTuning = Partial<
@@ -95,6 +96,8 @@ export async function createOnrampServices(ctx: ServiceContext, options: OnrampS
   });
   const intake = new PixNoticeIntake({ store: ctx.store, actors, clock: ctx.clock, log: ctx.log.child({ component: 'pix-notices' }), ...(options.notices?.inbox ? { inbox: options.notices.inbox } : {}) });
   const sandboxRail = options.sandboxRail;
+  // Networks on the sandbox chain; every other one is live (fake money never moves real money there).
+  const sandboxNetworks = new Set<Network>(Object.values(options.setups).flatMap((setup) => (setup?.mode === 'sandbox' ? [setup.network] : [])));
 
   return {
     acceptance,
@@ -102,7 +105,7 @@ export async function createOnrampServices(ctx: ServiceContext, options: OnrampS
     inventory,
     sandboxDriver(base) {
       if (sandboxRail === null) return base;
-      return withPixPayments(base, sandboxPixPayments({ store: ctx.store, rail: sandboxRail, intake }));
+      return withPixPayments(base, sandboxPixPayments({ store: ctx.store, rail: sandboxRail, intake, sandboxNetworks, clock: ctx.clock }));
     },
     async startDeliveryWorker() {
       const worker = new DeliveryWorker({
@@ -110,6 +113,8 @@ export async function createOnrampServices(ctx: ServiceContext, options: OnrampS
         adapters: options.adapters,
         actors,
         inventory,
+        sandboxNetworks,
+        funding: sandboxFunding(ctx.store),
         clock: ctx.clock,
         log: ctx.log.child({ component: 'deliveries' }),
         owner: `deliveries-${ctx.processId}-${randomUUID().slice(0, 8)}`,

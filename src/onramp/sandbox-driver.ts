@@ -4,23 +4,35 @@
 // then applied). The body says what the
 // transaction made of it. A payment after the charge's expiry is let through on purpose: it is how
 // a late payment (refunded by the domain) is exercised. Decisions: docs/onramp.md.
+//
+// Fake money never moves real money: a transaction whose crypto would be delivered on a live chain
+// (not the sandbox chain) is refused (400) before anything is faked, and every payment faked here
+// is first marked durably as the sandbox's (sandbox-funding.ts), so the delivery worker never sends
+// for it on a live chain either (docs/security.md, "Fake money never moves real money").
+import { fromJsonValue } from '../actors/state-codec.ts';
 import { transactionsCollection } from '../actors/transaction-actor.ts';
+import type { Network } from '../domain/assets.ts';
 import { toJsonNumber } from '../domain/money.ts';
+import type { Quote } from '../domain/quote.ts';
 import { RailUsageError } from '../rails/rails.ts';
 import type { SandboxRail } from '../rails/sandbox-rail.ts';
 import type { SandboxDriver, SandboxResult } from '../service/ports.ts';
 import type { SnapshotStore } from '../store/store.ts';
 import { chargeOfTransaction } from './charges.ts';
 import type { PixNoticeIntake } from './intake.ts';
+import { markSandboxPixPayment } from './sandbox-funding.ts';
 
 function refused(status: 400 | 404, code: string, reason: string): SandboxResult {
   return { ok: false, status, code, reason };
 }
 
 export interface SandboxPixPaymentsOptions {
-  readonly store: Pick<SnapshotStore, 'get'>;
+  readonly store: Pick<SnapshotStore, 'get' | 'putIfAbsent'>;
   readonly rail: Pick<SandboxRail, 'simulatePixPayment'>;
   readonly intake: Pick<PixNoticeIntake, 'receive'>;
+  /** The networks on the sandbox chain; a transaction delivered on any other one is refused. */
+  readonly sandboxNetworks: ReadonlySet<Network>;
+  readonly clock: { nowMs(): number };
 }
 
 export function sandboxPixPayments(options: SandboxPixPaymentsOptions): SandboxDriver['pixPayment'] {
@@ -28,8 +40,14 @@ export function sandboxPixPayments(options: SandboxPixPaymentsOptions): SandboxD
     const doc = await options.store.get(transactionsCollection, request.transactionId);
     if (doc === null || doc['partnerId'] !== request.partnerId) return refused(404, 'not_found', 'Transaction not found');
     if (doc['direction'] !== 'onramp') return refused(404, 'not_found', 'Not an onramp transaction; use /sandbox/deposits');
+    const { network } = fromJsonValue<Quote>(doc['quote'] ?? null);
+    if (!options.sandboxNetworks.has(network)) {
+      return refused(400, 'invalid_request', `${network} is a live network here: a sandbox PIX payment never pays for crypto delivered on it`);
+    }
     const charge = await chargeOfTransaction(options.store, request.transactionId);
     if (charge === null) return refused(400, 'invalid_request', 'The transaction has no PIX charge');
+    // Before the payment exists, so before the transaction can ask for a delivery.
+    await markSandboxPixPayment(options.store, { transactionId: request.transactionId, chargeId: charge.chargeId, markedAtMs: options.clock.nowMs() });
     let payment;
     try {
       payment = await options.rail.simulatePixPayment({ chargeId: charge.chargeId, amount: request.amount });

@@ -131,6 +131,15 @@ export interface SimulatedPixPayment {
   readonly amount: Decimal;
 }
 
+/**
+ * Whether the sandbox rail issued this PIX charge (its lookup by charge id exists). Its BR Code is
+ * payable by nobody real, so every payment of such a charge was faked (POST /sandbox/pix-payments).
+ * Read from the store, not from a rail instance: it holds for charges of an earlier sandbox run too.
+ */
+export async function sandboxRailIssuedCharge(store: Pick<SnapshotStore, 'get'>, chargeId: string): Promise<boolean> {
+  return (await store.get(sandboxRailCollection, `chargeById:${chargeId}`)) !== null;
+}
+
 /** A seeded draw in [0, 1) from the key: deterministic per key, independent of call order. */
 export function failureDraw(seed: string, key: string): number {
   const digest = createHash('sha256').update(`${seed}\u0000${key}`, 'utf8').digest();

@@ -59,7 +59,7 @@ export interface ServiceContext {
   readonly config: LiveConfig;
   readonly partners: PartnerDirectory;
   readonly keyRing: KeyRing;
-  /** Keys generated at start (not from the environment), to print once. Never logged elsewhere. */
+  /** Keys generated at start (not from the environment), shown once (src/service/generated-keys.ts). Never logged. */
   readonly generatedKeys: { readonly demoApiKey?: string; readonly opsApiKey?: string };
   /** An actor client with its own reply stream (one per role that asks actors); `gate`: see ActorClient. */
   actorClient(name: string, options?: { readonly gate?: ShardGate }): Promise<ActorClient>;
@@ -116,8 +116,12 @@ export async function createContext(env: EnvConfig, overrides: ContextOverrides 
   const generatedKeys: { demoApiKey?: string; opsApiKey?: string } = {};
   const opsKey = env.OPS_API_KEY ?? (generatedKeys.opsApiKey = `ops_${randomBytes(24).toString('hex')}`);
   keyRing.setOpsKeys([sha256Hex(opsKey)]);
-  // The demo partner exists in sandbox mode (and when no partners file is given).
-  if (env.sandbox || !env.PARTNERS_FILE) {
+  // The demo partner exists in sandbox mode only: outside it, a key anyone may know (it is in
+  // every example) must not reach money. A DEMO_API_KEY set there is ignored, and the start says so.
+  if (!env.sandbox && env.DEMO_API_KEY !== undefined) {
+    log.warn('DEMO_API_KEY is set but sandbox mode is off (SANDBOX=0): there is no demo partner, and the key is not honoured');
+  }
+  if (env.sandbox) {
     const demoKey = env.DEMO_API_KEY ?? (generatedKeys.demoApiKey = `demo_${randomBytes(24).toString('hex')}`);
     if (partners.get(demoPartnerId) === undefined) {
       partners.set({

@@ -4,7 +4,7 @@
 import { toFixedString } from '../domain/money.ts';
 import type { JsonObject } from '../store/store.ts';
 import { decimalFromExactString } from '../domain/money.ts';
-import type { ServiceContext } from './context.ts';
+import { demoPartnerId, type ServiceContext } from './context.ts';
 import type { Partner } from './partners.ts';
 
 export const partnerOverridesCollection = 'partner_overrides';
@@ -42,13 +42,18 @@ export async function persistPartner(ctx: Pick<ServiceContext, 'store' | 'clock'
   await ctx.store.put(partnerOverridesCollection, partner.id, toDocument(partner, ctx.clock.nowMs()));
 }
 
-/** Applies every stored override to the directory; returns how many partners changed. */
-export async function applyPartnerOverrides(ctx: Pick<ServiceContext, 'store' | 'partners'>): Promise<number> {
+/**
+ * Applies every stored override to the directory; returns how many partners changed. Outside
+ * sandbox mode an override never brings the demo partner back (an admin change made to it during
+ * a sandbox run on the same store), unless the partners file declares a partner of that id.
+ */
+export async function applyPartnerOverrides(ctx: Pick<ServiceContext, 'store' | 'partners' | 'env'>): Promise<number> {
   let changed = 0;
   for (let offset = 0; offset < 100_000; offset += 1_000) {
     const page = await ctx.store.list(partnerOverridesCollection, { limit: 1_000, offset });
     for (const item of page.items) {
       const current = ctx.partners.get(item.id);
+      if (current === undefined && item.id === demoPartnerId && !ctx.env.sandbox) continue;
       const next = fromDocument(item.doc, current);
       if (current === undefined || JSON.stringify(toDocument(current, 0)) !== JSON.stringify(toDocument(next, 0))) {
         ctx.partners.set(next);
@@ -61,7 +66,7 @@ export async function applyPartnerOverrides(ctx: Pick<ServiceContext, 'store' | 
 }
 
 /** Keeps the directory in step with stored overrides until stopped. */
-export function startPartnerRefresh(ctx: Pick<ServiceContext, 'store' | 'partners' | 'log'>, everyMs = refreshEveryMsDefault): { stop(): void } {
+export function startPartnerRefresh(ctx: Pick<ServiceContext, 'store' | 'partners' | 'log' | 'env'>, everyMs = refreshEveryMsDefault): { stop(): void } {
   const timer = setInterval(() => {
     applyPartnerOverrides(ctx).catch((error: unknown) => ctx.log.warn({ error: String(error) }, 'partner overrides refresh failed'));
   }, everyMs);

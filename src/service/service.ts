@@ -10,6 +10,8 @@ import { startAdminServer, type AdminCapabilities } from '../grpc/admin-server.t
 import { createRailServices, type RailServices } from '../rails/rail-services.ts';
 import { createWebhookServices } from '../webhooks/index.ts';
 import { createChainServices, type ChainServices, type ChainServicesOptions } from '../chains/chain-services.ts';
+import { loadChainsFile } from '../chains/config.ts';
+import { mainnetNetworks, sandboxStartRefusal } from '../chains/sandbox-guard.ts';
 import { linkChainServices } from '../grpc/chains-link.ts';
 import { createOnrampServices } from '../onramp/onramp-services.ts';
 import { settlesWithin, shutdownBudget, stopPhases, type StopPhase } from './shutdown.ts';
@@ -66,7 +68,15 @@ async function liveChains(env: EnvConfig): Promise<NonNullable<ChainServicesOpti
 }
 
 export async function startService(env: EnvConfig, overrides: ContextOverrides = {}): Promise<RunningService> {
+  // Read once, before anything is opened: every role refuses sandbox mode next to a mainnet chain
+  // (without the operator's consent), not only those that build the chain services.
+  const chainsFile = env.CHAINS_FILE === undefined ? null : loadChainsFile(env.CHAINS_FILE);
+  const refusal = sandboxStartRefusal(chainsFile, { sandbox: env.sandbox, sandboxWithMainnet: env.SANDBOX_WITH_MAINNET !== undefined });
+  if (refusal !== null) throw new Error(refusal);
   const ctx = await createContext(env, overrides);
+  if (env.sandbox && mainnetNetworks(chainsFile).length > 0) {
+    ctx.log.warn({ mainnet: mainnetNetworks(chainsFile) }, 'sandbox mode next to mainnet chains (SANDBOX_WITH_MAINNET): the sandbox helpers still refuse them, and sandbox PIX payments are never delivered on them');
+  }
   const roles: RunningRole[] = [];
   let port: number | null = null;
   let adminPort: number | null = null;
@@ -81,7 +91,7 @@ export async function startService(env: EnvConfig, overrides: ContextOverrides =
     // The crypto side: real adapters for configured networks, the sandbox chain for the rest.
     // Verification and reconciliation go over the chains link when the watcher runs apart (CHAINS_GRPC_URL).
     const linked =
-      runs(env, 'edge') || runs(env, 'watcher') || runs(env, 'admin') ? linkChainServices(ctx, await createChainServices(ctx, { live: await liveChains(env) })) : null;
+      runs(env, 'edge') || runs(env, 'watcher') || runs(env, 'admin') ? linkChainServices(ctx, await createChainServices(ctx, { chainsFile, live: await liveChains(env) })) : null;
     if (linked) roles.push({ name: 'all', phase: 'shared', stop: () => linked.closeLink() });
     const chains: ChainServices | null = linked;
     // Onramp: PIX charges at acceptance (edge), PIX payment notices, crypto deliveries (watcher).

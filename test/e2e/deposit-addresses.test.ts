@@ -108,6 +108,7 @@ describe('per-transaction deposit addresses (Solana on litesvm, over HTTP)', () 
     writeFileSync(join(dir, 'corridors.json'), JSON.stringify(corridors));
     writeFileSync(join(dir, 'chains.json'), JSON.stringify({
       SOLANA: {
+        network: 'testnet',
         rpcUrl: rpc.url,
         depositAddress: Keypair.generate().publicKey.toBase58(), // the legacy shared wallet
         commitment: 'finalized',

@@ -7,11 +7,12 @@
 //   (its latency knob), so its twin answers 409; when the provider is slower than the edge's bound
 //   the attempt is a 503 that does not pin its key, and the retry runs again with the same ids;
 // - per-partner 429 with Retry-After (a small bucket: the composition root does not expose one);
-// - `npm start`'s banner: its example curl works against the service it started.
+// - `npm start`'s banner: with stdout not a terminal the generated keys go to a 0600 file, not to
+//   stdout, and its example curl works against the service it started.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createHash, randomBytes } from 'node:crypto';
@@ -70,9 +71,11 @@ describe('a network/asset without a deposit setup', () => {
     const chainsFile = join(dir, 'chains.json');
     // Celo is live (a local EVM node) with USDC only; Stellar and Solana stay on the sandbox chain.
     const celo = {
+      network: 'testnet',
       rpcUrl: anvil.url,
       chainId: anvil.chainId,
       depositAddress: '0x70997970C51812dc3A010C7d01b50e0d17dc79C8',
+      depositFactory: '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC',
       confirmations: 0,
       assets: { USDC: { contract: '0xcebA9300f2b948710d2653dD7B07f33A8B32118C', decimals: 6 } },
       signerSecretEnv: 'E2E_CELO_SIGNER_UNSET',
@@ -198,7 +201,10 @@ describe('rate limiting', () => {
 });
 
 describe('npm start', () => {
-  test('the banner\'s example curl works against the service it started', { timeout: 120_000 }, async () => {
+  // stdout is a pipe here, as in a container or under systemd: a log stream, so the generated keys
+  // are not on it. They are in a 0600 file under DATA_DIR that the banner names, and its example
+  // curl works once that file is sourced.
+  test('with stdout not a terminal the generated keys are not printed but written to a 0600 file; the banner\'s example curl works with it', { timeout: 120_000 }, async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'banner-'));
     const env: NodeJS.ProcessEnv = { PATH: process.env['PATH'], HOME: process.env['HOME'], PORT: '0', DATA_DIR: dataDir, LOG_LEVEL: 'silent' };
     const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -209,12 +215,18 @@ describe('npm start', () => {
     try {
       const deadline = Date.now() + 90_000;
       while (!output.includes('-d \'') && Date.now() < deadline && child.exitCode === null) await new Promise((resolve) => setTimeout(resolve, 50));
-      assert.match(output, /demo partner API key: demo_[0-9a-f]+/, output);
-      assert.match(output, /ops API key: ops_[0-9a-f]+/);
+      const keysFile = join(dataDir, 'generated-keys-all.env');
+      assert.ok(output.includes(keysFile), output);
+      assert.equal(statSync(keysFile).mode & 0o777, 0o600, 'only the service user can read the keys');
+      const keys = readFileSync(keysFile, 'utf8');
+      const demoKey = /^DEMO_API_KEY=(demo_[0-9a-f]+)$/m.exec(keys)?.[1];
+      const opsKey = /^OPS_API_KEY=(ops_[0-9a-f]+)$/m.exec(keys)?.[1];
+      assert.ok(demoKey !== undefined && opsKey !== undefined, keys);
+      assert.ok(!output.includes(demoKey) && !output.includes(opsKey), `no generated key on stdout or stderr: ${output}`);
       const lines = output.split('\n');
       const start = lines.findIndex((line) => line.trim().startsWith('curl -s -X POST'));
       assert.ok(start >= 0, output);
-      const command = `${lines[start] ?? ''}\n${lines[start + 1] ?? ''}`;
+      const command = `. '${keysFile}' && ${lines[start] ?? ''}\n${lines[start + 1] ?? ''}`;
       const curl = spawn('sh', ['-c', command], { stdio: ['ignore', 'pipe', 'pipe'] });
       let answer = '';
       curl.stdout.on('data', (chunk: Buffer) => (answer += chunk.toString('utf8')));

@@ -235,6 +235,7 @@ describe('verify: a reported Celo deposit', () => {
   test('the adapter built from a CHAINS_FILE section verifies the same way', async () => {
     const parsed = parseChainsFile({
       CELO: {
+        network: 'testnet',
         rpcUrl: anvil.url,
         chainId: 42220,
         depositAddress: deposit,

@@ -32,12 +32,14 @@ const solanaDeposit = base58Encode(Uint8Array.from([7, ...randomBytes(31)]));
 function designExample(): Record<string, unknown> {
   return {
     STELLAR: {
+      network: 'mainnet',
       horizonUrl: 'https://horizon.example',
       depositAddress: stellarDeposit,
       assets: { USDC: { issuer: 'GA5ZSEJYB37JRC5AVCIA5MOP4RHTM335X2KGX3IHOJAPP5RE34K4KZVN', decimals: 7 } },
       signerSecretEnv: 'STELLAR_SIGNER_SECRET',
     },
     SOLANA: {
+      network: 'mainnet',
       rpcUrl: 'https://solana-rpc.example',
       publicRpcUrl: 'https://api.mainnet-beta.solana.com',
       depositAddress: solanaDeposit,
@@ -47,6 +49,7 @@ function designExample(): Record<string, unknown> {
       depositMasterSecretEnv: 'SOLANA_DEPOSIT_MASTER_SECRET',
     },
     CELO: {
+      network: 'mainnet',
       rpcUrl: 'https://celo-rpc.example',
       publicRpcUrl: 'https://forno.celo.org',
       chainId: 42220,

@@ -18,6 +18,8 @@ import { decimalFromExactString, subtract, toPlainString } from '../../src/domai
 import type { Quote } from '../../src/domain/quote.ts';
 import { DeliveryWorker, onrampDeliveriesCollection } from '../../src/onramp/delivery-worker.ts';
 import { ActorOnrampInventory } from '../../src/onramp/inventory.ts';
+import { markSandboxPixPayment, sandboxFunding } from '../../src/onramp/sandbox-funding.ts';
+import type { Network } from '../../src/domain/assets.ts';
 import { startActorHarness, type ActorHarness, type BusKind } from '../support/actor-harness.ts';
 import { accept, createQuote, pixPaymentReceived } from '../support/payout-child.ts';
 import { eventually } from '../support/eventually.ts';
@@ -41,13 +43,16 @@ for (const busKind of ['memory', 'redis'] as const satisfies readonly BusKind[])
       await harness.stop();
     });
 
-    function worker(options: { inventory?: ActorOnrampInventory; actors?: ActorAsker; stellar?: ChainAdapter } = {}): { worker: DeliveryWorker; inventory: ActorOnrampInventory } {
+    /** `sandboxNetworks`: the networks the worker is told run on the sandbox chain (default STELLAR, which the adapter is). */
+    function worker(options: { inventory?: ActorOnrampInventory; actors?: ActorAsker; stellar?: ChainAdapter; sandboxNetworks?: readonly Network[] } = {}): { worker: DeliveryWorker; inventory: ActorOnrampInventory } {
       const inventory = options.inventory ?? new ActorOnrampInventory({ store: harness.store, actors: harness.client });
       const created = new DeliveryWorker({
         store: harness.store,
         adapters: new Map([['STELLAR', options.stellar ?? chain.adapter('STELLAR')]]),
         actors: options.actors ?? harness.client,
         inventory,
+        sandboxNetworks: new Set(options.sandboxNetworks ?? ['STELLAR']),
+        funding: sandboxFunding(harness.store),
         clock,
         log,
         owner: `test-${randomUUID()}`,
@@ -221,6 +226,35 @@ for (const busKind of ['memory', 'redis'] as const satisfies readonly BusKind[])
         wake();
         await chain.setKnobs('STELLAR', { sendPendingPolls: 0 });
       }
+    });
+
+    // Fake money never moves real money. The adapter is the sandbox chain's (so whatever it sends is
+    // seen), and the worker is told STELLAR is live: a transaction the sandbox driver marked as paid
+    // by it is failed without any send, also when an earlier attempt had recorded `sending`.
+    test('a payment faked by the sandbox is never delivered on a live network: PAYMENT_FAILED without any send; on the sandbox chain it is delivered', async () => {
+      const inventory = new ActorOnrampInventory({ store: harness.store, actors: harness.client });
+      const holdsBefore = (await inventory.status('STELLAR', 'USDC')).openHolds;
+      const fresh = await paidTransaction();
+      const started = await paidTransaction();
+      for (const { id } of [fresh, started]) await markSandboxPixPayment(harness.store, { transactionId: id, chargeId: `charge-${id}`, markedAtMs: nowMs });
+      await harness.store.putIfAbsent(onrampDeliveriesCollection, started.id, { outcome: 'sending', atMs: nowMs });
+      const { worker: live } = worker({ inventory, sandboxNetworks: [] });
+      await tickUntil(live, async () => (await partnerView(fresh.id)).status === 'PAYMENT_FAILED' && (await partnerView(started.id)).status === 'PAYMENT_FAILED');
+      const refunds = await harness.store.outboxPending(outboxTopicRefundsPix, 1_000);
+      for (const { id, wallet } of [fresh, started]) {
+        assert.equal(await sendsTo(wallet), 0, 'nothing reached the wallet');
+        assert.equal((await harness.store.get(onrampDeliveriesCollection, id))?.['reason'], 'sandbox_payment_on_live_chain');
+        assert.equal(refunds.filter((row) => row.partitionKey === id).length, 1, 'the (sandbox) BRL refund is requested');
+      }
+      assert.equal((await inventory.status('STELLAR', 'USDC')).openHolds, holdsBefore, 'no hold is left open');
+      await live.stop();
+
+      const onSandbox = await paidTransaction();
+      await markSandboxPixPayment(harness.store, { transactionId: onSandbox.id, chargeId: `charge-${onSandbox.id}`, markedAtMs: nowMs });
+      const { worker: sandbox } = worker({ inventory });
+      await tickUntil(sandbox, async () => (await partnerView(onSandbox.id)).status === 'PAYMENT_COMPLETED');
+      assert.equal(await sendsTo(onSandbox.wallet), 1);
+      await sandbox.stop();
     });
 
     test('the inventory ran dry after acceptance: PAYMENT_FAILED without any send, the figure untouched', async () => {

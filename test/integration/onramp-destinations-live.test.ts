@@ -131,6 +131,7 @@ describe('acceptance against the live chains (composition root, CHAINS_FILE)', (
     writeFileSync(join(dataDir, 'corridors.json'), JSON.stringify(corridors));
     writeFileSync(join(dataDir, 'chains.json'), JSON.stringify({
       SOLANA: {
+        network: 'testnet',
         rpcUrl: rpc.url,
         depositAddress: solanaDeposit.publicKey.toBase58(),
         commitment: 'finalized',
@@ -138,9 +139,11 @@ describe('acceptance against the live chains (composition root, CHAINS_FILE)', (
         signerSecretEnv: solanaSignerEnv,
       },
       CELO: {
+        network: 'testnet',
         rpcUrl: anvil.url,
         chainId: 42220,
         depositAddress: newAddress(),
+        depositFactory: newAddress(),
         confirmations: 1,
         assets: { USDC: { contract: celoUsdc, decimals } },
         signerSecretEnv: celoSignerEnv,

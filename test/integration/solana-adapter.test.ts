@@ -208,6 +208,7 @@ describe('verify: a reported Solana deposit', () => {
   test('the adapter built from a CHAINS_FILE section verifies the same way', async () => {
     const parsed = parseChainsFile({
       SOLANA: {
+        network: 'testnet',
         rpcUrl: rpc.url,
         depositAddress: deposit.publicKey.toBase58(),
         commitment: 'finalized',

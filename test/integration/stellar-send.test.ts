@@ -16,6 +16,7 @@ import type { SendRequest } from '../../src/chains/chains.ts';
 import type { StellarChainConfig } from '../../src/chains/config.ts';
 import { createStellarChain, type StellarChain, type StellarChainOptions } from '../../src/chains/stellar.ts';
 import { decimal } from '../../src/domain/money.ts';
+import type { ServiceContext } from '../../src/service/context.ts';
 import { LmdbStore } from '../../src/store/lmdb-store.ts';
 import { FakeHorizon } from '../support/fake-horizon.ts';
 
@@ -46,6 +47,7 @@ after(async () => {
 });
 
 const config = (): StellarChainConfig => ({
+  network: 'testnet',
   horizonUrl: fake.url,
   depositAddress: deposit.publicKey(),
   assets: { USDC: { issuer: issuer.publicKey(), decimals: 7 } },
@@ -385,4 +387,31 @@ test('verify: a deposit hash gives its transfers; unknown, malformed, failed and
   const failedHash = fake.submissions.at(-1)?.hash;
   assert.ok(typeof failedHash === 'string');
   assert.deepEqual(await chain.adapter.verify(failedHash), { status: 'invalid', reason: 'the transaction failed on chain' });
+});
+
+test('the chains file\'s `network` picks the passphrase: a chain labelled testnet sends on a testnet Horizon; labelled mainnet, nothing lands there', async () => {
+  // Built exactly as the composition root builds it (src/chains/live-chains.ts).
+  const { liveChainFactories } = await import('../../src/chains/live-chains.ts');
+  const factory = liveChainFactories.STELLAR;
+  assert.ok(factory !== undefined);
+  const signerEnv = 'STELLAR_TEST_SIGNER_LABELLED';
+  const send = async (network: 'mainnet' | 'testnet'): Promise<{ status: string; destination: string }> => {
+    process.env[signerEnv] = newHotWallet().secret();
+    try {
+      const built = factory(
+        { mode: 'live', network: 'STELLAR', config: { ...config(), network, signerSecretEnv: signerEnv }, depositAddress: deposit.publicKey(), chainId: 'stellar:pubnet', publicRpcUrl: null, assets: {} },
+        { store, log, clock } as unknown as ServiceContext,
+      );
+      const request = refund({ destination: newHotWallet().publicKey() });
+      return { status: (await built.adapter.send(request)).status, destination: request.destination };
+    } finally {
+      delete process.env[signerEnv];
+    }
+  };
+  const testnet = await send('testnet');
+  assert.equal(testnet.status, 'confirmed');
+  assert.equal(fake.creditsTo(testnet.destination).length, 1);
+  const mainnet = await send('mainnet');
+  assert.notEqual(mainnet.status, 'confirmed');
+  assert.equal(fake.creditsTo(mainnet.destination).length, 0, 'signed for another network: refused by this Horizon');
 });

@@ -61,6 +61,7 @@ function newDepositAccount(): Keypair {
 
 function chainFor(account: Keypair, watcher: StellarChainOptions['watcher'] = {}): StellarChain {
   const config: StellarChainConfig = {
+    network: 'testnet',
     horizonUrl: fake.url,
     depositAddress: account.publicKey(),
     assets: { USDC: { issuer: issuer.publicKey(), decimals: 7 } },
