@@ -31,7 +31,7 @@ import { fromBaseUnits, rescale } from '../domain/money.ts';
 import type { JsonObject } from '../store/store.ts';
 import type { ChainAdapter, ObservedTransfer, SendJournal, SendRequest, SendResult, VerifyResult } from './chains.ts';
 import type { CeloChainConfig } from './config.ts';
-import type { PerTransactionDeposits, SweepRequest } from './deposit-addresses.ts';
+import { DepositSetupError, type PerTransactionDeposits, type SweepRequest } from './deposit-addresses.ts';
 import { depositForwarderFactoryAbi } from './celo-contracts.ts';
 import { depositSalt, forwarderAddress, forwarderInitCodeHash, sweepCallData } from './celo-forwarders.ts';
 import {
@@ -234,6 +234,11 @@ export class CeloAdapter implements ChainAdapter, PerTransactionDeposits {
    * (by transfersInto and sweep); the composition root may await it at start. Rejects with a
    * DepositFactoryError for a wrong factory, with the RPC error when the node cannot answer.
    */
+  /** PerTransactionDeposits.verifySetup: the factory check below. */
+  verifySetup(): Promise<void> {
+    return this.checkDepositFactory();
+  }
+
   async checkDepositFactory(): Promise<void> {
     this.factoryChecked ??= (async () => {
       await this.ensureChain();
@@ -687,7 +692,7 @@ export function celoAdapterFromConfig(config: CeloChainConfig, dependencies: Cel
 }
 
 /** The configured depositFactory is not a factory this build can use (nothing deployed, another forwarder). */
-export class DepositFactoryError extends Error {
+export class DepositFactoryError extends DepositSetupError {
   override readonly name = 'DepositFactoryError';
 }
 

@@ -19,6 +19,7 @@ import { isPerTransactionDeposits, type PerTransactionDeposits } from './deposit
 import { DepositPoller, type DepositPollerTuning } from './deposit-poller.ts';
 import { DepositIntake } from './deposits.ts';
 import { createDestinationCheck, type DestinationCheck } from './destinations.ts';
+import { DepositSetupGate } from './deposit-setup-gate.ts';
 import { createChainAvailability, createPaymentContexts, type PerTransactionPorts } from './payment-context.ts';
 import { RefundWorker, type RefundWorkerOptions, type RefundWorkerStatus } from './refunds.ts';
 import { SweepWorker, type SweepWorkerOptions, type SweepWorkerStatus } from './sweeps.ts';
@@ -202,7 +203,10 @@ export async function createChainServices(ctx: ServiceContext, options: ChainSer
     },
   };
 
-  const paymentContexts = createPaymentContexts(() => setups, perTransaction);
+  // Addresses of a network are handed out only once we know we can sweep them (Celo's factory).
+  const setupGate = new DepositSetupGate(perTransaction, { nowMs: () => ctx.clock.nowMs(), log: ctx.log.child({ component: 'deposit-setup' }) });
+  await setupGate.start();
+  const paymentContexts = createPaymentContexts(() => setups, perTransaction, (network) => setupGate.ready(network));
   const chainAvailability = createChainAvailability(() => setups);
 
   return {

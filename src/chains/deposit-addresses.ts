@@ -47,6 +47,19 @@ export interface PerTransactionDeposits {
    * address holds nothing of `asset` (already swept, or never funded) and nothing was signed.
    */
   sweep(request: SweepRequest): Promise<SweepResult>;
+  /**
+   * Optional: confirms against the chain that the addresses `addressFor` gives can be swept by us
+   * (Celo: the configured factory is deployed and deploys this build's forwarder). Resolves when
+   * they can; rejects with DepositSetupError when they never will (a configuration to fix), and with
+   * anything else when the chain cannot tell right now. Until it has resolved once, no address of
+   * this network is handed to a partner (src/chains/deposit-setup-gate.ts).
+   */
+  verifySetup?(): Promise<void>;
+}
+
+/** The per-transaction deposit setup is wrong: addresses handed out could never be swept. */
+export class DepositSetupError extends Error {
+  override readonly name: string = 'DepositSetupError';
 }
 
 export type SweepResult = SendResult | { readonly status: 'nothing_to_sweep' };

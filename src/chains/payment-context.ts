@@ -39,12 +39,22 @@ export class NoDepositSetupError extends Error {
   override readonly name = 'NoDepositSetupError';
 }
 
-export function paymentContextFor(setups: ChainSetups, quote: Quote, transactionId: string, perTransaction: PerTransactionPorts = new Map()): PaymentContextJson {
+export function paymentContextFor(
+  setups: ChainSetups,
+  quote: Quote,
+  transactionId: string,
+  perTransaction: PerTransactionPorts = new Map(),
+  addressesReady: (network: Network) => boolean = () => true,
+): PaymentContextJson {
   if (quote.direction !== 'payout') throw new NoDepositSetupError('payment_context of an onramp transaction is the PIX charge, not a deposit');
   const setup = setups[quote.network];
   const asset = setup?.assets[quote.cryptoCurrency];
   if (setup === undefined || asset === undefined) {
     throw new NoDepositSetupError(`no deposit setup for ${quote.cryptoCurrency} on ${quote.network}`);
+  }
+  // An address we could not sweep is never handed out (src/chains/deposit-setup-gate.ts).
+  if (perTransaction.has(quote.network) && !addressesReady(quote.network)) {
+    throw new NoDepositSetupError(`the deposit addresses of ${quote.network} are not verified yet`);
   }
   const stellar = quote.network === 'STELLAR';
   const notify = notifyDescriptors[quote.network];
@@ -65,9 +75,13 @@ export function paymentContextFor(setups: ChainSetups, quote: Quote, transaction
   };
 }
 
-export function createPaymentContexts(setups: () => ChainSetups, perTransaction: PerTransactionPorts = new Map()): PaymentContexts {
+export function createPaymentContexts(
+  setups: () => ChainSetups,
+  perTransaction: PerTransactionPorts = new Map(),
+  addressesReady: (network: Network) => boolean = () => true,
+): PaymentContexts {
   return {
-    forPayout: (quote, transactionId) => paymentContextFor(setups(), quote, transactionId, perTransaction) as unknown as JsonValue,
+    forPayout: (quote, transactionId) => paymentContextFor(setups(), quote, transactionId, perTransaction, addressesReady) as unknown as JsonValue,
   };
 }
 

@@ -20,6 +20,7 @@ import { writeFileSync } from 'node:fs';
 import { Keypair as StellarKeypair } from '@stellar/stellar-sdk';
 import { startServiceHarness, testPartners, type SandboxRailKnobs, type ServiceHarness } from '../support/service-harness.ts';
 import { startAnvil, type PrivateAnvil } from '../support/anvil.ts';
+import { deployTestDepositFactory } from '../support/celo-factory.ts';
 import { eventually } from '../support/eventually.ts';
 import { base58Encode, call, payoutQuoteBody } from './support.ts';
 
@@ -75,7 +76,7 @@ describe('a network/asset without a deposit setup', () => {
       rpcUrl: anvil.url,
       chainId: anvil.chainId,
       depositAddress: '0x70997970C51812dc3A010C7d01b50e0d17dc79C8',
-      depositFactory: '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC',
+      depositFactory: await deployTestDepositFactory(anvil.url, anvil.chainId),
       confirmations: 0,
       assets: { USDC: { contract: '0xcebA9300f2b948710d2653dD7B07f33A8B32118C', decimals: 6 } },
       signerSecretEnv: 'E2E_CELO_SIGNER_UNSET',

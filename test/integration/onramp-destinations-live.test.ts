@@ -25,6 +25,7 @@ import { readEnv } from '../../src/config/env.ts';
 import type { Network } from '../../src/domain/assets.ts';
 import { startService, type RunningService } from '../../src/service/service.ts';
 import { startAnvil, type PrivateAnvil } from '../support/anvil.ts';
+import { deployTestDepositFactory } from '../support/celo-factory.ts';
 import { freePort } from '../support/processes.ts';
 import { createMint, fundTokenAccount, fundedKeypair, startLiteSvmRpc, type LiteSvmRpc } from '../support/litesvm-rpc.ts';
 
@@ -42,6 +43,8 @@ let solanaDeposit: Keypair;
 let deployer: PrivateKeyAccount;
 let celoHotKey: Hex;
 let celoUsdc: Address;
+/** A deployed deposit forwarder factory (Celo addresses are handed out only once it is verified). */
+let depositFactory: Address;
 let otherContract: Address;
 
 async function deployToken(symbol: string): Promise<Address> {
@@ -70,6 +73,7 @@ before(async () => {
   const testClient = createTestClient({ mode: 'anvil', chain: celo, transport: http(anvil.url) });
   await testClient.setBalance({ address: deployer.address, value: parseEther('100') });
   celoUsdc = await deployToken('USDC');
+  depositFactory = await deployTestDepositFactory(anvil.url, 42220, celoHotKey);
   otherContract = await deployToken('OTHER');
 });
 
@@ -143,7 +147,7 @@ describe('acceptance against the live chains (composition root, CHAINS_FILE)', (
         rpcUrl: anvil.url,
         chainId: 42220,
         depositAddress: newAddress(),
-        depositFactory: newAddress(),
+        depositFactory,
         confirmations: 1,
         assets: { USDC: { contract: celoUsdc, decimals } },
         signerSecretEnv: celoSignerEnv,

@@ -26,6 +26,8 @@ import { decimalFromExactString } from '../../src/domain/money.ts';
 import { onrampDeliveriesCollection } from '../../src/onramp/delivery-worker.ts';
 import { startService, type RunningService } from '../../src/service/service.ts';
 import { startAnvil, type PrivateAnvil } from '../support/anvil.ts';
+import { deployTestDepositFactory } from '../support/celo-factory.ts';
+import { depositSalt, forwarderAddress } from '../../src/chains/celo-forwarders.ts';
 import { eventually } from '../support/eventually.ts';
 
 const decimals = 6;
@@ -38,6 +40,8 @@ let token: Address;
 let hotKey: Hex;
 let hotWallet: Address;
 let dataDir: string;
+/** A deployed deposit forwarder factory (Celo addresses are handed out only once it is verified). */
+let depositFactory: Address;
 
 function newAddress(): Address {
   return privateKeyToAccount(generatePrivateKey()).address;
@@ -49,7 +53,7 @@ async function balanceOf(owner: Address): Promise<bigint> {
 }
 
 /** A chains file with Celo live on the local node; `network` as given (undefined: left out). */
-function writeChainsFile(name: string, network: 'mainnet' | 'testnet' | undefined): string {
+function writeChainsFile(name: string, network: 'mainnet' | 'testnet' | undefined, factory: Address = depositFactory): string {
   const path = join(dataDir, name);
   writeFileSync(path, JSON.stringify({
     CELO: {
@@ -57,7 +61,7 @@ function writeChainsFile(name: string, network: 'mainnet' | 'testnet' | undefine
       rpcUrl: anvil.url,
       chainId: 42220,
       depositAddress: newAddress(),
-      depositFactory: newAddress(),
+      depositFactory: factory,
       confirmations: 0,
       assets: { USDC: { contract: token, decimals } },
       signerSecretEnv: signerEnv,
@@ -99,6 +103,7 @@ before(async () => {
   const receipt = await createPublicClient({ chain: celo, transport: http(anvil.url) }).waitForTransactionReceipt({ hash, timeout: 10_000, pollingInterval: 50 });
   assert.ok(receipt.contractAddress != null, 'the token was deployed');
   token = receipt.contractAddress;
+  depositFactory = await deployTestDepositFactory(anvil.url, 42220, hotKey);
   // The corridors quote the token this chain runs (the real mint is not deployed here).
   const corridors = JSON.parse(readFileSync(defaultCorridorsPath, 'utf8')) as { mints: Record<string, Record<string, { identifier: string }>> };
   const celoUsdc = corridors.mints['CELO']?.['USDC'];
@@ -229,5 +234,43 @@ describe('start-up with live chains', () => {
   test('without sandbox mode a mainnet chain starts without the override', async () => {
     const service = await startService(serviceEnv({ CHAINS_FILE: writeChainsFile('chains-production.json', 'mainnet'), SANDBOX: '0' }));
     await service.stop();
+  });
+});
+
+describe('Celo deposit addresses are handed out only from a verified factory', () => {
+  test('a depositFactory with no factory deployed there stops start-up, naming it', async () => {
+    const missing = newAddress();
+    await assert.rejects(
+      startService(serviceEnv({ CHAINS_FILE: writeChainsFile('chains-no-factory.json', 'testnet', missing) })),
+      (error: Error) => error.message.includes('CELO') && error.message.includes(missing) && /no code/.test(error.message),
+    );
+    // A contract that is not our factory (the token) is refused too.
+    await assert.rejects(
+      startService(serviceEnv({ CHAINS_FILE: writeChainsFile('chains-not-a-factory.json', 'testnet', token) })),
+      (error: Error) => error.message.includes('CELO') && /does not deploy this build's forwarder/.test(error.message),
+    );
+  });
+
+  test('with the verified factory, a Celo payout gets the forwarder address of its transaction', async () => {
+    const env = serviceEnv({ CHAINS_FILE: writeChainsFile('chains-factory.json', 'testnet') });
+    const service = await startService(env);
+    try {
+      const call = async (path: string, body: unknown): Promise<Record<string, unknown>> => {
+        const response = await fetch(`http://127.0.0.1:${String(service.port)}${path}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-api-key': env.DEMO_API_KEY ?? '' },
+          body: JSON.stringify(body),
+        });
+        const json = (await response.json()) as Record<string, unknown>;
+        assert.equal(response.status, 200, JSON.stringify(json));
+        return json;
+      };
+      const quote = await call('/quote', { amount: 20_000, crypto_currency: 'USDC', network: 'CELO', payment_method: 'BREB', target_currency: 'COP' });
+      const accepted = await call('/transaction', { quote_id: quote['quote_id'], user_id: `u-${randomUUID()}`, account_number: '@maria.perez' });
+      const context = accepted['payment_context'] as Record<string, unknown>;
+      assert.equal(context['depositAddress'], forwarderAddress(depositFactory, depositSalt(String(accepted['id']))));
+    } finally {
+      await service.stop();
+    }
   });
 });
