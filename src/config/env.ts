@@ -71,12 +71,6 @@ const envSchema = z.object({
   DEPOSIT_POLL_INTERVAL_MS: z.coerce.number().int().min(100).max(3_600_000).default(10_000),
   DEPOSIT_LATE_WATCH_MS: z.coerce.number().int().min(0).max(30 * 24 * 3_600_000).default(24 * 3_600_000),
   /**
-   * Embedded store: a batch of at most this many actor writes commits on the event loop (lowest
-   * latency when quiet; the process waits for the sync), bigger ones on lmdb-js's write thread.
-   * 0 sends every batch to the write thread (docs/store.md "Batch commit").
-   */
-  STORE_INLINE_COMMIT_WRITES: z.coerce.number().int().min(0).max(1_000).default(4),
-  /**
    * Embedded store: write values as plain msgpack maps (about twice as fast to encode and decode as
    * the default records). Turn on only when no process of a release older than this one opens the
    * store (they would read the new values wrongly); docs/store.md "Value encoding".

@@ -105,7 +105,7 @@ export async function createContext(env: EnvConfig, overrides: ContextOverrides 
     overrides.store ??
     (env.MONGODB_URL
       ? new MongoStore({ url: env.MONGODB_URL, dbName: env.MONGODB_DB, readModelIndexes: serviceReadModelIndexes })
-      : new LmdbStore({ dir: join(env.DATA_DIR, 'store'), readModelIndexes: serviceReadModelIndexes, inlineCommitWritesMax: env.STORE_INLINE_COMMIT_WRITES, plainMaps: env.STORE_PLAIN_MAPS }));
+      : new LmdbStore({ dir: join(env.DATA_DIR, 'store'), readModelIndexes: serviceReadModelIndexes, plainMaps: env.STORE_PLAIN_MAPS }));
   await store.init();
 
   const corridors = env.CORRIDORS_FILE ? loadCorridorsFile(env.CORRIDORS_FILE) : loadDefaultCorridors();

@@ -31,11 +31,6 @@ export interface LmdbStoreOptions extends StoreOptions {
   /** Claim scans stop after this many rows under live claims (bounds one claim's work). */
   outboxClaimScanRowsMax?: number;
   /**
-   * A commitBatch of at most this many writes commits on the event loop (see commitBatch);
-   * bigger ones go to lmdb-js's write thread. Default 4; 0 sends every batch to the write thread.
-   */
-  inlineCommitWritesMax?: number;
-  /**
    * Write values as plain msgpack maps instead of msgpack records (see `valueEncoding`). Values of
    * either kind are always read. Turn it on only once no process of an older release opens the
    * store: those read plain maps as `Map` objects. Default off.
@@ -92,7 +87,6 @@ export class LmdbStore implements SnapshotStore {
   private readonly indexes: IndexCatalog;
   private readonly appliedRepliesPerActorMax: number;
   private readonly claimScanRowsMax: number;
-  private readonly inlineCommitWritesMax: number;
   private root: RootDatabase | null = null;
   private dbs: SubDatabases | null = null;
 
@@ -101,8 +95,6 @@ export class LmdbStore implements SnapshotStore {
     this.appliedRepliesPerActorMax = options.appliedRepliesPerActorMax ?? appliedRepliesPerActorDefault;
     assertLimit('appliedRepliesPerActorMax', this.appliedRepliesPerActorMax, 1_000_000);
     this.claimScanRowsMax = options.outboxClaimScanRowsMax ?? 10_000;
-    this.inlineCommitWritesMax = options.inlineCommitWritesMax ?? 4;
-    assertCount('inlineCommitWritesMax', this.inlineCommitWritesMax, 0, 1_000_000);
   }
 
   async init(): Promise<void> {
@@ -154,12 +146,12 @@ export class LmdbStore implements SnapshotStore {
 
   /**
    * One write transaction for the whole batch, committed and synced before the promise resolves:
-   * a batch of actor writes costs one sync. How it is run depends on the batch's size:
-   * - a small batch (a quiet worker: latency matters, and nothing else waits) runs synchronously
-   *   on the event loop: no hand-offs to lmdb-js's write thread, which cost more CPU and latency
-   *   than the sync itself on a small box;
-   * - a bigger batch (a busy worker) goes to the write thread, so the event loop prepares the
-   *   next batch while this one syncs.
+   * a batch of actor writes costs one sync. It runs on lmdb-js's write thread, like every other
+   * write of this store, so the event loop prepares the next batch while this one syncs. (Small
+   * batches used to commit synchronously on the event loop, for latency when quiet; a synchronous
+   * write transaction waits for the write lock, which lmdb-js's write thread may hold while it
+   * waits for this same event loop to run a transaction callback: both waited forever — seen as
+   * a hung test process, test/integration/chains-grpc.test.ts.)
    * Each write is checked before it writes anything, so a refusal leaves no trace. An exception
    * (a bug, e.g. a duplicate outbox id) aborts the transaction; then each write is committed in a
    * transaction of its own, so the others still land and only the broken one fails.
@@ -169,9 +161,7 @@ export class LmdbStore implements SnapshotStore {
     if (valid.length === 0) return results;
     const dbs = this.open();
     const root = this.openRoot();
-    const inline = valid.length <= this.inlineCommitWritesMax;
-    const transact = <T>(action: () => T): Promise<T> =>
-      inline ? Promise.resolve(root.transactionSync(action)) : root.childTransaction(action);
+    const transact = <T>(action: () => T): Promise<T> => root.childTransaction(action);
     try {
       const outcomes = await transact(() => valid.map(({ write }) => this.commitInTxn(dbs, write)));
       valid.forEach(({ index }, position) => { results[index] = outcomes[position] ?? 'version_conflict'; });
@@ -217,9 +207,9 @@ export class LmdbStore implements SnapshotStore {
   }
 
   // Every write inside a transaction callback is `putSync` / `removeSync`, never `put` / `remove`:
-  // lmdb-js queues a plain `put` for its write thread even inside `transactionSync`, so it would
-  // not be in this transaction, nor durable when the commit returns (checked: a process killed
-  // right after such a commit loses it).
+  // lmdb-js queues a plain `put` for its write thread as a write of its own, so it would not be in
+  // this transaction, nor durable when the commit returns (checked: a process killed right after
+  // such a commit loses it).
   private commitInTxn(dbs: SubDatabases, write: CommitWrite): CommitResult {
     // Both checks come before the first write, so a refusal writes nothing (not even the fence).
     const fenceToken = dbs.fences.get(write.fence.shard);

@@ -21,6 +21,7 @@ import { ChainsLinkClient, chainsProtoPath, LinkError } from '../../src/grpc/cha
 import { startService, type RunningService } from '../../src/service/service.ts';
 import { eventually } from '../support/eventually.ts';
 import { randomKeyPrefix, startRedis, type PrivateRedis } from '../support/redis-server.ts';
+import { stopChild } from '../support/processes.ts';
 
 const repoRoot = join(import.meta.dirname, '../..');
 const apiKey = `demo_${randomBytes(16).toString('hex')}`;
@@ -82,16 +83,7 @@ async function startWatcherProcess(env: Record<string, string>): Promise<{ child
 
 /** SIGTERM (the service's graceful stop), SIGKILL after a bound. */
 async function stopProcess(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.kill('SIGTERM');
-  let timer: NodeJS.Timeout | undefined;
-  const late = await Promise.race([exited.then(() => false), new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), childStopMsMax)))]);
-  clearTimeout(timer);
-  if (late) {
-    child.kill('SIGKILL');
-    await exited;
-  }
+  await stopChild(child, childStopMsMax);
 }
 
 /** A well-formed Solana signature (base58 of 64 bytes) that no chain has seen. */

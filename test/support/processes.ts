@@ -21,19 +21,25 @@ export async function freePort(): Promise<number> {
   });
 }
 
-/** SIGTERM, then SIGKILL if the child has not exited within `stopTimeoutMs`. */
+/**
+ * SIGTERM, then SIGKILL if the child has not exited within `stopTimeoutMs`. Then its pipes are
+ * closed on our side: a grandchild that inherited them (tsx's esbuild service, say) would otherwise
+ * keep them open after the child's exit, and this test process would never exit.
+ */
 export async function stopChild(child: ChildProcess, stopTimeoutMs = 5_000): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.kill('SIGTERM');
-  let timer: NodeJS.Timeout | undefined;
-  const timedOut = new Promise<boolean>((resolve) => {
-    timer = setTimeout(() => resolve(true), stopTimeoutMs);
-  });
-  const late = await Promise.race([exited.then(() => false), timedOut]);
-  clearTimeout(timer);
-  if (late) {
-    child.kill('SIGKILL');
-    await exited;
+  if (child.exitCode === null && child.signalCode === null) {
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    child.kill('SIGTERM');
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(true), stopTimeoutMs);
+    });
+    const late = await Promise.race([exited.then(() => false), timedOut]);
+    clearTimeout(timer);
+    if (late) {
+      child.kill('SIGKILL');
+      await exited;
+    }
   }
+  for (const stream of [child.stdin, child.stdout, child.stderr]) stream?.destroy();
 }

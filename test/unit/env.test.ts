@@ -3,13 +3,6 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readEnv } from '../../src/config/env.ts';
 
-test('the store commits small batches on the event loop by default; the operator can turn it off', () => {
-  assert.equal(readEnv({}).STORE_INLINE_COMMIT_WRITES, 4);
-  assert.equal(readEnv({ STORE_INLINE_COMMIT_WRITES: '0' }).STORE_INLINE_COMMIT_WRITES, 0);
-  assert.throws(() => readEnv({ STORE_INLINE_COMMIT_WRITES: '-1' }), /STORE_INLINE_COMMIT_WRITES/);
-  assert.throws(() => readEnv({ STORE_INLINE_COMMIT_WRITES: 'many' }), /STORE_INLINE_COMMIT_WRITES/);
-});
-
 test('webhook attempts: connect and first-byte timeouts default to 3 s and 5 s, within the 10 s attempt', () => {
   const defaults = readEnv({});
   assert.equal(defaults.WEBHOOK_CONNECT_TIMEOUT_MS, 3_000);
