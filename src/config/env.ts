@@ -2,18 +2,32 @@
 // start: a bad value stops start-up with a message naming the variable.
 import { z } from 'zod';
 import { describeZodError } from './partners.ts';
+import { checkKeyStrength } from './key-strength.ts';
 
 export const roles = ['all', 'edge', 'shard', 'watcher', 'payout', 'webhooks', 'admin'] as const;
 export type Role = (typeof roles)[number];
 
 const flag = z.enum(['0', '1', 'true', 'false']).transform((value) => value === '1' || value === 'true');
 
+/**
+ * A key the service reads from the environment: at most 256 characters and at least 128 bits of
+ * estimated entropy (src/config/key-strength.ts); the refusal names the variable, not the value.
+ */
+const strongKey = (name: string) =>
+  z
+    .string()
+    .max(256)
+    .superRefine((value, context) => {
+      const strength = checkKeyStrength(name, value);
+      if (!strength.ok) context.addIssue({ code: 'custom', message: strength.reason });
+    });
+
 const envSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65_535).default(8080),
   HOST: z.string().min(1).default('127.0.0.1'),
   ROLE: z.enum(roles).default('all'),
-  DEMO_API_KEY: z.string().min(16).max(256).optional(),
-  OPS_API_KEY: z.string().min(16).max(256).optional(),
+  DEMO_API_KEY: strongKey('DEMO_API_KEY').optional(),
+  OPS_API_KEY: strongKey('OPS_API_KEY').optional(),
   REDIS_URL: z.string().regex(/^rediss?(\+cluster)?:\/\//, 'must be a redis://, rediss://, redis+cluster:// or rediss+cluster:// URL').optional(),
   MONGODB_URL: z.string().regex(/^mongodb(\+srv)?:\/\//, 'must be a mongodb:// URL').optional(),
   MONGODB_DB: z.string().min(1).default('payments'),

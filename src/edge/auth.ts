@@ -12,7 +12,7 @@
 // Credentials: `X-API-Key: <key>` or `Authorization: Bearer <key>` (same key, same scoping); the
 // ops key only in `X-OPS-API-KEY`, in its own set, never accepted as a partner key or vice versa.
 import * as crypto from 'node:crypto';
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { errorResponse } from './errors.ts';
 import type { Guard, RequestHead } from './http.ts';
 import type { RateLimiter } from './rate-limit.ts';
@@ -32,6 +32,17 @@ const bearerPattern = /^bearer[ \t]+(\S+)[ \t]*$/i;
  * of the cost, and the edge hashes a key on every partner request. Older Node 20 releases lack it.
  */
 const oneShotHash = (crypto as { hash?: typeof crypto.hash }).hash;
+
+/** Random bytes in every key the service makes (ops and demo keys, keys the admin service issues): 192 bits. */
+export const generatedKeyBytes = 24;
+
+/**
+ * A new API key: `<prefix>_` and `generatedKeyBytes` CSPRNG bytes in hex. Above the 128 bits a
+ * configured key must have (src/config/key-strength.ts) with room to spare.
+ */
+export function generateApiKey(prefix: string): string {
+  return `${prefix}_${randomBytes(generatedKeyBytes).toString('hex')}`;
+}
 
 export function sha256Hex(value: string): string {
   return oneShotHash === undefined ? createHash('sha256').update(value, 'utf8').digest('hex') : oneShotHash('sha256', value, 'hex');

@@ -3,7 +3,6 @@
 // retry now, resolve by hand), sandbox knobs. Every call carries the ops
 // key in metadata `x-ops-api-key`, checked in constant time; a missing or wrong key is
 // UNAUTHENTICATED. Capabilities that this process does not have answer UNAVAILABLE with a reason.
-import { randomBytes } from 'node:crypto';
 import {
   Server,
   status as grpcStatus,
@@ -19,7 +18,7 @@ import { workerStatsCollection } from '../actors/store-adapter.ts';
 import { listQuarantined, quarantineDetail, requestReplay, type QuarantineRecord } from '../actors/quarantine.ts';
 import { isOneOf, fiatCurrencies, networks, paymentMethods } from '../domain/assets.ts';
 import { parseAmount, decimalFromExactString } from '../domain/money.ts';
-import { sha256Hex } from '../edge/auth.ts';
+import { generateApiKey, sha256Hex } from '../edge/auth.ts';
 import type { ServiceContext } from '../service/context.ts';
 import type { Reconciler } from '../service/ports.ts';
 import { persistPartner } from '../service/partner-overrides.ts';
@@ -188,7 +187,8 @@ export function adminHandlers(ctx: ServiceContext, capabilities: AdminCapabiliti
     EnableUser: (request) => setUserDisabled(request, false),
     async RotateApiKey(request) {
       const partner = partnerOf(request);
-      const apiKey = `key_${randomBytes(24).toString('hex')}`;
+      // 192 random bits (≥ the 128 every configured key needs: docs/security.md).
+      const apiKey = generateApiKey('key');
       // The old keys stop working at once: rotation is for a leaked key.
       const next = ctx.partners.update(partner.id, (current) => ({ ...current, apiKeySha256: [sha256Hex(apiKey)] }));
       if (next) await persistPartner(ctx, next);

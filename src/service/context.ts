@@ -1,6 +1,6 @@
 // What every role is built from: configuration, the clock, the logger, the bus, leases, the store,
 // the partner directory and key ring. Built once per process by `createContext`.
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { pino, type Logger } from 'pino';
 import { systemClock, type Bus } from '../bus/bus.ts';
@@ -24,7 +24,7 @@ import type { CorridorConfig } from '../domain/corridors.ts';
 import type { FiatCurrency } from '../domain/assets.ts';
 import type { LimitsConfig } from '../domain/limits.ts';
 import type { Decimal } from '../domain/money.ts';
-import { createKeyRing, sha256Hex, type KeyRing } from '../edge/auth.ts';
+import { createKeyRing, generateApiKey, sha256Hex, type KeyRing } from '../edge/auth.ts';
 import { LmdbStore } from '../store/lmdb-store.ts';
 import { MongoStore } from '../store/mongo-store.ts';
 import { defaultReadModelIndexes, type ReadModelIndex, type SnapshotStore } from '../store/store.ts';
@@ -114,11 +114,11 @@ export async function createContext(env: EnvConfig, overrides: ContextOverrides 
   for (const partner of env.PARTNERS_FILE ? loadPartnersFile(env.PARTNERS_FILE) : []) partners.set(partnerFromConfig(partner));
 
   const generatedKeys: { demoApiKey?: string; opsApiKey?: string } = {};
-  const opsKey = env.OPS_API_KEY ?? (generatedKeys.opsApiKey = `ops_${randomBytes(24).toString('hex')}`);
+  const opsKey = env.OPS_API_KEY ?? (generatedKeys.opsApiKey = generateApiKey('ops'));
   keyRing.setOpsKeys([sha256Hex(opsKey)]);
   // The demo partner exists in sandbox mode (and when no partners file is given).
   if (env.sandbox || !env.PARTNERS_FILE) {
-    const demoKey = env.DEMO_API_KEY ?? (generatedKeys.demoApiKey = `demo_${randomBytes(24).toString('hex')}`);
+    const demoKey = env.DEMO_API_KEY ?? (generatedKeys.demoApiKey = generateApiKey('demo'));
     if (partners.get(demoPartnerId) === undefined) {
       partners.set({
         id: demoPartnerId,
