@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import { describeZodError } from './partners.ts';
 import { checkKeyStrength } from './key-strength.ts';
+import { parseCidrList } from '../domain/ip-address.ts';
 
 export const roles = ['all', 'edge', 'shard', 'watcher', 'payout', 'webhooks', 'admin'] as const;
 export type Role = (typeof roles)[number];
@@ -46,6 +47,27 @@ const envSchema = z.object({
   /** Per-partner token bucket at the edge (429 with Retry-After beyond it). */
   EDGE_RATE_LIMIT_PER_SECOND: z.coerce.number().positive().max(1_000_000).default(200),
   EDGE_RATE_LIMIT_BURST: z.coerce.number().int().positive().max(1_000_000).default(400),
+  /**
+   * Failed authentications per client address (partner and ops keys over HTTP, the admin gRPC
+   * service): refilled per minute, and the bucket size. Beyond it: 429 / RESOURCE_EXHAUSTED with a
+   * retry delay instead of 401 (a correct key is never refused). docs/security.md.
+   */
+  AUTH_FAILURES_PER_MINUTE: z.coerce.number().positive().max(1_000_000).default(60),
+  AUTH_FAILURES_BURST: z.coerce.number().int().positive().max(1_000_000).default(20),
+  /** Requests per client address on the routes without credentials (corridors, health): 429 beyond it. */
+  PUBLIC_RATE_LIMIT_PER_SECOND: z.coerce.number().positive().max(1_000_000).default(20),
+  PUBLIC_RATE_LIMIT_BURST: z.coerce.number().int().positive().max(1_000_000).default(100),
+  /**
+   * The load balancers / reverse proxies in front of the edge (comma-separated IPs or CIDR ranges):
+   * only from these is X-Forwarded-For believed. Empty (default): the TCP peer is the client.
+   */
+  TRUSTED_PROXIES: z
+    .string()
+    .default('')
+    .superRefine((value, context) => {
+      const parsed = parseCidrList(value);
+      if (!parsed.ok) context.addIssue({ code: 'custom', message: parsed.reason });
+    }),
   /**
    * Per-partner budget of POST /payments/notify calls that cannot fund their transaction (strays,
    * late deposits, repeats, transfers that do not validate): refilled per minute, and its size.

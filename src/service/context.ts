@@ -25,6 +25,7 @@ import type { FiatCurrency } from '../domain/assets.ts';
 import type { LimitsConfig } from '../domain/limits.ts';
 import type { Decimal } from '../domain/money.ts';
 import { createKeyRing, generateApiKey, sha256Hex, type KeyRing } from '../edge/auth.ts';
+import { createAuthThrottle, type AuthThrottle } from '../edge/auth-throttle.ts';
 import { LmdbStore } from '../store/lmdb-store.ts';
 import { MongoStore } from '../store/mongo-store.ts';
 import { defaultReadModelIndexes, type ReadModelIndex, type SnapshotStore } from '../store/store.ts';
@@ -59,6 +60,11 @@ export interface ServiceContext {
   readonly config: LiveConfig;
   readonly partners: PartnerDirectory;
   readonly keyRing: KeyRing;
+  /**
+   * Failed authentications per client address, for every door of this process (edge partner and
+   * ops keys, health listener /metrics, admin gRPC): counted, throttled, logged by sample.
+   */
+  readonly authThrottle: AuthThrottle;
   /** Keys generated at start (not from the environment), to print once. Never logged elsewhere. */
   readonly generatedKeys: { readonly demoApiKey?: string; readonly opsApiKey?: string };
   /** An actor client with its own reply stream (one per role that asks actors); `gate`: see ActorClient. */
@@ -133,6 +139,11 @@ export async function createContext(env: EnvConfig, overrides: ContextOverrides 
     }
   }
 
+  const authThrottle = createAuthThrottle({
+    config: { ratePerSecond: env.AUTH_FAILURES_PER_MINUTE / 60, burst: env.AUTH_FAILURES_BURST },
+    log: (fields, message) => log.warn(fields, message),
+  });
+
   const requesters: Requester[] = [];
   return {
     env,
@@ -147,6 +158,7 @@ export async function createContext(env: EnvConfig, overrides: ContextOverrides 
     config: liveConfig(corridors, defaultLimitsConfig),
     partners,
     keyRing,
+    authThrottle,
     generatedKeys,
     async actorClient(name, options = {}) {
       // The reply loop retries every ≤ 2 s while Redis is away: one line when it starts failing,

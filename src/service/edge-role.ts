@@ -7,8 +7,11 @@
 import { RequestTimeoutError } from '../bus/request-reply.ts';
 import { RateLimitedLog } from '../bus/outage-log.ts';
 import { systemClock } from '../bus/bus.ts';
-import { createHttpApp, type Route } from '../edge/http.ts';
-import { opsGuard, partnerGuard } from '../edge/auth.ts';
+import { createHttpApp, type RequestHead, type Route } from '../edge/http.ts';
+import { opsGuard, partnerGuard, publicGuard } from '../edge/auth.ts';
+import { authThrottleMetrics, createPublicThrottle, publicThrottleMetrics } from '../edge/auth-throttle.ts';
+import { createClientAddressResolver } from '../edge/client-address.ts';
+import { parseCidrList } from '../domain/ip-address.ts';
 import { createIdempotency } from '../edge/idempotency.ts';
 import { createNotifyBudget, defaultNotifyBudgetConfig, type NotifyBudgetConfig } from '../edge/notify-budget.ts';
 import { createRateLimiter, defaultRateLimitConfig, type TokenBucketConfig } from '../edge/rate-limit.ts';
@@ -26,6 +29,7 @@ import { createEventLogReader } from '../webhooks/event-log.ts';
 import { outageLogTo, type ServiceContext } from './context.ts';
 import { createClusterStats } from './cluster-stats.ts';
 import type { HealthCheck } from './health.ts';
+import { renderFamilies } from './role-metrics.ts';
 import { startShardWatch, type ShardWatch } from './shard-watch.ts';
 import type { ChainAvailability, DepositVerifier, LiquidityView, OnrampAcceptance, PaymentContexts, Reconciler, SandboxDriver } from './ports.ts';
 
@@ -112,7 +116,13 @@ async function startEdgeWithWatch(
     },
   });
   const rateLimiter = createRateLimiter({ config: options.rateLimit ?? defaultRateLimitConfig });
-  const ops = opsGuard({ keyRing: ctx.keyRing });
+  const clientAddress = clientAddressOf(ctx.env.TRUSTED_PROXIES);
+  const credentials = { keyRing: ctx.keyRing, authThrottle: ctx.authThrottle, clientAddress };
+  const ops = opsGuard(credentials);
+  const publicThrottle = createPublicThrottle({
+    config: { ratePerSecond: ctx.env.PUBLIC_RATE_LIMIT_PER_SECOND, burst: ctx.env.PUBLIC_RATE_LIMIT_BURST },
+    log: (fields, message) => ctx.log.warn(fields, message),
+  });
   // Set once the app exists (the routes are built before it).
   let draining = (): boolean => false;
   const env: EdgeEnv = {
@@ -120,8 +130,9 @@ async function startEdgeWithWatch(
     deps,
     actors,
     idempotency: createIdempotency(ctx.store),
-    partnerGuard: partnerGuard({ keyRing: ctx.keyRing, rateLimiter }),
+    partnerGuard: partnerGuard({ ...credentials, rateLimiter }),
     opsGuard: ops,
+    publicGuard: publicGuard({ throttle: publicThrottle, clientAddress }),
     notifyBudget: createNotifyBudget(options.notifyBudget ?? defaultNotifyBudgetConfig, () => ctx.clock.nowMs()),
     draining: () => draining(),
     shards,
@@ -145,6 +156,7 @@ async function startEdgeWithWatch(
           clock: ctx.clock,
         }),
         nowMs: () => ctx.clock.nowMs(),
+        extra: () => renderFamilies([...authThrottleMetrics(ctx.authThrottle.stats()), ...publicThrottleMetrics(publicThrottle.stats())]),
       }),
     ],
     onRequestFinished: (entry) => {
@@ -173,6 +185,14 @@ async function startEdgeWithWatch(
     },
     health: () => [shards.check()],
   };
+}
+
+/** The client address of a request: the TCP peer, or X-Forwarded-For from TRUSTED_PROXIES. */
+function clientAddressOf(trustedProxies: string): (head: RequestHead) => string {
+  const parsed = parseCidrList(trustedProxies);
+  if (!parsed.ok) throw new Error(`TRUSTED_PROXIES: ${parsed.reason}`);
+  const resolver = createClientAddressResolver(parsed.cidrs);
+  return (head) => resolver.resolve(head.remoteAddress, head.headers['x-forwarded-for']);
 }
 
 /** Waits until `inFlight()` has stayed 0 for `edgeQuietMs` (or `untilMs` passes); returns it then. */
