@@ -14,8 +14,10 @@ import { createClientAddressResolver } from '../edge/client-address.ts';
 import { parseCidrList } from '../domain/ip-address.ts';
 import { createIdempotency } from '../edge/idempotency.ts';
 import { createNotifyBudget, defaultNotifyBudgetConfig, type NotifyBudgetConfig } from '../edge/notify-budget.ts';
-import { createRateLimiter, defaultRateLimitConfig, type TokenBucketConfig } from '../edge/rate-limit.ts';
-import { edgeActors, type EdgeEnv } from '../edge/routes/common.ts';
+import { createRateLimiter, defaultRateLimitConfig, inProcessRateLimit, type PartnerRateLimit, type TokenBucketConfig } from '../edge/rate-limit.ts';
+import { createSharedRateLimit } from '../edge/shared-rate-limit.ts';
+import { RedisTokenBuckets } from '../bus/redis-token-buckets.ts';
+import { edgeActors, type EdgeActors, type EdgeEnv } from '../edge/routes/common.ts';
 import { kycRoutes } from '../edge/routes/kyc.ts';
 import { createEdgeMetrics, metricsRoutes } from '../edge/routes/metrics.ts';
 import { opsRoutes } from '../edge/routes/ops.ts';
@@ -115,7 +117,47 @@ async function startEdgeWithWatch(
       if (error instanceof RequestTimeoutError) askTimeouts.note({ timeoutMs: error.timeoutMs });
     },
   });
-  const rateLimiter = createRateLimiter({ config: options.rateLimit ?? defaultRateLimitConfig });
+  const rateLimiter = partnerRateLimit(ctx, options.rateLimit ?? defaultRateLimitConfig);
+  try {
+    return await startEdgeApp(ctx, deps, options, shards, actors, rateLimiter);
+  } catch (error) {
+    await rateLimiter.close();
+    throw error;
+  }
+}
+
+/** Limiter batches that failed: one log line per this long at most (the Redis client logs the outage too). */
+const rateLimitFailureLogIntervalMs = 60_000;
+
+/**
+ * The per-partner limit: shared by every edge through Redis when the Redis bus is used
+ * (src/edge/shared-rate-limit.ts), this process's own buckets otherwise.
+ */
+function partnerRateLimit(ctx: ServiceContext, config: TokenBucketConfig): PartnerRateLimit {
+  const redisUrl = ctx.env.REDIS_URL;
+  if (redisUrl === undefined) return inProcessRateLimit(createRateLimiter({ config }));
+  const failures = new RateLimitedLog({
+    log: outageLogTo(ctx.log),
+    clock: systemClock,
+    level: 'warn',
+    message: 'the shared rate limit did not answer; this edge uses its own buckets for a while',
+    intervalMs: rateLimitFailureLogIntervalMs,
+  });
+  return createSharedRateLimit({
+    buckets: new RedisTokenBuckets({ redis: redisUrl, keyPrefix: ctx.keyPrefix, connectionLog: { log: outageLogTo(ctx.log) } }),
+    config,
+    onFailure: (error) => failures.note({ error: String(error) }),
+  });
+}
+
+async function startEdgeApp(
+  ctx: ServiceContext,
+  deps: EdgeDeps,
+  options: EdgeRoleOptions,
+  shards: ShardWatch,
+  actors: EdgeActors,
+  rateLimiter: PartnerRateLimit,
+): Promise<EdgeRole> {
   const clientAddress = clientAddressOf(ctx.env.TRUSTED_PROXIES);
   const credentials = { keyRing: ctx.keyRing, authThrottle: ctx.authThrottle, clientAddress };
   const ops = opsGuard(credentials);
@@ -181,6 +223,7 @@ async function startEdgeWithWatch(
       if (left === 0) left = await untilQuiet(() => app.stats().inFlightRequests, startedAtMs + waitMs);
       if (left > 0) ctx.log.warn({ inFlightRequests: left }, 'edge stopped with requests still in flight');
       else ctx.log.info({ drainMs: Date.now() - startedAtMs }, 'edge drained');
+      await rateLimiter.close();
       shards.stop();
     },
     health: () => [shards.check()],
