@@ -54,9 +54,12 @@ const envSchema = z.object({
    */
   AUTH_FAILURES_PER_MINUTE: z.coerce.number().positive().max(1_000_000).default(60),
   AUTH_FAILURES_BURST: z.coerce.number().int().positive().max(1_000_000).default(20),
-  /** Requests per client address on the routes without credentials (corridors, health): 429 beyond it. */
-  PUBLIC_RATE_LIMIT_PER_SECOND: z.coerce.number().positive().max(1_000_000).default(20),
-  PUBLIC_RATE_LIMIT_BURST: z.coerce.number().int().positive().max(1_000_000).default(100),
+  /**
+   * Requests per client address on the routes without credentials (corridors, health): 429 beyond
+   * it. Generous, so a load balancer's or an orchestrator's probes from one address never meet it.
+   */
+  PUBLIC_RATE_LIMIT_PER_SECOND: z.coerce.number().positive().max(1_000_000).default(50),
+  PUBLIC_RATE_LIMIT_BURST: z.coerce.number().int().positive().max(1_000_000).default(200),
   /**
    * The load balancers / reverse proxies in front of the edge (comma-separated IPs or CIDR ranges):
    * only from these is X-Forwarded-For believed. Empty (default): the TCP peer is the client.

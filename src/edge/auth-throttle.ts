@@ -21,11 +21,6 @@ export const credentialKinds = ['partner', 'ops', 'admin'] as const;
 /** Which credential failed: a partner key, the ops key over HTTP, the ops key on the admin gRPC service. */
 export type CredentialKind = (typeof credentialKinds)[number];
 
-/** 60 failures a minute per address after a burst of 20. */
-export const defaultAuthFailureLimit: TokenBucketConfig = { ratePerSecond: 1, burst: 20 };
-/** 20 requests a second per address after a burst of 100, on the routes without credentials. */
-export const defaultPublicRateLimit: TokenBucketConfig = { ratePerSecond: 20, burst: 100 };
-
 export type LogLine = (fields: Readonly<Record<string, unknown>>, message: string) => void;
 
 export interface ThrottleOptions {
