@@ -2,6 +2,8 @@
 // start: a bad value stops start-up with a message naming the variable.
 import { z } from 'zod';
 import { describeZodError } from './partners.ts';
+import { checkKeyStrength } from './key-strength.ts';
+import { parseCidrList } from '../domain/ip-address.ts';
 
 export const roles = ['all', 'edge', 'shard', 'watcher', 'payout', 'webhooks', 'admin'] as const;
 export type Role = (typeof roles)[number];
@@ -11,12 +13,25 @@ export const sandboxWithMainnetConsent = 'i-understand';
 
 const flag = z.enum(['0', '1', 'true', 'false']).transform((value) => value === '1' || value === 'true');
 
+/**
+ * A key the service reads from the environment: at most 256 characters and at least 128 bits of
+ * estimated entropy (src/config/key-strength.ts); the refusal names the variable, not the value.
+ */
+const strongKey = (name: string) =>
+  z
+    .string()
+    .max(256)
+    .superRefine((value, context) => {
+      const strength = checkKeyStrength(name, value);
+      if (!strength.ok) context.addIssue({ code: 'custom', message: strength.reason });
+    });
+
 const envSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65_535).default(8080),
   HOST: z.string().min(1).default('127.0.0.1'),
   ROLE: z.enum(roles).default('all'),
-  DEMO_API_KEY: z.string().min(16).max(256).optional(),
-  OPS_API_KEY: z.string().min(16).max(256).optional(),
+  DEMO_API_KEY: strongKey('DEMO_API_KEY').optional(),
+  OPS_API_KEY: strongKey('OPS_API_KEY').optional(),
   REDIS_URL: z.string().regex(/^rediss?(\+cluster)?:\/\//, 'must be a redis://, rediss://, redis+cluster:// or rediss+cluster:// URL').optional(),
   MONGODB_URL: z.string().regex(/^mongodb(\+srv)?:\/\//, 'must be a mongodb:// URL').optional(),
   MONGODB_DB: z.string().min(1).default('payments'),
@@ -36,6 +51,30 @@ const envSchema = z.object({
   /** Per-partner token bucket at the edge (429 with Retry-After beyond it). */
   EDGE_RATE_LIMIT_PER_SECOND: z.coerce.number().positive().max(1_000_000).default(200),
   EDGE_RATE_LIMIT_BURST: z.coerce.number().int().positive().max(1_000_000).default(400),
+  /**
+   * Failed authentications per client address (partner and ops keys over HTTP, the admin gRPC
+   * service): refilled per minute, and the bucket size. Beyond it: 429 / RESOURCE_EXHAUSTED with a
+   * retry delay instead of 401 (a correct key is never refused). docs/security.md.
+   */
+  AUTH_FAILURES_PER_MINUTE: z.coerce.number().positive().max(1_000_000).default(60),
+  AUTH_FAILURES_BURST: z.coerce.number().int().positive().max(1_000_000).default(20),
+  /**
+   * Requests per client address on the routes without credentials (corridors, health): 429 beyond
+   * it. Generous, so a load balancer's or an orchestrator's probes from one address never meet it.
+   */
+  PUBLIC_RATE_LIMIT_PER_SECOND: z.coerce.number().positive().max(1_000_000).default(50),
+  PUBLIC_RATE_LIMIT_BURST: z.coerce.number().int().positive().max(1_000_000).default(200),
+  /**
+   * The load balancers / reverse proxies in front of the edge (comma-separated IPs or CIDR ranges):
+   * only from these is X-Forwarded-For believed. Empty (default): the TCP peer is the client.
+   */
+  TRUSTED_PROXIES: z
+    .string()
+    .default('')
+    .superRefine((value, context) => {
+      const parsed = parseCidrList(value);
+      if (!parsed.ok) context.addIssue({ code: 'custom', message: parsed.reason });
+    }),
   /**
    * Per-partner budget of POST /payments/notify calls that cannot fund their transaction (strays,
    * late deposits, repeats, transfers that do not validate): refilled per minute, and its size.

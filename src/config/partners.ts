@@ -3,8 +3,22 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { feeSchema } from './corridors.ts';
+import { checkKeyStrength } from './key-strength.ts';
 
 const sha256Hex = z.string().regex(/^[0-9a-f]{64}$/, 'must be the lowercase hex SHA-256 of an API key');
+
+/**
+ * The webhook signing secret: whoever knows it can forge our webhooks to the partner, so it must
+ * carry ≥ 128 bits like every configured key (src/config/key-strength.ts). API keys are stored
+ * only as hashes here, so their strength cannot be checked: operators hash keys of ≥ 128 bits.
+ */
+const webhookSecret = z
+  .string()
+  .max(256)
+  .superRefine((value, context) => {
+    const strength = checkKeyStrength('the webhook secret', value);
+    if (!strength.ok) context.addIssue({ code: 'custom', message: strength.reason });
+  });
 
 export const partnerSchema = z.strictObject({
   id: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1-64 of A-Z a-z 0-9 _ -'),
@@ -13,7 +27,7 @@ export const partnerSchema = z.strictObject({
   kycEnabled: z.boolean(),
   kybApproved: z.boolean(),
   disabledUsers: z.array(z.string().min(1).max(200)).max(100_000).default([]),
-  webhook: z.strictObject({ url: z.url(), secret: z.string().min(16).max(256) }).optional(),
+  webhook: z.strictObject({ url: z.url(), secret: webhookSecret }).optional(),
   fees: feeSchema.optional(),
 });
 

@@ -12,10 +12,11 @@
 // Credentials: `X-API-Key: <key>` or `Authorization: Bearer <key>` (same key, same scoping); the
 // ops key only in `X-OPS-API-KEY`, in its own set, never accepted as a partner key or vice versa.
 import * as crypto from 'node:crypto';
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { AuthThrottle, CredentialKind, PublicThrottle } from './auth-throttle.ts';
 import { errorResponse } from './errors.ts';
-import type { Guard, RequestHead } from './http.ts';
-import type { RateLimiter } from './rate-limit.ts';
+import type { Guard, GuardResult, HttpResponse, RequestHead } from './http.ts';
+import { inProcessRateLimit, type PartnerRateLimit, type RateLimiter } from './rate-limit.ts';
 
 /** Longest API key we hash; anything longer is rejected before hashing. */
 export const apiKeyCharsMax = 256;
@@ -32,6 +33,17 @@ const bearerPattern = /^bearer[ \t]+(\S+)[ \t]*$/i;
  * of the cost, and the edge hashes a key on every partner request. Older Node 20 releases lack it.
  */
 const oneShotHash = (crypto as { hash?: typeof crypto.hash }).hash;
+
+/** Random bytes in every key the service makes (ops and demo keys, keys the admin service issues): 192 bits. */
+export const generatedKeyBytes = 24;
+
+/**
+ * A new API key: `<prefix>_` and `generatedKeyBytes` CSPRNG bytes in hex. Above the 128 bits a
+ * configured key must have (src/config/key-strength.ts) with room to spare.
+ */
+export function generateApiKey(prefix: string): string {
+  return `${prefix}_${randomBytes(generatedKeyBytes).toString('hex')}`;
+}
 
 export function sha256Hex(value: string): string {
   return oneShotHash === undefined ? createHash('sha256').update(value, 'utf8').digest('hex') : oneShotHash('sha256', value, 'hex');
@@ -164,36 +176,82 @@ function authenticationFailed(problem: 'missing' | 'invalid') {
   return errorResponse('authentication_failed', reason, { 'www-authenticate': 'Bearer' });
 }
 
-export interface PartnerGuardOptions {
+function rateLimited(retryAfterSeconds: number, reason?: string): HttpResponse {
+  return errorResponse('rate_limited', reason, { 'retry-after': String(retryAfterSeconds) });
+}
+
+/** What every guard of a credential knows about failed authentication. */
+export interface CredentialGuardOptions {
   readonly keyRing: KeyRing;
-  /** When given, one token per request from the partner's bucket; 429 `rate_limited` when empty. */
-  readonly rateLimiter?: RateLimiter;
+  /**
+   * Failed authentications per client address (src/edge/auth-throttle.ts): counted, 429 once the
+   * address's bucket is empty, logged by sample instead of an access-log line each. Without it:
+   * every failure is a plain 401 with its access-log line.
+   */
+  readonly authThrottle?: AuthThrottle;
+  /** The client's address (X-Forwarded-For from TRUSTED_PROXIES: src/edge/client-address.ts); the TCP peer by default. */
+  readonly clientAddress?: (head: RequestHead) => string;
+}
+
+function peerAddress(head: RequestHead): string {
+  return head.remoteAddress;
+}
+
+/** The refusal of a failed authentication: `unauthenticated` (401), or 429 once the address is throttled. */
+function credentialRefused(kind: CredentialKind, head: RequestHead, options: CredentialGuardOptions, unauthenticated: HttpResponse): GuardResult {
+  const throttle = options.authThrottle;
+  if (throttle === undefined) return { allow: false, response: unauthenticated };
+  const address = (options.clientAddress ?? peerAddress)(head);
+  const outcome = throttle.failed(kind, address, { method: head.method, route: head.routePattern, requestId: head.requestId });
+  const response = outcome.throttled
+    ? rateLimited(outcome.retryAfterSeconds, 'Too many failed authentication attempts from this address; retry after the Retry-After delay')
+    : unauthenticated;
+  return { allow: false, response, skipAccessLog: true };
+}
+
+export interface PartnerGuardOptions extends CredentialGuardOptions {
+  /**
+   * When given, one token per request from the partner's bucket; 429 `rate_limited` when empty.
+   * A RateLimiter is this process's buckets; a PartnerRateLimit may be shared by every edge.
+   */
+  readonly rateLimiter?: RateLimiter | PartnerRateLimit;
 }
 
 /**
- * Route guard for partner endpoints: authenticates (401 `authentication_failed`) and rate limits
- * per partner (429 `rate_limited` with `Retry-After`), before any body byte is buffered.
+ * Route guard for partner endpoints: authenticates (401 `authentication_failed`; 429 for an address
+ * that failed too often) and rate limits per partner (429 `rate_limited` with `Retry-After`),
+ * before any body byte is buffered.
  */
 export function partnerGuard(options: PartnerGuardOptions): Guard {
+  const given = options.rateLimiter;
+  const limit = given === undefined ? undefined : 'admit' in given ? given : inProcessRateLimit(given);
   return (head: RequestHead) => {
     const auth = authenticatePartner(head.headers, options.keyRing);
-    if (!auth.ok) return { allow: false, response: authenticationFailed(auth.problem) };
-    const limit = options.rateLimiter?.take(auth.partnerId);
-    if (limit !== undefined && !limit.allowed) {
-      return {
-        allow: false,
-        partnerId: auth.partnerId,
-        response: errorResponse('rate_limited', undefined, { 'retry-after': String(limit.retryAfterSeconds) }),
-      };
-    }
-    return { allow: true, partnerId: auth.partnerId };
+    if (!auth.ok) return credentialRefused('partner', head, options, authenticationFailed(auth.problem));
+    const partnerId = auth.partnerId;
+    const admission = limit?.admit(partnerId);
+    if (admission === undefined || admission.kind === 'allowed') return { allow: true, partnerId };
+    if (admission.kind === 'refused') return { allow: false, partnerId, response: rateLimited(admission.retryAfterSeconds) };
+    return { allow: true, partnerId, wait: admission.decided.then((decision) => (decision.allowed ? null : rateLimited(decision.retryAfterSeconds))) };
   };
 }
 
 /** Route guard for the ops endpoints (`X-OPS-API-KEY`). */
-export function opsGuard(options: { readonly keyRing: KeyRing }): Guard {
+export function opsGuard(options: CredentialGuardOptions): Guard {
+  const refused = errorResponse('authentication_failed', 'Missing or invalid ops API key');
   return (head: RequestHead) =>
-    authenticateOps(head.headers, options.keyRing)
-      ? { allow: true, partnerId: null }
-      : { allow: false, response: errorResponse('authentication_failed', 'Missing or invalid ops API key') };
+    authenticateOps(head.headers, options.keyRing) ? { allow: true, partnerId: null } : credentialRefused('ops', head, options, refused);
+}
+
+/**
+ * Route guard for the routes without credentials (corridors, health): a bucket per client address
+ * (src/edge/auth-throttle.ts), 429 `rate_limited` with Retry-After beyond it, logged by sample.
+ */
+export function publicGuard(options: { readonly throttle: PublicThrottle; readonly clientAddress?: (head: RequestHead) => string }): Guard {
+  const clientAddress = options.clientAddress ?? peerAddress;
+  return (head: RequestHead) => {
+    const verdict = options.throttle.admit(clientAddress(head), { method: head.method, route: head.routePattern, requestId: head.requestId });
+    if (verdict.allowed) return { allow: true, partnerId: null };
+    return { allow: false, response: rateLimited(verdict.retryAfterSeconds, 'Too many requests from this address; retry after the Retry-After delay'), skipAccessLog: true };
+  };
 }

@@ -69,8 +69,23 @@ export interface RequestContext extends RequestHead {
 }
 
 export type GuardResult =
-  | { readonly allow: true; readonly partnerId: string | null }
-  | { readonly allow: false; readonly response: HttpResponse; readonly partnerId?: string | null };
+  | {
+      readonly allow: true;
+      readonly partnerId: string | null;
+      /**
+       * A decision the guard could not take synchronously (a shared rate limit waiting on Redis):
+       * the body is read meanwhile, and the handler runs once this settles with null; a response
+       * here is sent instead. Counts against `handlerTimeoutMs`; must not reject.
+       */
+      readonly wait?: Promise<HttpResponse | null>;
+    }
+  | {
+      readonly allow: false;
+      readonly response: HttpResponse;
+      readonly partnerId?: string | null;
+      /** The guard logged this refusal itself, by sample (a flood of bad keys): no access-log line (metrics still count it). */
+      readonly skipAccessLog?: boolean;
+    };
 
 /**
  * Runs before any body byte is buffered (so unauthenticated or rate-limited uploads are refused
@@ -475,6 +490,10 @@ class Exchange extends DeadlineLink {
   handlerRunning = false;
   routePattern: string | null = null;
   partnerId: string | null = null;
+  /** The guard's pending decision (`GuardResult.wait`), awaited before the handler. */
+  admission: Promise<HttpResponse | null> | null = null;
+  /** The guard logged the refusal itself (`GuardResult.skipAccessLog`). */
+  skipAccessLog = false;
   bodyReader: BodyReader | null = null;
   /** The deadline queue this exchange waits in (body read or handler), if any. */
   private deadlines: Deadlines | null = null;
@@ -524,13 +543,17 @@ class Exchange extends DeadlineLink {
     this.respond(errorResponse('request_timeout', 'Request body not received in time'), true);
   }
 
-  /** Runs the route's handler under `handlerTimeoutMs`, then answers with what it returned. */
+  /**
+   * Runs the route's handler under `handlerTimeoutMs` (after the guard's `wait`, if it left one),
+   * then answers with what it returned.
+   */
   runHandler(route: Route, ctx: RequestContext): void {
     this.handlerRunning = true;
     this.waitIn(this.hooks.handlerDeadlines);
     let answer: Promise<HttpResponse>;
     try {
-      answer = route.handler(ctx);
+      const admission = this.admission;
+      answer = admission === null ? route.handler(ctx) : admission.then((refusal) => refusal ?? route.handler(ctx));
     } catch (error) {
       return this.handlerFailed(error);
     }
@@ -612,7 +635,7 @@ class Exchange extends DeadlineLink {
     this.hooks.onFinished();
     const { logger, onRequestFinished } = this.hooks;
     // The entry is built only for someone: at LOG_LEVEL=warn and without a hook nothing is.
-    const logged = logger.isLevelEnabled('info');
+    const logged = !this.skipAccessLog && logger.isLevelEnabled('info');
     if (!logged && onRequestFinished === undefined) return;
     const entry: AccessLogEntry = {
       method: this.method,
@@ -797,7 +820,11 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     if (route.guard !== undefined) {
       const verdict = route.guard(request);
       exchange.partnerId = verdict.partnerId ?? null;
-      if (!verdict.allow) return exchange.respond(verdict.response, hasBody);
+      if (!verdict.allow) {
+        exchange.skipAccessLog = verdict.skipAccessLog === true;
+        return exchange.respond(verdict.response, hasBody);
+      }
+      exchange.admission = verdict.wait ?? null;
     }
     request.partnerId = exchange.partnerId;
 

@@ -68,6 +68,12 @@ export function takeToken(
   };
 }
 
+/** What `takeToken` would answer, without taking anything (the state is unchanged). */
+export function peekToken(state: TokenBucketState | undefined, nowMs: number, config: TokenBucketConfig): Omit<TakeTokenResult, 'state'> {
+  const { allowed, retryAfterSeconds } = takeToken(state, nowMs, config);
+  return { allowed, retryAfterSeconds };
+}
+
 /**
  * Puts back a token taken for work that turned out free (the notify budget charges only some
  * outcomes): refilled to `nowMs` first, then one more, never above the burst.
@@ -89,6 +95,8 @@ export interface RateLimiterOptions {
 
 export interface RateLimiter {
   take(key: string): TakeTokenResult;
+  /** Whether `take` would be allowed now, without taking a token (nor touching the LRU order). */
+  peek(key: string): Omit<TakeTokenResult, 'state'>;
   /** Returns one token taken by `take` (a key not held is full already: nothing to do). */
   giveBack(key: string): void;
   /** Replaces the configuration; existing buckets keep their tokens (capped at the new burst). */
@@ -119,6 +127,9 @@ export function createRateLimiter(options: RateLimiterOptions = {}): RateLimiter
       }
       return result;
     },
+    peek(key) {
+      return peekToken(buckets.get(key), nowMs(), config);
+    },
     giveBack(key) {
       const previous = buckets.get(key);
       if (previous === undefined) return; // evicted: indistinguishable from a full bucket
@@ -129,5 +140,46 @@ export function createRateLimiter(options: RateLimiterOptions = {}): RateLimiter
       config = next;
     },
     size: () => buckets.size,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The per-partner limit as the partner guard sees it: in this process (the RateLimiter above), or
+// shared by every edge through Redis (src/edge/shared-rate-limit.ts), whose answer may have to
+// wait for a Redis round trip.
+
+export interface AdmissionDecision {
+  readonly allowed: boolean;
+  /** Whole seconds (≥ 1) when refused; 0 when allowed. */
+  readonly retryAfterSeconds: number;
+}
+
+export type Admission =
+  | { readonly kind: 'allowed' }
+  | { readonly kind: 'refused'; readonly retryAfterSeconds: number }
+  /** Decided once the shared bucket answers; `decided` never rejects. */
+  | { readonly kind: 'waiting'; readonly decided: Promise<AdmissionDecision> };
+
+export interface PartnerRateLimit {
+  /** One request of `partnerId`. */
+  admit(partnerId: string): Admission;
+  /** Replaces the configuration (the next token taken uses it). */
+  setConfig(config: TokenBucketConfig): void;
+  /** Releases what it holds (a Redis connection); nothing after this. */
+  close(): Promise<void>;
+}
+
+/** The one 'allowed' answer (shared: admissions are only read). */
+export const admitted: Admission = Object.freeze({ kind: 'allowed' });
+
+/** The per-partner limit of one process: a bucket per partner in this process's memory. */
+export function inProcessRateLimit(limiter: RateLimiter): PartnerRateLimit {
+  return {
+    admit(partnerId) {
+      const result = limiter.take(partnerId);
+      return result.allowed ? admitted : { kind: 'refused', retryAfterSeconds: result.retryAfterSeconds };
+    },
+    setConfig: (config) => limiter.setConfig(config),
+    close: () => Promise.resolve(),
   };
 }

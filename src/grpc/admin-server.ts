@@ -2,9 +2,12 @@
 // reconciliation, webhook deliveries and destinations, outbox rows waiting for a retry (list,
 // retry now, resolve by hand), sandbox knobs. Every call carries the ops
 // key in metadata `x-ops-api-key`, checked in constant time; a missing or wrong key is
-// UNAUTHENTICATED. Capabilities that this process does not have answer UNAVAILABLE with a reason.
-import { randomBytes } from 'node:crypto';
+// UNAUTHENTICATED, and once the caller's address has failed too often (the process's AuthThrottle,
+// shared with the edge) RESOURCE_EXHAUSTED with the delay in metadata (`retry-after` seconds,
+// `grpc-retry-pushback-ms`); a correct key is never refused for it. Capabilities that this
+// process does not have answer UNAVAILABLE with a reason.
 import {
+  Metadata,
   Server,
   status as grpcStatus,
   type sendUnaryData,
@@ -19,7 +22,7 @@ import { workerStatsCollection } from '../actors/store-adapter.ts';
 import { listQuarantined, quarantineDetail, requestReplay, type QuarantineRecord } from '../actors/quarantine.ts';
 import { isOneOf, fiatCurrencies, networks, paymentMethods } from '../domain/assets.ts';
 import { parseAmount, decimalFromExactString } from '../domain/money.ts';
-import { sha256Hex } from '../edge/auth.ts';
+import { generateApiKey, sha256Hex } from '../edge/auth.ts';
 import type { ServiceContext } from '../service/context.ts';
 import type { Reconciler } from '../service/ports.ts';
 import { persistPartner } from '../service/partner-overrides.ts';
@@ -188,7 +191,8 @@ export function adminHandlers(ctx: ServiceContext, capabilities: AdminCapabiliti
     EnableUser: (request) => setUserDisabled(request, false),
     async RotateApiKey(request) {
       const partner = partnerOf(request);
-      const apiKey = `key_${randomBytes(24).toString('hex')}`;
+      // 192 random bits (≥ the 128 every configured key needs: docs/security.md).
+      const apiKey = generateApiKey('key');
       // The old keys stop working at once: rotation is for a leaked key.
       const next = ctx.partners.update(partner.id, (current) => ({ ...current, apiKeySha256: [sha256Hex(apiKey)] }));
       if (next) await persistPartner(ctx, next);
@@ -331,11 +335,35 @@ export function adminHandlers(ctx: ServiceContext, capabilities: AdminCapabiliti
   };
 }
 
+/** The address of a gRPC peer as grpc-js writes it (`127.0.0.1:5000`, `::1:5000`, `unknown`), without the port. */
+export function grpcPeerAddress(peer: string): string {
+  const colon = peer.lastIndexOf(':');
+  return colon > 0 && /^\d+$/.test(peer.slice(colon + 1)) ? peer.slice(0, colon) : peer;
+}
+
+/** The refusal of a call without a valid ops key: UNAUTHENTICATED, or RESOURCE_EXHAUSTED for an address that failed too often. */
+function refuseCredential(ctx: ServiceContext, name: string, call: ServerUnaryCall<Record<string, unknown>, Record<string, unknown>>, callback: sendUnaryData<Record<string, unknown>>): void {
+  const outcome = ctx.authThrottle.failed('admin', grpcPeerAddress(call.getPeer()), { method: name });
+  if (!outcome.throttled) {
+    callback({ code: grpcStatus.UNAUTHENTICATED, details: 'a valid x-ops-api-key is required' });
+    return;
+  }
+  const metadata = new Metadata();
+  metadata.set('retry-after', String(outcome.retryAfterSeconds));
+  // gRFC A6: a client with a retry policy waits this long before its next attempt.
+  metadata.set('grpc-retry-pushback-ms', String(outcome.retryAfterSeconds * 1000));
+  callback({
+    code: grpcStatus.RESOURCE_EXHAUSTED,
+    details: `too many failed authentication attempts from this address; retry after ${outcome.retryAfterSeconds} s`,
+    metadata,
+  });
+}
+
 function wrap(ctx: ServiceContext, name: string, handler: Handler) {
   return (call: ServerUnaryCall<Record<string, unknown>, Record<string, unknown>>, callback: sendUnaryData<Record<string, unknown>>): void => {
     const presented = call.metadata.get('x-ops-api-key')[0];
     if (typeof presented !== 'string' || !ctx.keyRing.isOpsKey(presented)) {
-      callback({ code: grpcStatus.UNAUTHENTICATED, details: 'a valid x-ops-api-key is required' });
+      refuseCredential(ctx, name, call, callback);
       return;
     }
     handler(call.request).then(

@@ -1,6 +1,6 @@
 // What every role is built from: configuration, the clock, the logger, the bus, leases, the store,
 // the partner directory and key ring. Built once per process by `createContext`.
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { pino, type Logger } from 'pino';
 import { systemClock, type Bus } from '../bus/bus.ts';
@@ -24,7 +24,8 @@ import type { CorridorConfig } from '../domain/corridors.ts';
 import type { FiatCurrency } from '../domain/assets.ts';
 import type { LimitsConfig } from '../domain/limits.ts';
 import type { Decimal } from '../domain/money.ts';
-import { createKeyRing, sha256Hex, type KeyRing } from '../edge/auth.ts';
+import { createKeyRing, generateApiKey, sha256Hex, type KeyRing } from '../edge/auth.ts';
+import { createAuthThrottle, type AuthThrottle } from '../edge/auth-throttle.ts';
 import { LmdbStore } from '../store/lmdb-store.ts';
 import { MongoStore } from '../store/mongo-store.ts';
 import { defaultReadModelIndexes, type ReadModelIndex, type SnapshotStore } from '../store/store.ts';
@@ -59,6 +60,11 @@ export interface ServiceContext {
   readonly config: LiveConfig;
   readonly partners: PartnerDirectory;
   readonly keyRing: KeyRing;
+  /**
+   * Failed authentications per client address, for every door of this process (edge partner and
+   * ops keys, health listener /metrics, admin gRPC): counted, throttled, logged by sample.
+   */
+  readonly authThrottle: AuthThrottle;
   /** Keys generated at start (not from the environment), shown once (src/service/generated-keys.ts). Never logged. */
   readonly generatedKeys: { readonly demoApiKey?: string; readonly opsApiKey?: string };
   /** An actor client with its own reply stream (one per role that asks actors); `gate`: see ActorClient. */
@@ -114,7 +120,7 @@ export async function createContext(env: EnvConfig, overrides: ContextOverrides 
   for (const partner of env.PARTNERS_FILE ? loadPartnersFile(env.PARTNERS_FILE) : []) partners.set(partnerFromConfig(partner));
 
   const generatedKeys: { demoApiKey?: string; opsApiKey?: string } = {};
-  const opsKey = env.OPS_API_KEY ?? (generatedKeys.opsApiKey = `ops_${randomBytes(24).toString('hex')}`);
+  const opsKey = env.OPS_API_KEY ?? (generatedKeys.opsApiKey = generateApiKey('ops'));
   keyRing.setOpsKeys([sha256Hex(opsKey)]);
   // The demo partner exists in sandbox mode only: outside it, a key anyone may know (it is in
   // every example) must not reach money. A DEMO_API_KEY set there is ignored, and the start says so.
@@ -122,7 +128,7 @@ export async function createContext(env: EnvConfig, overrides: ContextOverrides 
     log.warn('DEMO_API_KEY is set but sandbox mode is off (SANDBOX=0): there is no demo partner, and the key is not honoured');
   }
   if (env.sandbox) {
-    const demoKey = env.DEMO_API_KEY ?? (generatedKeys.demoApiKey = `demo_${randomBytes(24).toString('hex')}`);
+    const demoKey = env.DEMO_API_KEY ?? (generatedKeys.demoApiKey = generateApiKey('demo'));
     if (partners.get(demoPartnerId) === undefined) {
       partners.set({
         id: demoPartnerId,
@@ -136,6 +142,11 @@ export async function createContext(env: EnvConfig, overrides: ContextOverrides 
       });
     }
   }
+
+  const authThrottle = createAuthThrottle({
+    config: { ratePerSecond: env.AUTH_FAILURES_PER_MINUTE / 60, burst: env.AUTH_FAILURES_BURST },
+    log: (fields, message) => log.warn(fields, message),
+  });
 
   const requesters: Requester[] = [];
   return {
@@ -151,6 +162,7 @@ export async function createContext(env: EnvConfig, overrides: ContextOverrides 
     config: liveConfig(corridors, defaultLimitsConfig),
     partners,
     keyRing,
+    authThrottle,
     generatedKeys,
     async actorClient(name, options = {}) {
       // The reply loop retries every ≤ 2 s while Redis is away: one line when it starts failing,

@@ -7,12 +7,17 @@
 import { RequestTimeoutError } from '../bus/request-reply.ts';
 import { RateLimitedLog } from '../bus/outage-log.ts';
 import { systemClock } from '../bus/bus.ts';
-import { createHttpApp, type Route } from '../edge/http.ts';
-import { opsGuard, partnerGuard } from '../edge/auth.ts';
+import { createHttpApp, type RequestHead, type Route } from '../edge/http.ts';
+import { opsGuard, partnerGuard, publicGuard } from '../edge/auth.ts';
+import { authThrottleMetrics, createPublicThrottle, publicThrottleMetrics } from '../edge/auth-throttle.ts';
+import { createClientAddressResolver } from '../edge/client-address.ts';
+import { parseCidrList } from '../domain/ip-address.ts';
 import { createIdempotency } from '../edge/idempotency.ts';
 import { createNotifyBudget, defaultNotifyBudgetConfig, type NotifyBudgetConfig } from '../edge/notify-budget.ts';
-import { createRateLimiter, defaultRateLimitConfig, type TokenBucketConfig } from '../edge/rate-limit.ts';
-import { edgeActors, type EdgeEnv } from '../edge/routes/common.ts';
+import { createRateLimiter, defaultRateLimitConfig, inProcessRateLimit, type PartnerRateLimit, type TokenBucketConfig } from '../edge/rate-limit.ts';
+import { createSharedRateLimit } from '../edge/shared-rate-limit.ts';
+import { RedisTokenBuckets } from '../bus/redis-token-buckets.ts';
+import { edgeActors, type EdgeActors, type EdgeEnv } from '../edge/routes/common.ts';
 import { kycRoutes } from '../edge/routes/kyc.ts';
 import { createEdgeMetrics, metricsRoutes } from '../edge/routes/metrics.ts';
 import { opsRoutes } from '../edge/routes/ops.ts';
@@ -26,6 +31,7 @@ import { createEventLogReader } from '../webhooks/event-log.ts';
 import { outageLogTo, type ServiceContext } from './context.ts';
 import { createClusterStats } from './cluster-stats.ts';
 import type { HealthCheck } from './health.ts';
+import { renderFamilies } from './role-metrics.ts';
 import { startShardWatch, type ShardWatch } from './shard-watch.ts';
 import type { ChainAvailability, DepositVerifier, LiquidityView, OnrampAcceptance, PaymentContexts, Reconciler, SandboxDriver } from './ports.ts';
 
@@ -111,8 +117,54 @@ async function startEdgeWithWatch(
       if (error instanceof RequestTimeoutError) askTimeouts.note({ timeoutMs: error.timeoutMs });
     },
   });
-  const rateLimiter = createRateLimiter({ config: options.rateLimit ?? defaultRateLimitConfig });
-  const ops = opsGuard({ keyRing: ctx.keyRing });
+  const rateLimiter = partnerRateLimit(ctx, options.rateLimit ?? defaultRateLimitConfig);
+  try {
+    return await startEdgeApp(ctx, deps, options, shards, actors, rateLimiter);
+  } catch (error) {
+    await rateLimiter.close();
+    throw error;
+  }
+}
+
+/** Limiter batches that failed: one log line per this long at most (the Redis client logs the outage too). */
+const rateLimitFailureLogIntervalMs = 60_000;
+
+/**
+ * The per-partner limit: shared by every edge through Redis when the Redis bus is used
+ * (src/edge/shared-rate-limit.ts), this process's own buckets otherwise.
+ */
+function partnerRateLimit(ctx: ServiceContext, config: TokenBucketConfig): PartnerRateLimit {
+  const redisUrl = ctx.env.REDIS_URL;
+  if (redisUrl === undefined) return inProcessRateLimit(createRateLimiter({ config }));
+  const failures = new RateLimitedLog({
+    log: outageLogTo(ctx.log),
+    clock: systemClock,
+    level: 'warn',
+    message: 'the shared rate limit did not answer; this edge uses its own buckets for a while',
+    intervalMs: rateLimitFailureLogIntervalMs,
+  });
+  return createSharedRateLimit({
+    buckets: new RedisTokenBuckets({ redis: redisUrl, keyPrefix: ctx.keyPrefix, connectionLog: { log: outageLogTo(ctx.log) } }),
+    config,
+    onFailure: (error) => failures.note({ error: String(error) }),
+  });
+}
+
+async function startEdgeApp(
+  ctx: ServiceContext,
+  deps: EdgeDeps,
+  options: EdgeRoleOptions,
+  shards: ShardWatch,
+  actors: EdgeActors,
+  rateLimiter: PartnerRateLimit,
+): Promise<EdgeRole> {
+  const clientAddress = clientAddressOf(ctx.env.TRUSTED_PROXIES);
+  const credentials = { keyRing: ctx.keyRing, authThrottle: ctx.authThrottle, clientAddress };
+  const ops = opsGuard(credentials);
+  const publicThrottle = createPublicThrottle({
+    config: { ratePerSecond: ctx.env.PUBLIC_RATE_LIMIT_PER_SECOND, burst: ctx.env.PUBLIC_RATE_LIMIT_BURST },
+    log: (fields, message) => ctx.log.warn(fields, message),
+  });
   // Set once the app exists (the routes are built before it).
   let draining = (): boolean => false;
   const env: EdgeEnv = {
@@ -120,8 +172,9 @@ async function startEdgeWithWatch(
     deps,
     actors,
     idempotency: createIdempotency(ctx.store),
-    partnerGuard: partnerGuard({ keyRing: ctx.keyRing, rateLimiter }),
+    partnerGuard: partnerGuard({ ...credentials, rateLimiter }),
     opsGuard: ops,
+    publicGuard: publicGuard({ throttle: publicThrottle, clientAddress }),
     notifyBudget: createNotifyBudget(options.notifyBudget ?? defaultNotifyBudgetConfig, () => ctx.clock.nowMs()),
     draining: () => draining(),
     shards,
@@ -145,6 +198,7 @@ async function startEdgeWithWatch(
           clock: ctx.clock,
         }),
         nowMs: () => ctx.clock.nowMs(),
+        extra: () => renderFamilies([...authThrottleMetrics(ctx.authThrottle.stats()), ...publicThrottleMetrics(publicThrottle.stats())]),
       }),
     ],
     onRequestFinished: (entry) => {
@@ -169,10 +223,19 @@ async function startEdgeWithWatch(
       if (left === 0) left = await untilQuiet(() => app.stats().inFlightRequests, startedAtMs + waitMs);
       if (left > 0) ctx.log.warn({ inFlightRequests: left }, 'edge stopped with requests still in flight');
       else ctx.log.info({ drainMs: Date.now() - startedAtMs }, 'edge drained');
+      await rateLimiter.close();
       shards.stop();
     },
     health: () => [shards.check()],
   };
+}
+
+/** The client address of a request: the TCP peer, or X-Forwarded-For from TRUSTED_PROXIES. */
+function clientAddressOf(trustedProxies: string): (head: RequestHead) => string {
+  const parsed = parseCidrList(trustedProxies);
+  if (!parsed.ok) throw new Error(`TRUSTED_PROXIES: ${parsed.reason}`);
+  const resolver = createClientAddressResolver(parsed.cidrs);
+  return (head) => resolver.resolve(head.remoteAddress, head.headers['x-forwarded-for']);
 }
 
 /** Waits until `inFlight()` has stayed 0 for `edgeQuietMs` (or `untilMs` passes); returns it then. */

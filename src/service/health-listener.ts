@@ -26,6 +26,11 @@ export interface HealthListenerOptions {
   metrics(): readonly MetricFamily[];
   /** The ops key check (constant time: src/edge/auth.ts). */
   isOpsKey(presented: string): boolean;
+  /**
+   * A wrong or missing ops key on /metrics from this peer (the process's AuthThrottle): throttled
+   * answers 429 with Retry-After instead of 401. Absent: always 401.
+   */
+  authFailed?(address: string): { readonly throttled: boolean; readonly retryAfterSeconds: number };
   now?: () => number;
 }
 
@@ -52,7 +57,13 @@ export async function startHealthListener(options: HealthListenerOptions): Promi
     const headOnly = request.method === 'HEAD';
     if (path === '/metrics') {
       const presented = request.headers['x-ops-api-key'];
-      if (typeof presented !== 'string' || !options.isOpsKey(presented.trim())) return refuse(response, 'authentication_failed', {}, 'Missing or invalid ops API key');
+      if (typeof presented !== 'string' || !options.isOpsKey(presented.trim())) {
+        const outcome = options.authFailed?.(request.socket.remoteAddress ?? '');
+        if (outcome?.throttled === true) {
+          return refuse(response, 'rate_limited', { 'retry-after': String(outcome.retryAfterSeconds) }, 'Too many failed authentication attempts from this address; retry after the Retry-After delay');
+        }
+        return refuse(response, 'authentication_failed', {}, 'Missing or invalid ops API key');
+      }
     }
     let current: HealthReport;
     let text: string;

@@ -17,6 +17,7 @@ import { createOnrampServices } from '../onramp/onramp-services.ts';
 import { settlesWithin, shutdownBudget, stopPhases, type StopPhase } from './shutdown.ts';
 import type { HealthCheck } from './health.ts';
 import { startHealthListener, type HealthListener } from './health-listener.ts';
+import { authThrottleMetrics } from '../edge/auth-throttle.ts';
 import { deliveryMetrics, payoutMetrics, refundMetrics, shardMetrics, watcherMetrics, type MetricFamily } from './role-metrics.ts';
 
 export interface RunningRole {
@@ -183,8 +184,10 @@ export async function startService(env: EnvConfig, overrides: ContextOverrides =
         role: env.ROLE,
         unreadyAfterMs: env.HEALTH_UNREADY_AFTER_MS,
         checks: () => roles.flatMap((role) => role.health?.() ?? []),
-        metrics: () => roles.flatMap((role) => role.metrics?.() ?? []),
+        // The process's failed authentications too (the admin service's, and this listener's own).
+        metrics: () => [...roles.flatMap((role) => role.metrics?.() ?? []), ...authThrottleMetrics(ctx.authThrottle.stats())],
         isOpsKey: (presented) => ctx.keyRing.isOpsKey(presented),
+        authFailed: (address) => ctx.authThrottle.failed('ops', address, { method: 'GET', route: '/metrics', listener: 'health' }),
       });
     }
   } catch (error) {

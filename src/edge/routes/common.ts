@@ -77,6 +77,8 @@ export interface EdgeEnv {
   readonly idempotency: Idempotency;
   readonly partnerGuard: Guard;
   readonly opsGuard: Guard;
+  /** The routes without credentials: a request budget per client address (none when absent). */
+  readonly publicGuard?: Guard;
   /** Per-partner budget of notifies that cannot fund their transaction (src/edge/notify-budget.ts). */
   readonly notifyBudget: NotifyBudget;
   /** True once the edge drains for shutdown: /readyz answers 503 so load balancers stop routing here. */

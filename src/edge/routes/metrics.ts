@@ -190,6 +190,8 @@ export interface MetricsRouteOptions {
   /** The shard and worker numbers (cached by the source); omitted: the edge's own numbers only. */
   readonly cluster?: { read(): Promise<ClusterStatsReading> };
   readonly nowMs?: () => number;
+  /** More families in the text format, appended (authentication failures and throttling). */
+  readonly extra?: () => string;
 }
 
 export function metricsRoutes(options: MetricsRouteOptions): Route[] {
@@ -205,7 +207,7 @@ export function metricsRoutes(options: MetricsRouteOptions): Route[] {
         return {
           status: 200,
           headers: { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' },
-          body: edge + cluster,
+          body: edge + cluster + (options.extra?.() ?? ''),
         };
       },
     },

@@ -1,6 +1,7 @@
 // Unauthenticated routes: GET /public/corridors (the authoritative route list), GET /healthz
 // (the process answers) and GET /readyz: the edge can serve requests — the store and the bus
 // answer, each within a bound, and every shard has a live worker (src/service/shard-watch.ts).
+// Each is limited per client address when the edge gives a `publicGuard` (docs/security.md).
 import type { CoverageSummary } from '../../bus/shard-coverage.ts';
 import { corridorToJson, listCorridors } from '../../domain/corridors.ts';
 import { errorBody, errorResponse } from '../errors.ts';
@@ -70,9 +71,11 @@ async function readiness(env: EdgeEnv): Promise<HttpResponse> {
 }
 
 export function publicRoutes(env: EdgeEnv): Route[] {
+  // No credentials, so the only thing to limit them by is the client's address (env.publicGuard).
+  const guard = env.publicGuard === undefined ? {} : { guard: env.publicGuard };
   return [
-    { method: 'GET', pattern: '/public/corridors', handler: () => Promise.resolve(corridors(env)) },
-    { method: 'GET', pattern: '/healthz', handler: () => Promise.resolve(jsonResponse(200, { status: 'ok' })) },
-    { method: 'GET', pattern: '/readyz', handler: () => readiness(env) },
+    { method: 'GET', pattern: '/public/corridors', ...guard, handler: () => Promise.resolve(corridors(env)) },
+    { method: 'GET', pattern: '/healthz', ...guard, handler: () => Promise.resolve(jsonResponse(200, { status: 'ok' })) },
+    { method: 'GET', pattern: '/readyz', ...guard, handler: () => readiness(env) },
   ];
 }
