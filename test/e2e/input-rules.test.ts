@@ -1,0 +1,117 @@
+// Input rules a partner who is also an attacker probes (issue 20, items 6–8), over real HTTP
+// against the whole service (ROLE=all, in-process bus; docs/security.md, "Input: one beneficiary,
+// user ids, URLs, headers"):
+// - one beneficiary: a PIX payout whose account_number and qr_code name different recipients is
+//   refused; what the partner-facing records show as accountNumber is the key that is paid;
+// - user ids are one user in any Unicode form (NFKC), and invisible or control characters are
+//   refused, wherever an id keys something (disabled users, KYC gate and record, the list);
+// - an Idempotency-Key replay does not count fields the endpoint ignores.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { encodeBrCode } from '../../src/rails/brcode.ts';
+import { eventually } from '../support/eventually.ts';
+import { blockedUserId, startServiceHarness, testPartners, type ServiceHarness } from '../support/service-harness.ts';
+import { call, kycForm, payoutQuoteBody, type CallOptions } from './support.ts';
+
+const validCpf = '52998224725';
+const formattedCpf = '529.982.247-25';
+const otherCpf = '11144477735';
+const brebMobile = '3001234567';
+const pixQuoteBody = { amount: 100, crypto_currency: 'USDC', network: 'STELLAR', payment_method: 'PIX', target_currency: 'BRL' } as const;
+
+function staticQr(key: string): string {
+  const qr = encodeBrCode({ key, merchantName: 'Maria', merchantCity: 'SAO PAULO' });
+  assert.ok(qr.ok);
+  return qr.payload;
+}
+
+describe('input rules (one beneficiary, user ids, idempotent replays)', () => {
+  let h: ServiceHarness;
+  let keyOn: string;
+  let keyOff: string;
+  const api = (method: string, path: string, options: CallOptions = {}) => call(h.baseUrl, method, path, options);
+
+  async function quote(key: string, path: string, body: Record<string, unknown>): Promise<string> {
+    const response = await api('POST', path, { key, body });
+    assert.equal(response.status, 200, response.text);
+    return response.json['quote_id'] as string;
+  }
+
+  async function accept(key: string, body: Record<string, unknown>) {
+    return api('POST', '/transaction', { key, body });
+  }
+
+  /** The partner's list item and webhook event data for a transaction of `user`. */
+  async function partnerRecords(key: string, user: string, id: string): Promise<{ listed: Record<string, unknown>; event: Record<string, unknown> }> {
+    const listed = await api('GET', `/transactions/list?externalUserId=${encodeURIComponent(user)}`, { key });
+    assert.equal(listed.status, 200, listed.text);
+    const item = (listed.json['transactions'] as Array<Record<string, unknown>>).find((entry) => entry['id'] === id);
+    assert.ok(item, 'the transaction is listed');
+    const event = await eventually(async () => {
+      const events = await api('GET', '/events?limit=500', { key });
+      assert.equal(events.status, 200, events.text);
+      const found = (events.json['events'] as Array<{ data: Record<string, unknown> }>).find((entry) => entry.data['id'] === id);
+      assert.ok(found, 'the transaction.created event is in the feed');
+      return found.data;
+    });
+    return { listed: item, event };
+  }
+
+  before(async () => {
+    h = await startServiceHarness();
+    keyOn = h.apiKeys[testPartners.kycOn] ?? '';
+    keyOff = h.apiKeys[testPartners.kycOff] ?? '';
+  });
+  after(async () => {
+    await h.stop();
+  });
+
+  describe('one beneficiary (PIX)', () => {
+    test('account_number and a qr_code that pays another key are refused with a reason; nothing is created', async () => {
+      const user = 'one-beneficiary-mismatch';
+      const response = await accept(keyOff, { quote_id: await quote(keyOff, '/quote', pixQuoteBody), user_id: user, account_number: validCpf, qr_code: staticQr(otherCpf) });
+      assert.equal(response.status, 400, response.text);
+      assert.equal(response.json['code'], 'invalid_request');
+      assert.match(response.json['reason'] as string, /different recipients/);
+      assert.ok(!response.text.includes(otherCpf) && !response.text.includes(validCpf), 'the reason does not echo the keys');
+      const listed = await api('GET', `/transactions/list?externalUserId=${user}`, { key: keyOff });
+      assert.equal(listed.json['total'], 0);
+    });
+
+    test('the same key in both fields is accepted in any of its written forms, recorded in its normal form', async () => {
+      const user = 'one-beneficiary-same';
+      const response = await accept(keyOff, { quote_id: await quote(keyOff, '/quote', pixQuoteBody), user_id: user, account_number: formattedCpf, qr_code: staticQr(validCpf) });
+      assert.equal(response.status, 200, response.text);
+      const email = await accept(keyOff, { quote_id: await quote(keyOff, '/quote', pixQuoteBody), user_id: user, account_number: ' Maria@Example.COM ', qr_code: staticQr('maria@example.com') });
+      assert.equal(email.status, 200, email.text);
+      const { listed, event } = await partnerRecords(keyOff, user, response.json['id'] as string);
+      assert.equal(listed['accountNumber'], validCpf);
+      assert.equal(event['accountNumber'], validCpf);
+    });
+
+    test('a QR-only payout shows the key the QR pays as accountNumber in the list and the webhook data', async () => {
+      const user = 'one-beneficiary-qr-only';
+      const response = await accept(keyOff, { quote_id: await quote(keyOff, '/quote', pixQuoteBody), user_id: user, qr_code: staticQr('Maria@Example.com') });
+      assert.equal(response.status, 200, response.text);
+      const { listed, event } = await partnerRecords(keyOff, user, response.json['id'] as string);
+      assert.equal(listed['accountNumber'], 'maria@example.com');
+      assert.equal(event['accountNumber'], 'maria@example.com');
+    });
+
+    test('a dynamic QR (payload URL) cannot be checked against account_number: refused together, accepted alone', async () => {
+      const dynamic = encodeBrCode({ url: 'pix.example.com/qr/v2/9d36b84f', merchantName: 'Loja', merchantCity: 'RIO DE JANEIRO' });
+      assert.ok(dynamic.ok);
+      const user = 'one-beneficiary-dynamic';
+      const both = await accept(keyOff, { quote_id: await quote(keyOff, '/quote', pixQuoteBody), user_id: user, account_number: validCpf, qr_code: dynamic.payload });
+      assert.equal(both.status, 400, both.text);
+      assert.equal(both.json['code'], 'invalid_request');
+      assert.match(both.json['reason'] as string, /dynamic/);
+      const alone = await accept(keyOff, { quote_id: await quote(keyOff, '/quote', pixQuoteBody), user_id: user, qr_code: dynamic.payload });
+      assert.equal(alone.status, 200, alone.text);
+      const { listed, event } = await partnerRecords(keyOff, user, alone.json['id'] as string);
+      assert.equal(listed['accountNumber'], null, 'the key is named only by the charge behind the URL');
+      assert.equal(event['accountNumber'], null);
+    });
+  });
+});
