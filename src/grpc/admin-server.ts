@@ -19,6 +19,8 @@ import { workerStatsCollection } from '../actors/store-adapter.ts';
 import { listQuarantined, quarantineDetail, requestReplay, type QuarantineRecord } from '../actors/quarantine.ts';
 import { isOneOf, fiatCurrencies, networks, paymentMethods } from '../domain/assets.ts';
 import { parseAmount, decimalFromExactString } from '../domain/money.ts';
+import { readUserId } from '../domain/user-ids.ts';
+import { disabledUserIdCharsMax } from '../config/partners.ts';
 import { sha256Hex } from '../edge/auth.ts';
 import type { ServiceContext } from '../service/context.ts';
 import type { Reconciler } from '../service/ports.ts';
@@ -138,7 +140,10 @@ export function adminHandlers(ctx: ServiceContext, capabilities: AdminCapabiliti
   const webhooks = () => capabilities.webhooks ?? unavailable('the webhooks service');
   const setUserDisabled = async (request: Record<string, unknown>, disabled: boolean) => {
     const partner = partnerOf(request);
-    const userId = required(request, 'user_id');
+    // Read like a request's user id: the entry covers every Unicode form of the id.
+    const read = readUserId(required(request, 'user_id'), disabledUserIdCharsMax);
+    if (!read.ok) throw new AdminError(grpcStatus.INVALID_ARGUMENT, `user_id ${read.reason}`);
+    const userId = read.value;
     const users = new Set(partner.disabledUsers);
     if (disabled) users.add(userId);
     else users.delete(userId);

@@ -114,4 +114,72 @@ describe('input rules (one beneficiary, user ids, idempotent replays)', () => {
       assert.equal(event['accountNumber'], null);
     });
   });
+
+  describe('user ids', () => {
+    const invisible: ReadonlyArray<[string, string]> = [
+      ['zero-width space', `${blockedUserId}\u200b`],
+      ['soft hyphen', 'blocked\u00ad-user'],
+      ['word joiner', `blocked\u2060-user`],
+      ['right-to-left override', `\u202eresu-dekcolb`],
+      ['byte order mark', `\ufeff${blockedUserId}`],
+      ['control character', `${blockedUserId}\u0007`],
+    ];
+
+    test('invisible, format and control characters are refused with a reason on every route that reads a user id', async () => {
+      const quoteId = await quote(keyOn, '/quote', payoutQuoteBody);
+      for (const [name, user] of invisible) {
+        const accepted = await accept(keyOn, { quote_id: quoteId, user_id: user, account_number: brebMobile });
+        assert.equal(accepted.status, 400, `${name}: ${accepted.text}`);
+        assert.equal(accepted.json['code'], 'invalid_request', name);
+        assert.match(accepted.json['reason'] as string, /^user_id must not contain invisible, formatting or control characters/, name);
+        const listed = await api('GET', `/transactions/list?externalUserId=${encodeURIComponent(user)}`, { key: keyOn });
+        assert.equal(listed.status, 400, `${name}: ${listed.text}`);
+        assert.match(listed.json['reason'] as string, /^externalUserId must not contain/, name);
+        const status = await api('GET', `/kyc/status?userId=${encodeURIComponent(user)}`, { key: keyOn });
+        assert.equal(status.status, 400, `${name}: ${status.text}`);
+        assert.match(status.json['reason'] as string, /^userId must not contain/, name);
+        const submitted = await api('POST', '/kyc', { key: keyOn, rawBody: kycForm(user) });
+        assert.equal(submitted.status, 400, `${name}: ${submitted.text}`);
+        assert.match(submitted.json['reason'] as string, /^userId must not contain/, name);
+      }
+    });
+
+    test('a disabled user is disabled in every Unicode form of its id (NFKC)', async () => {
+      const quoteId = await quote(keyOn, '/quote', payoutQuoteBody);
+      // Full-width letters and a non-breaking hyphen's compatibility form fold to the ASCII id.
+      for (const user of ['ｂｌｏｃｋｅｄ－ｕｓｅｒ', ` ${blockedUserId}\u3000`]) {
+        const response = await accept(keyOn, { quote_id: quoteId, user_id: user, account_number: brebMobile });
+        assert.equal(response.status, 403, `${JSON.stringify(user)}: ${response.text}`);
+        assert.equal(response.json['code'], 'user_disabled');
+      }
+    });
+
+    test('the KYC gate, the KYC record and the list see one user in NFC, NFD and compatibility forms', async () => {
+      const nfc = `jos\u00e9-${randomBytes(3).toString('hex')}`;
+      const nfd = nfc.normalize('NFD');
+      const wide = nfc.replace('jos', 'ｊｏｓ');
+      assert.notEqual(nfc, nfd);
+      const reverse = (amount: number) => ({ source_amount: amount, crypto_currency: 'USDC', network: 'STELLAR', payment_method: 'PIX', target_currency: 'BRL' });
+      const small = await accept(keyOn, { quote_id: await quote(keyOn, '/quote/reverse', reverse(10)), user_id: nfc, account_number: validCpf });
+      assert.equal(small.status, 200, small.text);
+      assert.equal(small.json['kycRequired'], false);
+      // 10 + 20 is past the 25 a month without KYC, whichever form the second request uses.
+      const gated = await accept(keyOn, { quote_id: await quote(keyOn, '/quote/reverse', reverse(20)), user_id: nfd, account_number: validCpf });
+      assert.equal(gated.status, 200, gated.text);
+      assert.equal(gated.json['kycRequired'], true, 'the monthly KYC volume is one counter for every form of the id');
+
+      const listed = await api('GET', `/transactions/list?externalUserId=${encodeURIComponent(wide)}`, { key: keyOn });
+      assert.equal(listed.status, 200, listed.text);
+      assert.equal(listed.json['total'], 1);
+      const status = await api('GET', `/transaction/${small.json['id'] as string}`, { key: keyOn });
+      assert.equal(status.json['user_id'], nfc, 'the id is stored and returned in its normal form');
+
+      const kyc = await api('POST', '/kyc', { key: keyOn, rawBody: kycForm(nfd) });
+      assert.equal(kyc.status, 201, kyc.text);
+      assert.deepEqual((await api('GET', `/kyc/status?userId=${encodeURIComponent(wide)}`, { key: keyOn })).json, { hasApproved: true, status: 'APPROVED' });
+      const afterKyc = await accept(keyOn, { quote_id: await quote(keyOn, '/quote/reverse', reverse(20)), user_id: wide, account_number: validCpf });
+      assert.equal(afterKyc.status, 200, afterKyc.text);
+      assert.equal(afterKyc.json['kycRequired'], false, 'the approval recorded under one form counts for the others');
+    });
+  });
 });

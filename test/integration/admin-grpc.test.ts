@@ -8,7 +8,7 @@ import { readEnv } from '../../src/config/env.ts';
 import { startService, type RunningService } from '../../src/service/service.ts';
 import { createAdminClient, type AdminClient } from '../../src/grpc/admin-client.ts';
 import { runCli } from '../../src/grpc/admin-cli.ts';
-import { partnerOverridesCollection } from '../../src/service/partner-overrides.ts';
+import { applyPartnerOverrides, partnerOverridesCollection } from '../../src/service/partner-overrides.ts';
 import { sha256Hex } from '../../src/edge/auth.ts';
 import { randomBytes } from 'node:crypto';
 import { pino } from 'pino';
@@ -89,6 +89,27 @@ test('disabling a user is stored (it survives a restart) and enabling restores i
   assert.deepEqual(stored?.disabledUsers, ['u-1']);
   await admin.call('EnableUser', { partner_id: 'demo', user_id: 'u-1' });
   assert.equal(service.ctx.partners.isUserDisabled('demo', 'u-1'), false);
+});
+
+test('a user disabled in one Unicode form is disabled in every form (NFKC); an id with an invisible character is INVALID_ARGUMENT', async () => {
+  const reply = await admin.call('DisableUser', { partner_id: 'demo', user_id: '\uff55-2' }); // full-width u
+  assert.equal(reply.ok, true);
+  assert.equal(service.ctx.partners.isUserDisabled('demo', 'u-2'), true);
+  const stored = await service.ctx.store.get(partnerOverridesCollection, 'demo');
+  assert.deepEqual(stored?.disabledUsers, ['u-2'], 'stored in its normal form');
+  await admin.call('EnableUser', { partner_id: 'demo', user_id: 'u-2' });
+  assert.equal(service.ctx.partners.isUserDisabled('demo', '\uff55-2'), false, 'enabled in another form of the same id');
+  await assert.rejects(admin.call('DisableUser', { partner_id: 'demo', user_id: 'u\u200b-2' }), (error: { code?: number; details?: string }) => error.code === 3 && /U\+200B/.test(error.details ?? ''));
+
+  // An override stored before ids were normalised (decomposed accent) matches every form once loaded.
+  const before = await service.ctx.store.get(partnerOverridesCollection, 'demo');
+  assert.ok(before);
+  await service.ctx.store.put(partnerOverridesCollection, 'demo', { ...before, disabledUsers: ['jose\u0301'] });
+  await applyPartnerOverrides(service.ctx);
+  assert.equal(service.ctx.partners.isUserDisabled('demo', 'jos\u00e9'), true);
+  assert.equal(await applyPartnerOverrides(service.ctx), 0, 'a normalised override is not applied again at every refresh');
+  await admin.call('EnableUser', { partner_id: 'demo', user_id: 'jos\u00e9' });
+  assert.equal(service.ctx.partners.isUserDisabled('demo', 'jose\u0301'), false);
 });
 
 test('an unknown partner is NOT_FOUND; a missing field is INVALID_ARGUMENT', async () => {
