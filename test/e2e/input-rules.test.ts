@@ -182,4 +182,41 @@ describe('input rules (one beneficiary, user ids, idempotent replays)', () => {
       assert.equal(afterKyc.json['kycRequired'], false, 'the approval recorded under one form counts for the others');
     });
   });
+
+  describe('Idempotency-Key replays ignore the fields the endpoint ignores', () => {
+    test('POST /quote, /transaction, /kyc and /sandbox/deposits replay with an unknown field added; a changed known field is still 422', async () => {
+      const key = `extra-${randomBytes(6).toString('hex')}`;
+      const first = await api('POST', '/quote', { key: keyOff, body: payoutQuoteBody, idempotencyKey: `${key}-q` });
+      assert.equal(first.status, 200, first.text);
+      const replayed = await api('POST', '/quote', { key: keyOff, body: { ...payoutQuoteBody, client_ref: 'abc', nested: { any: [1, 2] } }, idempotencyKey: `${key}-q` });
+      assert.equal(replayed.status, 200, replayed.text);
+      assert.equal(replayed.headers.get('idempotent-replayed'), 'true');
+      assert.equal(replayed.json['quote_id'], first.json['quote_id']);
+      const changed = await api('POST', '/quote', { key: keyOff, body: { ...payoutQuoteBody, amount: 60_000, client_ref: 'abc' }, idempotencyKey: `${key}-q` });
+      assert.equal(changed.status, 422, changed.text);
+
+      const user = `replay-${randomBytes(3).toString('hex')}`;
+      const body = { quote_id: first.json['quote_id'], user_id: user, account_number: brebMobile };
+      const accepted = await api('POST', '/transaction', { key: keyOff, body, idempotencyKey: `${key}-t` });
+      assert.equal(accepted.status, 200, accepted.text);
+      const acceptedAgain = await api('POST', '/transaction', { key: keyOff, body: { ...body, bank_code: '0007', client_ref: 'abc' }, idempotencyKey: `${key}-t` });
+      assert.equal(acceptedAgain.status, 200, acceptedAgain.text);
+      assert.equal(acceptedAgain.json['id'], accepted.json['id']);
+
+      const deposit = await api('POST', '/sandbox/deposits', { key: keyOff, body: { transaction_id: accepted.json['id'] }, idempotencyKey: `${key}-d` });
+      assert.equal(deposit.status, 200, deposit.text);
+      const depositAgain = await api('POST', '/sandbox/deposits', { key: keyOff, body: { transaction_id: accepted.json['id'], note: 'x' }, idempotencyKey: `${key}-d` });
+      assert.equal(depositAgain.status, 200, depositAgain.text);
+      assert.equal(depositAgain.headers.get('idempotent-replayed'), 'true');
+
+      const kycUser = `replay-kyc-${randomBytes(3).toString('hex')}`;
+      const kyc = await api('POST', '/kyc', { key: keyOn, rawBody: kycForm(kycUser), idempotencyKey: `${key}-k` });
+      assert.equal(kyc.status, 201, kyc.text);
+      const kycAgain = await api('POST', '/kyc', { key: keyOn, rawBody: kycForm(kycUser, { referrer: 'campaign-7' }), idempotencyKey: `${key}-k` });
+      assert.equal(kycAgain.status, 201, kycAgain.text);
+      assert.equal(kycAgain.headers.get('idempotent-replayed'), 'true');
+      const kycChanged = await api('POST', '/kyc', { key: keyOn, rawBody: kycForm(kycUser, { city: 'Recife' }), idempotencyKey: `${key}-k` });
+      assert.equal(kycChanged.status, 422, kycChanged.text);
+    });
+  });
 });
