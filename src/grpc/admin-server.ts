@@ -52,7 +52,8 @@ export interface DeliveryLog {
   redeliver(partnerId: string, eventId: string, nowMs: number): Promise<{ readonly ok: true } | { readonly ok: false; readonly reason: string }>;
 }
 export interface DestinationsApi {
-  stageDraft(partnerId: string, url: string): Promise<DestinationResult<{ destination: DestinationView }>>;
+  /** Returns the draft's test secret once: its test deliveries carry it, never a live secret. */
+  stageDraft(partnerId: string, url: string): Promise<DestinationResult<{ destination: DestinationView; testSecret: string }>>;
   testDraft(partnerId: string): Promise<DestinationResult<{ destination: DestinationView }>>;
   activateDraft(partnerId: string): Promise<DestinationResult<{ destination: DestinationView }>>;
   discardDraft(partnerId: string): Promise<DestinationResult<{ destination: DestinationView }>>;
@@ -245,7 +246,11 @@ export function adminHandlers(ctx: ServiceContext, capabilities: AdminCapabiliti
       const result = await webhooks().deliveries.redeliver(partner.id, required(request, 'event_id'), ctx.clock.nowMs());
       return { ok: result.ok, message: result.ok ? 'redelivery scheduled' : result.reason };
     },
-    StageDestination: async (request) => destinationReply(await webhooks().destinations.stageDraft(partnerOf(request).id, required(request, 'url'))),
+    async StageDestination(request) {
+      const staged = await webhooks().destinations.stageDraft(partnerOf(request).id, required(request, 'url'));
+      // The draft's test secret, shown once (the partner's receiver at the draft URL checks its test with it).
+      return { ...destinationReply(staged), test_secret: staged.ok ? staged.testSecret : '' };
+    },
     TestDestination: async (request) => destinationReply(await webhooks().destinations.testDraft(partnerOf(request).id)),
     ActivateDestination: async (request) => destinationReply(await webhooks().destinations.activateDraft(partnerOf(request).id)),
     DiscardDestination: async (request) => destinationReply(await webhooks().destinations.discardDraft(partnerOf(request).id)),

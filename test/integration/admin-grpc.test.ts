@@ -125,6 +125,20 @@ test('rotating an API key: the new key authenticates, the old one no longer does
   assert.deepEqual(service.ctx.partners.get('demo')?.apiKeySha256, [sha256Hex(newKey)]);
 });
 
+test('staging a webhook destination shows the draft\'s test secret once (reply and CLI); no other reply carries it', async () => {
+  const staged = await admin.call('StageDestination', { partner_id: 'demo', url: 'http://127.0.0.1:9/draft' });
+  assert.equal(staged.ok, true, String(staged.message));
+  assert.match(String(staged.test_secret), /^whtest_[A-Za-z0-9_-]{43}$/);
+  const lines: string[] = [];
+  const env = { OPS_API_KEY: opsKey, ADMIN_ADDR: `127.0.0.1:${service.adminPort}` };
+  assert.equal(await runCli(['destination', 'stage', 'demo', 'http://127.0.0.1:9/draft'], env, (text) => lines.push(text)), 0);
+  const printed = lines.join('\n').match(/whtest_[A-Za-z0-9_-]{43}/)?.[0];
+  assert.ok(printed, 'the CLI prints the test secret');
+  assert.notEqual(printed, staged.test_secret, 'each staging draws a new one');
+  const discarded = await admin.call('DiscardDestination', { partner_id: 'demo' });
+  assert.equal(discarded.test_secret, '');
+});
+
 test('sandbox rates are set through the admin service; a bad rate is refused', async () => {
   await admin.call('SetRate', { currency: 'COP', rate: '4100.25' });
   assert.equal(service.ctx.config.rates().COP?.units, 410025n);
