@@ -2,10 +2,28 @@
 // service. Validated at start; a bad file stops start-up with a message naming the field.
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { readUserId } from '../domain/user-ids.ts';
 import { feeSchema } from './corridors.ts';
 import { checkKeyStrength } from './key-strength.ts';
 
 const sha256Hex = z.string().regex(/^[0-9a-f]{64}$/, 'must be the lowercase hex SHA-256 of an API key');
+/** Longest disabled user id in the file (before and after normalising). */
+export const disabledUserIdCharsMax = 200;
+
+/**
+ * A disabled user id, read like every user id a request carries (src/domain/user-ids.ts): NFKC,
+ * trimmed; an invisible or control character stops start-up naming the entry, since such an entry
+ * could never match a request (they are refused) and was most likely pasted by mistake.
+ */
+const disabledUserId = z
+  .string()
+  .max(disabledUserIdCharsMax)
+  .transform((value, context) => {
+    const read = readUserId(value, disabledUserIdCharsMax);
+    if (read.ok) return read.value;
+    context.addIssue({ code: 'custom', message: read.reason });
+    return z.NEVER;
+  });
 
 /**
  * The webhook signing secret: whoever knows it can forge our webhooks to the partner, so it must
@@ -26,7 +44,7 @@ export const partnerSchema = z.strictObject({
   apiKeySha256: z.array(sha256Hex).min(1).max(16),
   kycEnabled: z.boolean(),
   kybApproved: z.boolean(),
-  disabledUsers: z.array(z.string().min(1).max(200)).max(100_000).default([]),
+  disabledUsers: z.array(disabledUserId).max(100_000).default([]),
   webhook: z.strictObject({ url: z.url(), secret: webhookSecret }).optional(),
   fees: feeSchema.optional(),
 });

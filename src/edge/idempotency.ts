@@ -3,7 +3,8 @@
 // Records live in the store's `idempotency` collection, keyed by scope (the partner id, or `ops`)
 // and the SHA-256 of the key, so they survive restarts and are shared by every edge process.
 //
-// A record holds the request's fingerprint (route + canonical body), its state and the ids the
+// A record holds the request's fingerprint (route + the canonical form of the fields the endpoint
+// reads: a field it ignores does not make a retry "another request"), its state and the ids the
 // request draws (transaction id, quote id, command id, blob key). The ids are drawn once, when the
 // record is created, and reused by every later attempt, so an attempt that dies half-way is
 // finished by the next one with the same ids, and the actors' own idempotency (by actor key and
@@ -57,6 +58,18 @@ export function canonicalJson(value: unknown): string {
     .sort()
     .map((key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`);
   return `{${entries.join(',')}}`;
+}
+
+/**
+ * The members of a request body the endpoint reads, as sent: what "the same request" is compared
+ * on, so a retry that adds a field the endpoint ignores is the same request (docs/api.md). A body
+ * without other members gives the same canonical text as the whole body, so records written
+ * before keep matching their retries.
+ */
+export function knownFields(body: Readonly<Record<string, unknown>>, names: readonly string[]): Record<string, unknown> {
+  const known: Record<string, unknown> = {};
+  for (const name of names) if (Object.hasOwn(body, name)) known[name] = body[name];
+  return known;
 }
 
 export function fingerprint(routePattern: string, canonicalBody: string): string {

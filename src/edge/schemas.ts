@@ -4,10 +4,11 @@
 // so there is one definition of each rule. Unknown fields are ignored, not rejected: partners'
 // clients often send extra fields, and the spec says a legacy `bank_code` is ignored.
 import { z } from 'zod';
+import { readUserId } from '../domain/user-ids.ts';
 
 /** Longest value accepted for an enum-like text field (network, currency, …) before it is checked. */
 export const enumTextCharsMax = 32;
-/** `user_id`, `externalUserId`, `userId`: the derived storage keys bound it further (see ids). */
+/** `user_id`, `externalUserId`, `userId` (before and after normalising); the derived storage keys bound it further (see ids). */
 export const userIdCharsMax = 128;
 export const accountNumberCharsMax = 300;
 export const qrCodeCharsMax = 512;
@@ -30,13 +31,21 @@ function optionalText(max: number) {
     .transform((value) => (value === undefined || value === null || value.trim() === '' ? null : value.trim()));
 }
 
-function identifierText(max: number) {
+/**
+ * A partner's end-user id: NFKC-normalised and trimmed, refused with a reason naming the code
+ * point when it holds an invisible, format or control character (src/domain/user-ids.ts). Every
+ * route reads user ids through this, so the same id in any Unicode form keys one user.
+ */
+function userIdText(max: number) {
   return z
     .string()
     .max(max)
-    .refine((value) => value.trim() !== '', { message: 'must not be empty' })
-    .refine((value) => !controlCharacters.test(value), { message: 'must not contain control characters' })
-    .transform((value) => value.trim());
+    .transform((value, context) => {
+      const read = readUserId(value, max);
+      if (read.ok) return read.value;
+      context.addIssue({ code: 'custom', message: read.reason });
+      return z.NEVER;
+    });
 }
 
 /** The route fields of the three quote bodies; the amount field (`amount`, `source_amount` or
@@ -69,7 +78,7 @@ export function parseQuoteRoute(body: Readonly<Record<string, unknown>>): Schema
 
 export const transactionBodySchema = z.object({
   quote_id: text(64),
-  user_id: identifierText(userIdCharsMax),
+  user_id: userIdText(userIdCharsMax),
   account_number: optionalText(accountNumberCharsMax),
   qr_code: optionalText(qrCodeCharsMax),
   tax_id: optionalText(taxIdCharsMax).refine((value) => value === null || !controlCharacters.test(value), {
@@ -100,19 +109,19 @@ export const sandboxBodySchema = z.object({
 });
 
 export const listQuerySchema = z.object({
-  externalUserId: identifierText(userIdCharsMax),
+  externalUserId: userIdText(userIdCharsMax),
   page: z.string().optional(),
   pageSize: z.string().optional(),
 });
 
-export const userIdQuerySchema = z.object({ userId: identifierText(userIdCharsMax) });
+export const userIdQuerySchema = z.object({ userId: userIdText(userIdCharsMax) });
 
 export const qrDecoderQuerySchema = z.object({ qrCode: z.string().max(4096) });
 
 export const liquidityQuerySchema = z.object({ paymentMethod: text(enumTextCharsMax).optional() });
 
 /** The KYC form's text fields (the document is the file part). Values are checked by the domain. */
-export const kycFormSchema = z.object({ userId: identifierText(userIdCharsMax) });
+export const kycFormSchema = z.object({ userId: userIdText(userIdCharsMax) });
 
 export type SchemaResult<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly reason: string };
 

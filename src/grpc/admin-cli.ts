@@ -107,6 +107,9 @@ export async function runCli(argv: string[], env: NodeJS.ProcessEnv, print: (tex
         if (method === undefined) throw new Error(usage);
         const reply = await client.call(method, { partner_id: args[1], url: args[2] ?? '' });
         print(table([reply], ['ok', 'message', 'live_url', 'draft_url']));
+        if (typeof reply.test_secret === 'string' && reply.test_secret !== '') {
+          print(`test secret of the draft (shown once; its test deliveries carry it instead of the live secret): ${reply.test_secret}`);
+        }
         return reply.ok === true ? 0 : 1;
       }
       case 'rotate-secret': {

@@ -22,6 +22,8 @@ import { workerStatsCollection } from '../actors/store-adapter.ts';
 import { listQuarantined, quarantineDetail, requestReplay, type QuarantineRecord } from '../actors/quarantine.ts';
 import { isOneOf, fiatCurrencies, networks, paymentMethods } from '../domain/assets.ts';
 import { parseAmount, decimalFromExactString } from '../domain/money.ts';
+import { readUserId } from '../domain/user-ids.ts';
+import { disabledUserIdCharsMax } from '../config/partners.ts';
 import { generateApiKey, sha256Hex } from '../edge/auth.ts';
 import type { ServiceContext } from '../service/context.ts';
 import type { Reconciler } from '../service/ports.ts';
@@ -53,7 +55,8 @@ export interface DeliveryLog {
   redeliver(partnerId: string, eventId: string, nowMs: number): Promise<{ readonly ok: true } | { readonly ok: false; readonly reason: string }>;
 }
 export interface DestinationsApi {
-  stageDraft(partnerId: string, url: string): Promise<DestinationResult<{ destination: DestinationView }>>;
+  /** Returns the draft's test secret once: its test deliveries carry it, never a live secret. */
+  stageDraft(partnerId: string, url: string): Promise<DestinationResult<{ destination: DestinationView; testSecret: string }>>;
   testDraft(partnerId: string): Promise<DestinationResult<{ destination: DestinationView }>>;
   activateDraft(partnerId: string): Promise<DestinationResult<{ destination: DestinationView }>>;
   discardDraft(partnerId: string): Promise<DestinationResult<{ destination: DestinationView }>>;
@@ -141,7 +144,10 @@ export function adminHandlers(ctx: ServiceContext, capabilities: AdminCapabiliti
   const webhooks = () => capabilities.webhooks ?? unavailable('the webhooks service');
   const setUserDisabled = async (request: Record<string, unknown>, disabled: boolean) => {
     const partner = partnerOf(request);
-    const userId = required(request, 'user_id');
+    // Read like a request's user id: the entry covers every Unicode form of the id.
+    const read = readUserId(required(request, 'user_id'), disabledUserIdCharsMax);
+    if (!read.ok) throw new AdminError(grpcStatus.INVALID_ARGUMENT, `user_id ${read.reason}`);
+    const userId = read.value;
     const users = new Set(partner.disabledUsers);
     if (disabled) users.add(userId);
     else users.delete(userId);
@@ -244,7 +250,11 @@ export function adminHandlers(ctx: ServiceContext, capabilities: AdminCapabiliti
       const result = await webhooks().deliveries.redeliver(partner.id, required(request, 'event_id'), ctx.clock.nowMs());
       return { ok: result.ok, message: result.ok ? 'redelivery scheduled' : result.reason };
     },
-    StageDestination: async (request) => destinationReply(await webhooks().destinations.stageDraft(partnerOf(request).id, required(request, 'url'))),
+    async StageDestination(request) {
+      const staged = await webhooks().destinations.stageDraft(partnerOf(request).id, required(request, 'url'));
+      // The draft's test secret, shown once (the partner's receiver at the draft URL checks its test with it).
+      return { ...destinationReply(staged), test_secret: staged.ok ? staged.testSecret : '' };
+    },
     TestDestination: async (request) => destinationReply(await webhooks().destinations.testDraft(partnerOf(request).id)),
     ActivateDestination: async (request) => destinationReply(await webhooks().destinations.activateDraft(partnerOf(request).id)),
     DiscardDestination: async (request) => destinationReply(await webhooks().destinations.discardDraft(partnerOf(request).id)),

@@ -5,7 +5,7 @@ import { toFixedString } from '../domain/money.ts';
 import type { JsonObject } from '../store/store.ts';
 import { decimalFromExactString } from '../domain/money.ts';
 import { demoPartnerId, type ServiceContext } from './context.ts';
-import type { Partner } from './partners.ts';
+import { disabledUserSet, type Partner } from './partners.ts';
 
 export const partnerOverridesCollection = 'partner_overrides';
 const refreshEveryMsDefault = 2_000;
@@ -31,7 +31,8 @@ function fromDocument(doc: JsonObject, base: Partner | undefined): Partner {
     apiKeySha256: (doc.apiKeySha256 as string[]).slice(),
     kycEnabled: Boolean(doc.kycEnabled),
     kybApproved: Boolean(doc.kybApproved),
-    disabledUsers: new Set(doc.disabledUsers as string[]),
+    // Normalised like the directory keeps them, so a refresh does not see a change where there is none.
+    disabledUsers: disabledUserSet(doc.disabledUsers as string[]),
     // The webhook destination is managed by the webhooks service's own records.
     webhook: base?.webhook ?? null,
     fees: fees ? { percentage: decimalFromExactString(fees.percentage), fixed: decimalFromExactString(fees.fixed) } : undefined,

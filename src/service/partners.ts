@@ -4,6 +4,7 @@
 import { feeFromText } from '../config/corridors.ts';
 import type { PartnerConfig } from '../config/partners.ts';
 import type { FeeConfig } from '../domain/corridors.ts';
+import { userIdMatchForm } from '../domain/user-ids.ts';
 import type { KeyRing } from '../edge/auth.ts';
 
 export interface Partner {
@@ -24,10 +25,15 @@ export function partnerFromConfig(config: PartnerConfig): Partner {
     apiKeySha256: [...config.apiKeySha256],
     kycEnabled: config.kycEnabled,
     kybApproved: config.kybApproved,
-    disabledUsers: new Set(config.disabledUsers),
+    disabledUsers: disabledUserSet(config.disabledUsers),
     webhook: config.webhook ? { url: config.webhook.url, secret: config.webhook.secret } : null,
     fees: config.fees ? feeFromText(config.fees) : undefined,
   };
+}
+
+/** Disabled user ids as they are compared: NFKC and trimmed (an entry stored before ids were normalised too). */
+export function disabledUserSet(users: Iterable<string>): ReadonlySet<string> {
+  return new Set(Array.from(users, userIdMatchForm));
 }
 
 export class PartnerDirectory {
@@ -35,8 +41,9 @@ export class PartnerDirectory {
 
   constructor(private readonly keyRing: KeyRing) {}
 
+  /** Keeps the partner with its disabled users in the form user ids are compared in (NFKC). */
   set(partner: Partner): void {
-    this.partners.set(partner.id, partner);
+    this.partners.set(partner.id, { ...partner, disabledUsers: disabledUserSet(partner.disabledUsers) });
     this.keyRing.setPartnerKeys(partner.id, [...partner.apiKeySha256]);
   }
 
@@ -48,8 +55,9 @@ export class PartnerDirectory {
     return [...this.partners.values()];
   }
 
+  /** Whether the user is disabled, in any Unicode form of its id (the edge passes ids already normalised). */
   isUserDisabled(partnerId: string, userId: string): boolean {
-    return this.partners.get(partnerId)?.disabledUsers.has(userId) ?? false;
+    return this.partners.get(partnerId)?.disabledUsers.has(userIdMatchForm(userId)) ?? false;
   }
 
   update(partnerId: string, change: (partner: Partner) => Partner): Partner | undefined {

@@ -8,7 +8,12 @@
 // partners file's `webhook` is the destination; the first change copies it into the store, and
 // from then on the store wins.
 //
-// Secrets are never returned except once, by `rotateSecret`, to the administrator who asked.
+// Secrets are never returned except once, to the administrator who asked: a new signing secret by
+// `rotateSecret`, a draft's test secret by `stageDraft`.
+//
+// A draft URL is not trusted: it may be mistyped, or not the partner's at all. Its test delivery is
+// signed with a test secret drawn for that draft (returned at staging), never with the live or the
+// staged signing secret, so testing a URL can never hand a secret that signs live events to it.
 //
 // Test deliveries run in a pool of their own (slot-pool.ts), apart from the dispatcher's live
 // slots: a test is never stuck behind live traffic (a partner whose live endpoint hangs can still
@@ -18,7 +23,7 @@ import { randomUUID } from 'node:crypto';
 import type { JsonValue, SnapshotStore } from '../store/store.ts';
 import { classify, type AttemptErrorCode } from './policy.ts';
 import { destinationFromDoc, destinationsCollection, destinationToDoc, type DestinationRecord, type TestSummary } from './records.ts';
-import { deliveryHeaders, generateSecret } from './signing.ts';
+import { deliveryHeaders, generateSecret, generateTestSecret } from './signing.ts';
 import { casUpdate } from './store-cas.ts';
 import { SlotPool, type SlotPoolLimits } from './slot-pool.ts';
 import { sendWebhook, type TransportLimits } from './transport.ts';
@@ -51,9 +56,9 @@ export type DestinationResult<T> = ({ readonly ok: true } & T) | { readonly ok: 
 
 export interface DestinationsApi {
   get(partnerId: string): Promise<DestinationResult<{ destination: DestinationView }>>;
-  /** Stages a draft URL (replacing any earlier draft). The live URL is unchanged. */
-  stageDraft(partnerId: string, url: string): Promise<DestinationResult<{ destination: DestinationView }>>;
-  /** Sends one `webhook.test` delivery to the draft URL (signed with the staged secret if any, else the live one); `test_busy` when too many tests are running. */
+  /** Stages a draft URL (replacing any earlier draft) with a fresh test secret, returned once. The live URL is unchanged. */
+  stageDraft(partnerId: string, url: string): Promise<DestinationResult<{ destination: DestinationView; testSecret: string }>>;
+  /** Sends one `webhook.test` delivery to the draft URL, signed with the draft's test secret only; `test_busy` when too many tests are running. */
   testDraft(partnerId: string): Promise<DestinationResult<{ test: TestSummary; destination: DestinationView }>>;
   /** The draft becomes the live URL; only after its latest test succeeded (2xx). */
   activateDraft(partnerId: string): Promise<DestinationResult<{ destination: DestinationView }>>;
@@ -103,11 +108,13 @@ export class Destinations implements DestinationsApi {
     return { ok: true, destination: this.view(partnerId, stored) };
   }
 
-  async stageDraft(partnerId: string, url: string): Promise<DestinationResult<{ destination: DestinationView }>> {
+  async stageDraft(partnerId: string, url: string): Promise<DestinationResult<{ destination: DestinationView; testSecret: string }>> {
     const checked = checkDestinationUrl(url, this.deps.mode);
     if (!checked.ok) return { ok: false, code: 'invalid_url', reason: checked.reason };
     const href = checked.url.href;
-    return this.change(partnerId, (current, nowMs) => ({ record: { ...current, draft: { url: href, stagedAtMs: nowMs, test: null } } }));
+    const testSecret = generateTestSecret();
+    const changed = await this.change(partnerId, (current, nowMs) => ({ record: { ...current, draft: { url: href, stagedAtMs: nowMs, test: null, testSecret } } }));
+    return changed.ok ? { ok: true, destination: changed.destination, testSecret } : changed;
   }
 
   async testDraft(partnerId: string): Promise<DestinationResult<{ test: TestSummary; destination: DestinationView }>> {
@@ -115,8 +122,8 @@ export class Destinations implements DestinationsApi {
     if (loaded === null) return unknownPartner();
     const draft = loaded.draft;
     if (draft === null) return { ok: false, code: 'no_draft', reason: 'No draft URL is staged' };
-    const secret = loaded.pendingSecret?.secret ?? loaded.secret;
-    if (secret === null) return { ok: false, code: 'secret_unavailable', reason: 'No signing secret is configured; rotate one first' };
+    const secret = draft.testSecret;
+    if (secret === undefined) return { ok: false, code: 'secret_unavailable', reason: 'This draft has no test secret (it was staged before drafts had one); stage it again' };
     const pooled = await this.tests.run(() => this.sendTest(draft.url, secret));
     if (!pooled.ok) return { ok: false, code: 'test_busy', reason: 'Too many destination tests are running; try again shortly' };
     const test = pooled.value;
@@ -189,7 +196,8 @@ export class Destinations implements DestinationsApi {
       source: stored !== null ? 'store' : record?.url != null ? 'partners_file' : 'none',
       url: record?.url ?? null,
       secretConfigured: record?.secret != null && record.secret.length > 0,
-      draft: record?.draft ?? null,
+      // Never the test secret: it is shown once, at staging.
+      draft: record?.draft ? { url: record.draft.url, stagedAtMs: record.draft.stagedAtMs, test: record.draft.test } : null,
       pendingSecret: record?.pendingSecret ? { stagedAtMs: record.pendingSecret.stagedAtMs } : null,
       updatedAtMs: stored?.updatedAtMs ?? null,
     };

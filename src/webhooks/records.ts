@@ -241,7 +241,11 @@ export interface DestinationRecord {
   readonly url: string | null;
   /** The live signing secret; null = unavailable (deliveries fail at once). */
   readonly secret: string | null;
-  readonly draft: { readonly url: string; readonly stagedAtMs: number; readonly test: TestSummary | null } | null;
+  /**
+   * The staged URL. `testSecret` signs its test deliveries (a draft is not trusted with the live or
+   * staged secret); absent on drafts staged before drafts had one (they must be staged again).
+   */
+  readonly draft: { readonly url: string; readonly stagedAtMs: number; readonly test: TestSummary | null; readonly testSecret?: string } | null;
   readonly pendingSecret: { readonly secret: string; readonly stagedAtMs: number } | null;
   readonly updatedAtMs: number;
 }

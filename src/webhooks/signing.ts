@@ -85,6 +85,14 @@ export function generateSecret(): string {
   return `whsec_${randomBytes(32).toString('base64url')}`;
 }
 
+/**
+ * A draft's test secret: what its test deliveries carry and are signed with, since a URL that is
+ * not activated yet may not be the partner's. Same shape as a signing secret, its own prefix.
+ */
+export function generateTestSecret(): string {
+  return `whtest_${randomBytes(32).toString('base64url')}`;
+}
+
 /** Constant-time equality of two secrets (different lengths compare unequal without early exit on content). */
 export function secretsEqual(a: string, b: string): boolean {
   const left = createHash('sha256').update(a, 'utf8').digest();

@@ -1,12 +1,16 @@
 // Which webhook destinations we send to (docs/webhooks.md, "Destination URLs").
 // - Only http and https; no credentials in the URL; at most 2,048 characters.
-// - Production mode: https only, and never to a private, loopback, link-local or otherwise
-//   non-public address. Checked when a URL is staged (literal addresses, `localhost`) and again at
-//   every delivery, where the host is resolved, EVERY address is checked, and the connection is
-//   made to the checked address (no second lookup an attacker's DNS could answer differently).
+// - Production mode: https on port 443 only, and never to a private, loopback, link-local or
+//   otherwise non-public address, in any IPv6 form that carries one (address-policy.ts). Checked
+//   when a URL is staged (literal addresses, `localhost`) and again at every delivery, where the
+//   host is resolved, EVERY address is checked, and the connection is made to the checked address
+//   (no second lookup an attacker's DNS could answer differently). Port 443 only: a destination is
+//   a web server, and any other port would let a webhook reach another service on a public host
+//   (SMTP, Redis, SSH) with our body and secret; a partner on another port puts 443 in front.
 // - Sandbox mode: anything http/https, so a partner can test against a local receiver.
-import { BlockList, isIP } from 'node:net';
+import { isIP } from 'node:net';
 import { lookup } from 'node:dns/promises';
+import { isBlockedAddress } from './address-policy.ts';
 
 export const destinationUrlCharsMax = 2_048;
 
@@ -15,70 +19,6 @@ export interface UrlPolicyMode {
 }
 
 export type UrlCheck = { readonly ok: true; readonly url: URL } | { readonly ok: false; readonly reason: string };
-
-// Every range that is not the public internet (IANA special-purpose registries).
-const blocked = new BlockList();
-for (const [network, prefix] of [
-  ['0.0.0.0', 8], // "this network"
-  ['10.0.0.0', 8], // private
-  ['100.64.0.0', 10], // carrier-grade NAT
-  ['127.0.0.0', 8], // loopback
-  ['169.254.0.0', 16], // link-local (cloud metadata lives here)
-  ['172.16.0.0', 12], // private
-  ['192.0.0.0', 24], // IETF protocol assignments
-  ['192.0.2.0', 24], // documentation
-  ['192.88.99.0', 24], // 6to4 relay anycast (deprecated)
-  ['192.168.0.0', 16], // private
-  ['198.18.0.0', 15], // benchmarking
-  ['198.51.100.0', 24], // documentation
-  ['203.0.113.0', 24], // documentation
-  ['224.0.0.0', 4], // multicast
-  ['240.0.0.0', 4], // reserved, broadcast
-] as const) {
-  blocked.addSubnet(network, prefix, 'ipv4');
-}
-for (const [network, prefix] of [
-  ['::', 128], // unspecified
-  ['::1', 128], // loopback
-  ['64:ff9b:1::', 48], // local-use NAT64
-  ['100::', 64], // discard-only
-  ['2001:db8::', 32], // documentation
-  ['fc00::', 7], // unique local
-  ['fe80::', 10], // link-local
-  ['fec0::', 10], // site-local (deprecated)
-  ['ff00::', 8], // multicast
-] as const) {
-  blocked.addSubnet(network, prefix, 'ipv6');
-}
-
-/** The IPv4 address embedded in an IPv4-mapped (::ffff:a.b.c.d) or NAT64 (64:ff9b::a.b.c.d) IPv6 address. */
-function embeddedIpv4(address: string): string | null {
-  const lower = address.toLowerCase();
-  for (const prefix of ['::ffff:', '64:ff9b::']) {
-    if (!lower.startsWith(prefix)) continue;
-    const rest = lower.slice(prefix.length);
-    if (isIP(rest) === 4) return rest;
-    const hex = /^([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(rest);
-    if (hex?.[1] !== undefined && hex[2] !== undefined) {
-      const high = parseInt(hex[1], 16);
-      const low = parseInt(hex[2], 16);
-      return `${high >> 8}.${high & 0xff}.${low >> 8}.${low & 0xff}`;
-    }
-  }
-  return null;
-}
-
-/** True for any address that is not a public unicast address (and for anything that is not an IP). */
-export function isBlockedAddress(address: string): boolean {
-  const family = isIP(address);
-  if (family === 4) return blocked.check(address, 'ipv4');
-  if (family === 6) {
-    const v4 = embeddedIpv4(address);
-    if (v4 !== null) return blocked.check(v4, 'ipv4');
-    return blocked.check(address, 'ipv6');
-  }
-  return true;
-}
 
 function hostnameOf(url: URL): string {
   // URL keeps brackets around IPv6 literals.
@@ -101,6 +41,8 @@ export function checkDestinationUrl(text: string, mode: UrlPolicyMode): UrlCheck
   const host = hostnameOf(url);
   if (host.length === 0) return { ok: false, reason: 'The URL has no host' };
   if (!mode.sandbox) {
+    // URL drops the scheme's default port, so an explicit `:443` reads as ''.
+    if (url.port !== '') return { ok: false, reason: 'Only port 443 (https) is accepted outside sandbox mode' };
     const lower = host.toLowerCase().replace(/\.$/, '');
     if (lower === 'localhost' || lower.endsWith('.localhost')) return { ok: false, reason: 'The URL points at this machine' };
     if (isIP(host) !== 0 && isBlockedAddress(host)) return { ok: false, reason: 'The URL points at a private or reserved address' };
@@ -142,4 +84,4 @@ export async function resolveCheckedAddresses(host: string, mode: UrlPolicyMode)
   return addresses;
 }
 
-export { hostnameOf };
+export { hostnameOf, isBlockedAddress };

@@ -8,7 +8,7 @@ import { readEnv } from '../../src/config/env.ts';
 import { startService, type RunningService } from '../../src/service/service.ts';
 import { createAdminClient, type AdminClient } from '../../src/grpc/admin-client.ts';
 import { runCli } from '../../src/grpc/admin-cli.ts';
-import { partnerOverridesCollection } from '../../src/service/partner-overrides.ts';
+import { applyPartnerOverrides, partnerOverridesCollection } from '../../src/service/partner-overrides.ts';
 import { sha256Hex } from '../../src/edge/auth.ts';
 import { randomBytes } from 'node:crypto';
 import { pino } from 'pino';
@@ -91,6 +91,27 @@ test('disabling a user is stored (it survives a restart) and enabling restores i
   assert.equal(service.ctx.partners.isUserDisabled('demo', 'u-1'), false);
 });
 
+test('a user disabled in one Unicode form is disabled in every form (NFKC); an id with an invisible character is INVALID_ARGUMENT', async () => {
+  const reply = await admin.call('DisableUser', { partner_id: 'demo', user_id: '\uff55-2' }); // full-width u
+  assert.equal(reply.ok, true);
+  assert.equal(service.ctx.partners.isUserDisabled('demo', 'u-2'), true);
+  const stored = await service.ctx.store.get(partnerOverridesCollection, 'demo');
+  assert.deepEqual(stored?.disabledUsers, ['u-2'], 'stored in its normal form');
+  await admin.call('EnableUser', { partner_id: 'demo', user_id: 'u-2' });
+  assert.equal(service.ctx.partners.isUserDisabled('demo', '\uff55-2'), false, 'enabled in another form of the same id');
+  await assert.rejects(admin.call('DisableUser', { partner_id: 'demo', user_id: 'u\u200b-2' }), (error: { code?: number; details?: string }) => error.code === 3 && /U\+200B/.test(error.details ?? ''));
+
+  // An override stored before ids were normalised (decomposed accent) matches every form once loaded.
+  const before = await service.ctx.store.get(partnerOverridesCollection, 'demo');
+  assert.ok(before);
+  await service.ctx.store.put(partnerOverridesCollection, 'demo', { ...before, disabledUsers: ['jose\u0301'] });
+  await applyPartnerOverrides(service.ctx);
+  assert.equal(service.ctx.partners.isUserDisabled('demo', 'jos\u00e9'), true);
+  assert.equal(await applyPartnerOverrides(service.ctx), 0, 'a normalised override is not applied again at every refresh');
+  await admin.call('EnableUser', { partner_id: 'demo', user_id: 'jos\u00e9' });
+  assert.equal(service.ctx.partners.isUserDisabled('demo', 'jose\u0301'), false);
+});
+
 test('an unknown partner is NOT_FOUND; a missing field is INVALID_ARGUMENT', async () => {
   await assert.rejects(admin.call('DisableUser', { partner_id: 'nobody', user_id: 'u' }), (error: { code?: number }) => error.code === 5);
   await assert.rejects(admin.call('DisableUser', { partner_id: 'demo' }), (error: { code?: number }) => error.code === 3);
@@ -102,6 +123,20 @@ test('rotating an API key: the new key authenticates, the old one no longer does
   assert.equal(service.ctx.keyRing.findPartner(newKey), 'demo');
   assert.equal(service.ctx.keyRing.findPartner(demoKey), null);
   assert.deepEqual(service.ctx.partners.get('demo')?.apiKeySha256, [sha256Hex(newKey)]);
+});
+
+test('staging a webhook destination shows the draft\'s test secret once (reply and CLI); no other reply carries it', async () => {
+  const staged = await admin.call('StageDestination', { partner_id: 'demo', url: 'http://127.0.0.1:9/draft' });
+  assert.equal(staged.ok, true, String(staged.message));
+  assert.match(String(staged.test_secret), /^whtest_[A-Za-z0-9_-]{43}$/);
+  const lines: string[] = [];
+  const env = { OPS_API_KEY: opsKey, ADMIN_ADDR: `127.0.0.1:${service.adminPort}` };
+  assert.equal(await runCli(['destination', 'stage', 'demo', 'http://127.0.0.1:9/draft'], env, (text) => lines.push(text)), 0);
+  const printed = lines.join('\n').match(/whtest_[A-Za-z0-9_-]{43}/)?.[0];
+  assert.ok(printed, 'the CLI prints the test secret');
+  assert.notEqual(printed, staged.test_secret, 'each staging draws a new one');
+  const discarded = await admin.call('DiscardDestination', { partner_id: 'demo' });
+  assert.equal(discarded.test_secret, '');
 });
 
 test('sandbox rates are set through the admin service; a bad rate is refused', async () => {

@@ -263,8 +263,8 @@ describe('webhook delivery', () => {
   test('production mode: a destination on a loopback address is refused at delivery time, nothing is sent', async () => {
     receiver.requests.length = 0;
     receiver.script([], { status: 200 });
-    // https so the URL passes the static check's scheme rule; the address rule is what refuses it.
-    const s = await setup(`https://127.0.0.1:${new URL(receiver.origin).port}/hooks`, { sandbox: false });
+    // https on 443 so the URL passes the static check's scheme and port rules; the address rule is what refuses it.
+    const s = await setup('https://127.0.0.1/hooks', { sandbox: false });
     try {
       await commitWebhooks(s.store, newTransaction('acme'), [{ event: 'transaction.created', status: 'AWAITING_PAYMENT' }]);
       await eventually(async () => assert.equal((await s.services.deliveries.list('acme', { status: 'failed', limit: 10 })).total, 1));
@@ -285,7 +285,8 @@ describe('webhook delivery', () => {
       return;
     }
     receiver.requests.length = 0;
-    const s = await setup(`https://${host}:${new URL(receiver.origin).port}/hooks`, { sandbox: false });
+    // Port 443 (the only one production accepts): refused at the lookup, nothing connects anywhere.
+    const s = await setup(`https://${host}/hooks`, { sandbox: false });
     try {
       await commitWebhooks(s.store, newTransaction('acme'), [{ event: 'transaction.created', status: 'AWAITING_PAYMENT' }]);
       await eventually(async () => assert.equal((await s.services.deliveries.list('acme', { status: 'failed', limit: 10 })).total, 1));

@@ -1,7 +1,8 @@
 // Destination management as an administrator uses it: stage a draft URL, test it (a real
 // `webhook.test` delivery), activate or discard it; rotate the signing secret independently of the
 // URL. Every change takes effect for the next delivery of a running dispatcher, without a restart,
-// and secrets never appear in what the API returns (except the new one, once, at rotation).
+// and secrets never appear in what the API returns (except a new one, once: the secret at rotation,
+// the draft's test secret at staging). A draft is not trusted: its test never carries a live secret.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -107,7 +108,11 @@ describe('webhook destinations', () => {
     assert.equal(testBody.event, 'webhook.test');
     assert.match(testBody.data.id, /^test_/);
     assert.equal(testRequest.headers[webhookHeaders.sequence], undefined, 'a test delivery is not in the event log');
-    assert.ok(verifies(testRequest, fileSecret));
+    // The draft is not trusted yet: its test carries the draft's own test secret, never the live one.
+    assert.match(staged.testSecret, /^whtest_[A-Za-z0-9_-]{43}$/);
+    assert.ok(verifies(testRequest, staged.testSecret));
+    assert.ok(!JSON.stringify(testRequest.headers).includes(fileSecret) && !testRequest.body.includes(fileSecret), 'the live secret does not reach the draft');
+    assert.ok(!JSON.stringify(await services.destinations.get('acme')).includes(staged.testSecret), 'the test secret is shown once, at staging');
 
     // Still the old URL until activation.
     assert.equal((await deliverOne()).path, '/live');
@@ -135,11 +140,17 @@ describe('webhook destinations', () => {
     assert.ok(rotated.destination.pendingSecret !== null);
     assert.ok(verifies(await deliverOne(), fileSecret), 'the live secret still signs');
 
-    // A draft tested while a secret is staged is signed with the staged secret (the partner can
-    // check its new configuration before anything live changes).
-    assert.ok((await services.destinations.stageDraft('acme', `${receiver.origin}/draft`)).ok);
+    // A draft tested while a secret is staged gets neither the staged secret (it becomes the live
+    // one) nor the live one: only the draft's own test secret, new at every staging.
+    const staged = await services.destinations.stageDraft('acme', `${receiver.origin}/draft`);
+    assert.ok(staged.ok);
     assert.ok((await services.destinations.testDraft('acme')).ok);
-    assert.ok(verifies(receiver.requestsTo('/draft').at(-1), rotated.secret));
+    const draftTest = receiver.requestsTo('/draft').at(-1);
+    assert.ok(verifies(draftTest, staged.testSecret));
+    for (const secret of [rotated.secret, fileSecret]) assert.ok(!JSON.stringify(draftTest?.headers).includes(secret));
+    const restaged = await services.destinations.stageDraft('acme', `${receiver.origin}/draft`);
+    assert.ok(restaged.ok);
+    assert.notEqual(restaged.testSecret, staged.testSecret, 'staging again draws a new test secret');
     assert.ok((await services.destinations.discardDraft('acme')).ok);
 
     const activated = await services.destinations.activateSecret('acme');
@@ -157,8 +168,8 @@ describe('webhook destinations', () => {
 
     const view = await services.destinations.get('acme');
     const shown = JSON.stringify(view);
-    for (const secret of [fileSecret, rotated.secret, again.secret]) assert.ok(!shown.includes(secret), 'secrets are never returned by get');
-    assert.ok(!log.lines.some((line) => [fileSecret, rotated.secret, again.secret].some((secret) => line.includes(secret))), 'secrets are never logged');
+    for (const secret of [fileSecret, rotated.secret, again.secret, staged.testSecret]) assert.ok(!shown.includes(secret), 'secrets are never returned by get');
+    assert.ok(!log.lines.some((line) => [fileSecret, rotated.secret, again.secret, staged.testSecret].some((secret) => line.includes(secret))), 'secrets are never logged');
   });
 
   test('concurrent changes do not lose each other (compare-and-set)', async () => {

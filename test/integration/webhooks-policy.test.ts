@@ -22,6 +22,7 @@ import {
   retryDelayMs,
   type AttemptResult,
 } from '../../src/webhooks/policy.ts';
+import { ipv6Bytes } from '../../src/webhooks/address-policy.ts';
 import { checkDestinationUrl, isBlockedAddress } from '../../src/webhooks/url-policy.ts';
 import { collectingLogger, commitWebhooks, newTransaction, startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts';
 
@@ -194,6 +195,60 @@ describe('destination URL policy', () => {
     for (const address of ['8.8.8.8', '1.1.1.1', '172.32.0.1', '2606:4700:4700::1111', '::ffff:8.8.8.8']) {
       assert.equal(isBlockedAddress(address), false, address);
     }
+  });
+
+  // IPv6 spellings that carry an IPv4 address (or reach one through a tunnel or translator): each
+  // hides loopback, private or metadata addresses behind a form a v6-only check lets through.
+  const hiddenV4: ReadonlyArray<[string, string]> = [
+    ['IPv4-compatible, dotted', '::127.0.0.1'],
+    ['IPv4-compatible, hex', '::7f00:1'],
+    ['IPv4-compatible, private', '::a00:1'],
+    ['IPv4-compatible, public (deprecated form: refused whatever it embeds)', '::808:808'],
+    ['IPv4-mapped, written out in full', '0:0:0:0:0:ffff:7f00:1'],
+    ['IPv4-mapped, metadata', '::ffff:169.254.169.254'],
+    ['IPv4-translated (SIIT), dotted', '::ffff:0:127.0.0.1'],
+    ['IPv4-translated (SIIT), hex', '::ffff:0:a00:1'],
+    ['NAT64 well-known prefix, dotted', '64:ff9b::127.0.0.1'],
+    ['NAT64 well-known prefix, in full', '64:ff9b:0:0:0:0:a9fe:a9fe'],
+    ['NAT64 local-use prefix', '64:ff9b:1::808:808'],
+    ['6to4 of loopback', '2002:7f00:1::1'],
+    ['6to4 of a private network', '2002:c0a8:101::1'],
+    ['6to4 of the metadata address', '2002:a9fe:a9fe::'],
+    ['Teredo hiding 127.0.0.1 as its client', '2001:0:4136:e378:8000:63bf:80ff:fffe'],
+    ['Teredo with public server and client (refused: the whole prefix)', '2001:0:4136:e378:8000:63bf:3fff:fdd2'],
+    ['benchmarking', '2001:2::1'],
+    ['ORCHIDv2', '2001:20::1'],
+    ['documentation (3fff::/20)', '3fff::1'],
+    ['SRv6 SIDs', '5f00::1'],
+    ['dummy prefix', '100:0:0:1::1'],
+    ['reserved (outside 2000::/3)', '4000::1'],
+    ['link-local with a zone', 'fe80::1%eth0'],
+  ];
+
+  test('IPv6 forms that embed or reach a non-public IPv4 address are blocked, each form', () => {
+    assert.deepEqual(ipv6Bytes('0:0:0:0:0:ffff:7f00:1'), ipv6Bytes('::ffff:127.0.0.1'), 'one address, two spellings, one decision');
+    assert.equal(ipv6Bytes('1::2:3:4:5:6:7:8'), null);
+    for (const [name, address] of hiddenV4) assert.equal(isBlockedAddress(address), true, `${name}: ${address}`);
+    for (const address of ['2606:4700:4700::1111', '2a00:1450:4001:80b::200e', '::ffff:8.8.8.8', '64:ff9b::808:808', '64:ff9b::8.8.4.4', '2002:808:808::1']) {
+      assert.equal(isBlockedAddress(address), false, address);
+    }
+    const production = { sandbox: false };
+    for (const [name, address] of hiddenV4) {
+      if (address.includes('%')) continue; // a URL cannot carry a zone
+      const checked = checkDestinationUrl(`https://[${address}]/hooks`, production);
+      assert.equal(checked.ok, false, `${name}: ${address}`);
+    }
+  });
+
+  test('outside sandbox the port is 443 (https\'s own); sandbox takes any port', () => {
+    const production = { sandbox: false };
+    assert.equal(checkDestinationUrl('https://hooks.acme.example:443/abroad', production).ok, true);
+    for (const url of ['https://hooks.acme.example:8443/abroad', 'https://hooks.acme.example:22/', 'https://hooks.acme.example:6379/', 'https://8.8.8.8:25/']) {
+      const checked = checkDestinationUrl(url, production);
+      assert.equal(checked.ok, false, url);
+      assert.match(checked.ok ? '' : checked.reason, /port 443/);
+    }
+    assert.equal(checkDestinationUrl('https://hooks.acme.example:8443/abroad', { sandbox: true }).ok, true);
   });
 
   test('only http(s), no credentials; https only and no private targets outside sandbox', () => {

@@ -8,6 +8,7 @@ import { kycActorType, kycCollection, kycKey, type KycReply } from '../../actors
 import { toJsonValue } from '../../actors/state-codec.ts';
 import { validateKycSubmission, type KycCommand, type KycFieldError, type KycSubmissionInput } from '../../domain/kyc.ts';
 import { errorResponse } from '../errors.ts';
+import { knownFields } from '../idempotency.ts';
 import { jsonResponse, type HttpResponse, type RequestContext, type Route } from '../http.ts';
 import { checkDocumentType } from '../magic-bytes.ts';
 import { kycUploadBodyBytesMax, parseMultipart } from '../multipart.ts';
@@ -53,7 +54,9 @@ async function submitKyc(env: EdgeEnv, request: RequestContext): Promise<HttpRes
   const validation = validateKycSubmission(submissionOf(fields, 'pending'), env.ctx.clock.nowMs());
   if (!validation.ok) return errorResponse('invalid_request', fieldErrorsReason(validation.errors));
   const documentDigest = createHash('sha256').update(file.bytes).digest('hex');
-  const canonical = { fields: { ...fields }, document: { type: documentCheck.type, sha256: documentDigest } };
+  // The fields the form is read for (another field is ignored, so it does not make a retry another
+  // request), with userId in its normal form.
+  const canonical = { fields: { ...knownFields(fields, submissionFields), userId }, document: { type: documentCheck.type, sha256: documentDigest } };
   return idempotentPost(
     env,
     request,

@@ -11,7 +11,7 @@ import type { QuoteRequest } from '../../domain/pricing.ts';
 import type { QuoteKind } from '../../domain/quote.ts';
 import { cryptoAssets, isOneOf, networks } from '../../domain/assets.ts';
 import { quoteError, quoteErrorCodes, quoteErrorHttpStatus, quoteErrorToJson, type QuoteErrorCode } from '../../domain/quote-errors.ts';
-import type { Ids } from '../idempotency.ts';
+import { knownFields, type Ids } from '../idempotency.ts';
 import { jsonResponse, jsonTextResponse, type HttpResponse, type RequestContext, type Route } from '../http.ts';
 import { lastObjectMemberText } from '../json-text.ts';
 import { parseQuoteRoute } from '../schemas.ts';
@@ -23,6 +23,13 @@ const amountFields: Readonly<Record<QuoteKind, 'amount' | 'source_amount' | 'fia
   payout: 'amount',
   reverse: 'source_amount',
   onramp: 'fiat_amount',
+};
+
+/** Every body field a quote of each kind reads; the Idempotency-Key fingerprint covers these only. */
+const quoteFields: Readonly<Record<QuoteKind, readonly string[]>> = {
+  payout: ['amount', 'crypto_currency', 'network', 'payment_method', 'target_currency'],
+  reverse: ['source_amount', 'crypto_currency', 'network', 'payment_method', 'target_currency'],
+  onramp: ['fiat_amount', 'crypto_currency', 'network', 'payment_method', 'target_currency'],
 };
 
 function quoteErrorResponse(code: QuoteErrorCode, reason: string): HttpResponse {
@@ -67,7 +74,7 @@ function createQuote(env: EdgeEnv, kind: QuoteKind, request: RequestContext): Pr
   if (availability && isOneOf(networks, network) && isOneOf(cryptoAssets, cryptoCurrency) && !availability.active(network, cryptoCurrency)) {
     return Promise.resolve(quoteErrorResponse('corridor_unavailable', `${cryptoCurrency} on ${network} is not available`));
   }
-  return idempotentPost(env, request, partnerId, body.value, newQuoteIds, (ids) => {
+  return idempotentPost(env, request, partnerId, knownFields(body.value, quoteFields[kind]), newQuoteIds, (ids) => {
     const payload: CreateQuotePayload = { partnerId, request: quoteRequestValue };
     // One promise step from the reply text to the response (no decoded reply in between).
     return env.actors

@@ -8,6 +8,7 @@ import { fiatDecimals } from '../../domain/assets.ts';
 import { parseAmount, type Decimal } from '../../domain/money.ts';
 import type { SandboxResult } from '../../service/ports.ts';
 import { errorResponse, reasonCharsMax } from '../errors.ts';
+import { knownFields } from '../idempotency.ts';
 import { jsonResponse, type HttpResponse, type RequestContext, type Route } from '../http.ts';
 import { parseWith, sandboxBodySchema } from '../schemas.ts';
 import {
@@ -38,7 +39,8 @@ async function runHelper(env: EdgeEnv, request: RequestContext, helper: Helper):
   if (rawAmount !== null && typeof rawAmount !== 'number') return errorResponse('invalid_request', 'amount must be a number');
   const sandbox = env.deps.sandbox;
   if (sandbox === undefined) return capabilityUnavailable('The sandbox driver');
-  return idempotentPost(env, request, partnerId, body.value, () => ({ requestId: randomUUID() }), async () => {
+  const canonical = knownFields(body.value, ['transaction_id', 'amount']);
+  return idempotentPost(env, request, partnerId, canonical, () => ({ requestId: randomUUID() }), async () => {
     const found = await partnerTransaction(env, partnerId, parsed.value.transaction_id);
     if (found === null) return transactionNotFound();
     let amount: Decimal | null = null;

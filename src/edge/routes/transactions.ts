@@ -16,16 +16,14 @@ import { kycCollection, kycKey } from '../../actors/kyc-actor.ts';
 import { loadQuoteRecord } from '../../actors/quote-actor.ts';
 import { toJsonValue } from '../../actors/state-codec.ts';
 import { railAmount, transactionActorType, transactionsCollection, type AcceptPayload, type AcceptReply } from '../../actors/transaction-actor.ts';
-import { fiatDecimals } from '../../domain/assets.ts';
 import { parseUuid } from '../../domain/ids.ts';
 import { checkPerTransaction } from '../../domain/limits.ts';
-import { compare, parseAmount, toFixedString, toJsonNumber } from '../../domain/money.ts';
+import { toJsonNumber } from '../../domain/money.ts';
 import type { Quote } from '../../domain/quote.ts';
 import { claim, type QuoteUse } from '../../domain/quote-use.ts';
 import { transactionReference } from '../../domain/reference.ts';
-import { decodeBrCode } from '../../rails/brcode.ts';
 import { classifyBrebKey } from '../../rails/breb-keys.ts';
-import { classifyPixKey } from '../../rails/pix-keys.ts';
+import { pixRecipient } from '../../rails/pix-recipient.ts';
 import { listOffsetMax, type JsonObject } from '../../store/store.ts';
 import { createEarlyRefusals, type EarlyRefusals } from '../early-refusal.ts';
 import { errorResponse } from '../errors.ts';
@@ -62,23 +60,11 @@ function unverifiable(detail: string): Recipient {
   return { ok: false, response: acceptanceRejection({ code: 'account_unverifiable' }, detail) };
 }
 
-/** A PIX QR must decode (CRC included) and, when it names an amount, ask for the quoted one. */
-function checkQrCode(quote: Quote, qrCode: string): Recipient | null {
-  const decoded = decodeBrCode(qrCode);
-  if (!decoded.ok) return unverifiable(`qr_code: ${decoded.reason}`);
-  if (decoded.value.amount !== undefined) {
-    const asked = parseAmount(decoded.value.amount, fiatDecimals.BRL, { label: 'qr_code amount' });
-    if (!asked.ok || compare(asked.value, quote.targetAmount) !== 0) {
-      return invalid(`qr_code asks for ${decoded.value.amount} BRL but the quote pays ${toFixedString(quote.targetAmount)} BRL`);
-    }
-  }
-  return null;
-}
-
 /**
- * The recipient, checked against the quote. Payout: a PIX key or Bre-B key in `account_number`
- * (stored in its normal form) and/or a PIX QR in `qr_code` (PIX only). Onramp: `account_number`
- * is the wallet that receives the crypto on the quoted network; `qr_code` does not apply.
+ * The recipient, checked against the quote. Payout: a Bre-B key in `account_number` (BREB), or for
+ * PIX a key and/or a BR Code in `qr_code` naming one beneficiary (`pixRecipient`); the account
+ * number is stored in its normal form and is the key that is paid. Onramp: `account_number` is the
+ * wallet that receives the crypto on the quoted network; `qr_code` does not apply.
  */
 function checkRecipient(quote: Quote, body: TransactionBody): Recipient {
   if (quote.direction === 'onramp') {
@@ -87,18 +73,15 @@ function checkRecipient(quote: Quote, body: TransactionBody): Recipient {
     const wallet = checkWallet(quote.network, body.account_number);
     return wallet.ok ? { ok: true, accountNumber: wallet.address, qrCode: null } : unverifiable(wallet.reason);
   }
-  let accountNumber: string | null = null;
-  if (body.qr_code !== null) {
-    if (quote.paymentMethod !== 'PIX') return invalid('qr_code is accepted for PIX payouts only');
-    const problem = checkQrCode(quote, body.qr_code);
-    if (problem !== null) return problem;
+  if (quote.paymentMethod === 'PIX') {
+    const recipient = pixRecipient(body.account_number, body.qr_code, quote.targetAmount);
+    if (recipient.ok) return recipient;
+    return recipient.kind === 'unverifiable' ? unverifiable(recipient.reason) : invalid(recipient.reason);
   }
-  if (body.account_number !== null) {
-    const key = quote.paymentMethod === 'PIX' ? classifyPixKey(body.account_number) : classifyBrebKey(body.account_number);
-    if (!key.ok) return unverifiable(`account_number: ${key.reason}`);
-    accountNumber = key.normalized;
-  }
-  return { ok: true, accountNumber, qrCode: body.qr_code };
+  if (body.qr_code !== null) return invalid('qr_code is accepted for PIX payouts only');
+  if (body.account_number === null) return invalid('account_number (a Bre-B key) is required for BREB payouts');
+  const key = classifyBrebKey(body.account_number);
+  return key.ok ? { ok: true, accountNumber: key.normalized, qrCode: null } : unverifiable(`account_number: ${key.reason}`);
 }
 
 /** The read checks after the quote's own (exists, expiry, use) that the edge can answer before asking the actor, in order. */
