@@ -10,7 +10,13 @@ async function main(): Promise<void> {
   const lines = [`role ${env.ROLE}; bus ${env.REDIS_URL ? 'redis' : 'in-process'}; store ${env.MONGODB_URL ? 'mongodb' : `embedded (${env.DATA_DIR})`}; sandbox ${env.sandbox ? 'on' : 'off'}`];
   if (port !== null) lines.push(`edge listening on http://${env.HOST}:${port}`);
   if (service.healthPort !== null) lines.push(`health on http://${env.HOST}:${service.healthPort} (/healthz, /readyz)`);
-  if (service.adminPort !== null) lines.push(`admin gRPC on ${env.HOST}:${service.adminPort} (npm run admin -- help)`);
+  if (service.adminPort !== null) {
+    lines.push(
+      env.ADMIN_TLS
+        ? `admin gRPC over TLS on ${env.ADMIN_HOST}:${service.adminPort} (ADMIN_TLS_CA_FILE=… npm run admin -- help)`
+        : `admin gRPC WITHOUT TLS on ${env.ADMIN_HOST}:${service.adminPort}, this host only (ADMIN_TLS=off npm run admin -- help)`,
+    );
+  }
   // Printed once to the terminal of whoever started the service; never written to the logs.
   if (ctx.generatedKeys.demoApiKey) lines.push(`demo partner API key: ${ctx.generatedKeys.demoApiKey}`);
   if (ctx.generatedKeys.opsApiKey) lines.push(`ops API key: ${ctx.generatedKeys.opsApiKey}`);

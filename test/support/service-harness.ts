@@ -165,6 +165,9 @@ export async function startServiceHarness(options: ServiceHarnessOptions = {}): 
       GRPC_PORT: '0',
       PAYOUT_GRPC_PORT: '0',
       HOST: '127.0.0.1',
+      // One process on loopback, as `npm start` runs it: the admin service without TLS (allowed on
+      // a loopback ADMIN_HOST only; test/integration/admin-tls.test.ts covers the TLS service).
+      ADMIN_TLS: 'off',
       ROLE: options.partialEdge === undefined ? 'all' : 'shard',
       DATA_DIR: dataDir,
       PARTNERS_FILE: partnersFile,
@@ -185,7 +188,7 @@ export async function startServiceHarness(options: ServiceHarnessOptions = {}): 
       port = edge.port;
     }
     if (port === null) throw new Error('the service started no edge');
-    if (service.adminPort !== null && service.rails !== null) admin = createAdminClient(`127.0.0.1:${service.adminPort}`, opsApiKey);
+    if (service.adminPort !== null && service.rails !== null) admin = createAdminClient(`127.0.0.1:${service.adminPort}`, opsApiKey, { transport: { kind: 'plaintext' } });
     const running = service;
     const startedEdge = edge;
     const startedRedis = redis;
