@@ -200,7 +200,8 @@ describe('rate limiting', () => {
 describe('npm start', () => {
   test('the banner\'s example curl works against the service it started', { timeout: 120_000 }, async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'banner-'));
-    const env: NodeJS.ProcessEnv = { PATH: process.env['PATH'], HOME: process.env['HOME'], PORT: '0', DATA_DIR: dataDir, LOG_LEVEL: 'silent' };
+    // ADMIN_TLS=off as the `npm start` script sets it (the one-process development mode, loopback only).
+    const env: NodeJS.ProcessEnv = { PATH: process.env['PATH'], HOME: process.env['HOME'], PORT: '0', DATA_DIR: dataDir, LOG_LEVEL: 'silent', ADMIN_TLS: 'off' };
     const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
