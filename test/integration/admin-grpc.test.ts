@@ -52,10 +52,13 @@ before(async () => {
 });
 
 after(async () => {
-  admin?.close();
-  await service?.stop();
-  rmSync(dir, { recursive: true, force: true });
-  certs?.remove();
+  try {
+    admin?.close();
+    await service?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  } finally {
+    certs?.remove();
+  }
 });
 
 test('a call without the ops key, or with a partner key, is UNAUTHENTICATED', async () => {

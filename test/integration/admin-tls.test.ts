@@ -60,9 +60,12 @@ describe('the admin service over TLS, bound to ADMIN_HOST', () => {
   });
 
   after(async () => {
-    await service?.stop();
-    rmSync(dir, { recursive: true, force: true });
-    certs?.remove();
+    try {
+      await service?.stop();
+      rmSync(dir, { recursive: true, force: true });
+    } finally {
+      certs?.remove();
+    }
   });
 
   test('the admin client that trusts the deployment CA is served over TLS; the CLI too (ADMIN_TLS_CA_FILE)', async () => {

@@ -181,13 +181,16 @@ describe('the chains link between an edge and a watcher started apart', () => {
   });
 
   after(async () => {
-    for (const service of extraServices) await service.stop();
-    await edge?.stop();
-    if (watcher !== null) await stopProcess(watcher);
-    await shard?.stop();
-    await redis?.stop();
-    rmSync(dataDir, { recursive: true, force: true });
-    certs?.remove();
+    try {
+      for (const service of extraServices) await service.stop();
+      await edge?.stop();
+      if (watcher !== null) await stopProcess(watcher);
+      await shard?.stop();
+      await redis?.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    } finally {
+      certs?.remove();
+    }
   });
 
   test('a Solana deposit notified to the edge is verified by the watcher process: 202, then PROCESSING_PAYMENT', async () => {

@@ -85,12 +85,15 @@ describe('mutual TLS on the payout and chains links', () => {
   });
 
   after(async () => {
-    await chainsLink?.stop();
-    await payoutRole?.stop();
-    await rails?.close();
-    await service?.stop();
-    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-    certs?.remove();
+    try {
+      await chainsLink?.stop();
+      await payoutRole?.stop();
+      await rails?.close();
+      await service?.stop();
+      for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+    } finally {
+      certs?.remove();
+    }
   });
 
   test('a role holding the deployment’s internal identity reads liquidity and calls the chains link', async () => {

@@ -63,14 +63,17 @@ before(async () => {
 });
 
 after(async () => {
-  link?.close();
-  await edgeRails?.close();
-  await edgeCtx?.close();
-  await role?.stop();
-  await rails?.close();
-  await service?.stop();
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-  certs?.remove();
+  try {
+    link?.close();
+    await edgeRails?.close();
+    await edgeCtx?.close();
+    await role?.stop();
+    await rails?.close();
+    await service?.stop();
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  } finally {
+    certs?.remove();
+  }
 });
 
 test('an edge in another process reads the payout role’s liquidity over the link', async () => {
