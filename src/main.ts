@@ -11,7 +11,13 @@ async function main(): Promise<void> {
   const lines = [`role ${env.ROLE}; bus ${env.REDIS_URL ? 'redis' : 'in-process'}; store ${env.MONGODB_URL ? 'mongodb' : `embedded (${env.DATA_DIR})`}; sandbox ${env.sandbox ? 'on' : 'off'}`];
   if (port !== null) lines.push(`edge listening on http://${env.HOST}:${port}`);
   if (service.healthPort !== null) lines.push(`health on http://${env.HOST}:${service.healthPort} (/healthz, /readyz)`);
-  if (service.adminPort !== null) lines.push(`admin gRPC on ${env.HOST}:${service.adminPort} (npm run admin -- help)`);
+  if (service.adminPort !== null) {
+    lines.push(
+      env.ADMIN_TLS
+        ? `admin gRPC over TLS on ${env.ADMIN_HOST}:${service.adminPort} (ADMIN_TLS_CA_FILE=… npm run admin -- help)`
+        : `admin gRPC WITHOUT TLS on ${env.ADMIN_HOST}:${service.adminPort}, this host only (ADMIN_TLS=off npm run admin -- help)`,
+    );
+  }
   // Shown once to whoever started the service, never to a log: printed on a terminal, else written
   // to a 0600 file under DATA_DIR whose path is printed (src/service/generated-keys.ts).
   const keys = reportGeneratedKeys(ctx.generatedKeys, { isTty: process.stdout.isTTY === true, dataDir: env.DATA_DIR, role: env.ROLE });

@@ -114,6 +114,9 @@ export async function startBenchService(options: BenchServiceOptions): Promise<B
     SHARDS: String(shardCount),
     SANDBOX: '1',
     LOG_LEVEL: options.logLevel ?? 'warn',
+    // Everything on this host's loopback: a ROLE=all process's admin service needs no certificate
+    // (docs/internal-links.md; plaintext is refused on any other bind).
+    ADMIN_TLS: 'off',
     // A fresh store that no older release opens: the faster value encoding is safe (docs/store.md
     // "Value encoding"). STORE_PLAIN_MAPS=false in the bench's environment measures the default.
     STORE_PLAIN_MAPS: process.env.STORE_PLAIN_MAPS ?? 'true',

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { describeZodError } from './partners.ts';
 import { checkKeyStrength } from './key-strength.ts';
 import { parseCidrList } from '../domain/ip-address.ts';
+import { linkBindsIssues } from './link-binds.ts';
 
 export const roles = ['all', 'edge', 'shard', 'watcher', 'payout', 'webhooks', 'admin'] as const;
 export type Role = (typeof roles)[number];
@@ -12,6 +13,9 @@ export type Role = (typeof roles)[number];
 export const sandboxWithMainnetConsent = 'i-understand';
 
 const flag = z.enum(['0', '1', 'true', 'false']).transform((value) => value === '1' || value === 'true');
+const onOff = z.enum(['on', 'off', '1', '0', 'true', 'false']).transform((value) => value === 'on' || value === '1' || value === 'true');
+/** A file named by the environment (certificates, keys): a path, read at start. */
+const filePath = z.string().min(1).max(4_096);
 
 /**
  * A key the service reads from the environment: at most 256 characters and at least 128 bits of
@@ -136,6 +140,29 @@ const envSchema = z.object({
   /** The watcher role's internal gRPC link (Chains); CHAINS_GRPC_URL is where an edge/admin started apart reaches it. */
   CHAINS_GRPC_PORT: z.coerce.number().int().min(0).max(65_535).default(50053),
   CHAINS_GRPC_URL: z.string().regex(/^[A-Za-z0-9.:[\]_-]+$/, 'host:port').optional(),
+  /**
+   * The admin service and the internal links have their own binds, independent of the edge's HOST
+   * (docs/security.md, "Internal links and the admin service"): loopback unless said otherwise.
+   */
+  ADMIN_HOST: z.string().min(1).default('127.0.0.1'),
+  INTERNAL_HOST: z.string().min(1).default('127.0.0.1'),
+  /** TLS on the admin service (its certificate and key); `off` is allowed on a loopback ADMIN_HOST only. */
+  ADMIN_TLS: onOff.default(true),
+  ADMIN_TLS_CERT_FILE: filePath.optional(),
+  ADMIN_TLS_KEY_FILE: filePath.optional(),
+  /**
+   * Mutual TLS on the internal links: the CA that signs every role's identity, and this process's
+   * certificate and key (server and client). `off` is allowed with loopback binds and addresses
+   * only, and then needs INTERNAL_LINK_KEY.
+   */
+  INTERNAL_TLS: onOff.default(true),
+  INTERNAL_TLS_CA_FILE: filePath.optional(),
+  INTERNAL_TLS_CERT_FILE: filePath.optional(),
+  INTERNAL_TLS_KEY_FILE: filePath.optional(),
+  /** The name the link clients expect in the server's certificate, when it is not the host they dial. */
+  INTERNAL_TLS_SERVER_NAME: z.string().regex(/^[A-Za-z0-9.-]{1,253}$/, 'a DNS name').optional(),
+  /** A second credential of the internal links (metadata `x-internal-link-key`); never the ops key. */
+  INTERNAL_LINK_KEY: z.string().min(32).max(256).regex(/^[\x21-\x7e]+$/, 'visible ASCII, no spaces').optional(),
 });
 
 export type EnvConfig = z.infer<typeof envSchema> & { readonly sandbox: boolean };
@@ -143,7 +170,11 @@ export type EnvConfig = z.infer<typeof envSchema> & { readonly sandbox: boolean 
 /** Reads the environment (and an optional role given as the first CLI argument). */
 export function readEnv(env: NodeJS.ProcessEnv, argv: readonly string[] = []): EnvConfig {
   const cliRole = argv[0];
-  const parsed = envSchema.safeParse({ ...env, ...(cliRole !== undefined ? { ROLE: cliRole } : {}) });
+  const parsed = envSchema
+    .superRefine((config, issues) => {
+      for (const issue of linkBindsIssues(config)) issues.addIssue({ code: 'custom', path: [issue.variable], message: issue.message });
+    })
+    .safeParse({ ...env, ...(cliRole !== undefined ? { ROLE: cliRole } : {}) });
   if (!parsed.success) throw new Error(describeZodError(parsed.error, 'environment'));
   // Sandbox by default when no real chain or rail is configured (DESIGN's configuration contract).
   const sandbox = parsed.data.SANDBOX ?? parsed.data.CHAINS_FILE === undefined;

@@ -1,6 +1,10 @@
-// `npm run admin -- <command> …`: the ops CLI over the admin gRPC service. Reads OPS_API_KEY and
-// ADMIN_ADDR (default 127.0.0.1:$GRPC_PORT or 127.0.0.1:50051) from the environment.
-import { createAdminClient } from './admin-client.ts';
+// `npm run admin -- <command> …`: the ops CLI over the admin gRPC service. Reads OPS_API_KEY,
+// ADMIN_ADDR (default 127.0.0.1:$GRPC_PORT or 127.0.0.1:50051) and how to reach it:
+// ADMIN_TLS_CA_FILE (the CA of the admin's certificate; ADMIN_TLS_SERVER_NAME when the address is
+// not a name in it) or ADMIN_TLS=off (a development service on loopback). Neither: it refuses to
+// send the ops key.
+import { createAdminClient, type AdminClient } from './admin-client.ts';
+import { adminClientTls } from './link-security.ts';
 
 const usage = `usage: npm run admin -- <command> [arguments]
   shards                                   shard ownership, fencing tokens, stream length, pending, lag
@@ -21,7 +25,9 @@ const usage = `usage: npm run admin -- <command> [arguments]
   retry-parked <topic> <row id>            make a waiting row due now: a worker tries it at its next round
   resolve-parked <topic> <row id> <note…>  mark a waiting row done by hand (its work is NOT done by the service; logged)
   set-rate <COP|BRL> <rate>                sandbox: fiat units per USD stablecoin
-  sandbox-rail <BREB|PIX> [--liquidity N] [--latency MS] [--failure-rate R] [--outage on|off]`;
+  sandbox-rail <BREB|PIX> [--liquidity N] [--latency MS] [--failure-rate R] [--outage on|off]
+environment: OPS_API_KEY, ADMIN_ADDR (host:port), and ADMIN_TLS_CA_FILE [ADMIN_TLS_SERVER_NAME]
+  or ADMIN_TLS=off (plaintext, loopback only: a development service)`;
 
 /** Prints rows as an aligned text table. */
 export function table(rows: ReadonlyArray<Record<string, unknown>>, columns: readonly string[]): string {
@@ -48,7 +54,13 @@ export async function runCli(argv: string[], env: NodeJS.ProcessEnv, print: (tex
     return 2;
   }
   const address = env.ADMIN_ADDR ?? `127.0.0.1:${env.GRPC_PORT ?? '50051'}`;
-  const client = createAdminClient(address, opsKey);
+  let client: AdminClient;
+  try {
+    client = createAdminClient(address, opsKey, { transport: adminClientTls(env) });
+  } catch (error) {
+    print(error instanceof Error ? error.message : String(error));
+    return 2;
+  }
   const need = (count: number): void => {
     if (args.length < count) throw new Error(usage);
   };

@@ -1,11 +1,15 @@
 // The admin service (proto/admin.proto) for ops: shards and leases, end users, partner keys,
 // reconciliation, webhook deliveries and destinations, outbox rows waiting for a retry (list,
-// retry now, resolve by hand), sandbox knobs. Every call carries the ops
-// key in metadata `x-ops-api-key`, checked in constant time; a missing or wrong key is
-// UNAUTHENTICATED, and once the caller's address has failed too often (the process's AuthThrottle,
-// shared with the edge) RESOURCE_EXHAUSTED with the delay in metadata (`retry-after` seconds,
-// `grpc-retry-pushback-ms`); a correct key is never refused for it. Capabilities that this
-// process does not have answer UNAVAILABLE with a reason.
+// retry now, resolve by hand), sandbox knobs. Served over TLS (ADMIN_TLS_CERT_FILE/_KEY_FILE) on
+// ADMIN_HOST:GRPC_PORT, loopback unless the operator says otherwise; plaintext only with
+// ADMIN_TLS=off on a loopback bind. Every call carries the ops key in metadata `x-ops-api-key`,
+// checked in constant time; a missing or wrong key is UNAUTHENTICATED, and once the caller's
+// address has failed too often (the process's AuthThrottle, shared with the edge)
+// RESOURCE_EXHAUSTED with the delay in metadata (`retry-after` seconds, `grpc-retry-pushback-ms`);
+// a correct key is never refused for it. Every call, refused ones too, writes one audit line
+// (src/audit/operator-audit.ts). Capabilities that this process does not have answer UNAVAILABLE
+// with a reason.
+import { randomBytes } from 'node:crypto';
 import {
   Metadata,
   Server,
@@ -32,6 +36,8 @@ import { serviceOutboxTopics } from '../service/cluster-stats.ts';
 import type { OutboxRowAction } from '../store/store.ts';
 import { listParked, parkedListDefault, parkedListMax, parkedRowReply, resolveNoteCharsMax } from './admin-parked.ts';
 import { listenGrpc, loadProto, lookup } from './proto.ts';
+import { adminServerTls } from './link-security.ts';
+import { auditTarget, createAuditLog, operatorKeyId, type AuditLog, type AuditOutcome } from '../audit/operator-audit.ts';
 
 // The admin service's view of the webhooks service and the sandbox rail: only what it calls, so
 // this module depends on their shapes, not on their modules.
@@ -369,28 +375,41 @@ function refuseCredential(ctx: ServiceContext, name: string, call: ServerUnaryCa
   });
 }
 
-function wrap(ctx: ServiceContext, name: string, handler: Handler) {
+/** The identifiers a call names, for its audit line (never URLs, notes, keys or amounts). */
+const auditedFields = ['partner_id', 'user_id', 'blockchain', 'on_chain_tx', 'transaction_id', 'event_id', 'actor_id', 'topic', 'id', 'currency', 'method', 'state'] as const;
+
+/** How a failed call ends for the caller, and for its audit line. */
+function failure(ctx: ServiceContext, name: string, error: unknown): { readonly code: grpcStatus; readonly details: string; readonly outcome: AuditOutcome } {
+  if (error instanceof AdminError) return { code: error.code, details: error.message, outcome: error.code === grpcStatus.UNAVAILABLE ? 'unavailable' : 'refused' };
+  if (isUnavailableFailure(error)) {
+    // Redis or the shard workers are away: retry later, not a bug (the cause has its own log lines).
+    ctx.log.warn({ method: name, error: String(error) }, 'admin call failed: a dependency is unavailable');
+    return { code: grpcStatus.UNAVAILABLE, details: 'Redis or the shard workers are not reachable right now; retry later', outcome: 'unavailable' };
+  }
+  ctx.log.error({ method: name, error: String(error) }, 'admin call failed');
+  return { code: grpcStatus.INTERNAL, details: 'internal error', outcome: 'failed' };
+}
+
+function wrap(ctx: ServiceContext, audit: AuditLog, name: string, handler: Handler) {
   return (call: ServerUnaryCall<Record<string, unknown>, Record<string, unknown>>, callback: sendUnaryData<Record<string, unknown>>): void => {
     const presented = call.metadata.get('x-ops-api-key')[0];
-    if (typeof presented !== 'string' || !ctx.keyRing.isOpsKey(presented)) {
+    const known = typeof presented === 'string' && ctx.keyRing.isOpsKey(presented);
+    const entry = { channel: 'admin-grpc', action: name, target: auditTarget(call.request, auditedFields), operator: known ? operatorKeyId(presented) : null, peer: call.getPeer() } as const;
+    if (!known) {
+      audit.record({ ...entry, outcome: 'unauthenticated', detail: 'UNAUTHENTICATED' });
       refuseCredential(ctx, name, call, callback);
       return;
     }
     handler(call.request).then(
-      (reply) => callback(null, reply),
+      (reply) => {
+        // Destination calls answer ok: false with a reason instead of an error status.
+        audit.record({ ...entry, outcome: reply.ok === false ? 'refused' : 'ok', detail: 'OK' });
+        callback(null, reply);
+      },
       (error: unknown) => {
-        if (error instanceof AdminError) {
-          callback({ code: error.code, details: error.message });
-          return;
-        }
-        if (isUnavailableFailure(error)) {
-          // Redis or the shard workers are away: retry later, not a bug (the cause has its own log lines).
-          ctx.log.warn({ method: name, error: String(error) }, 'admin call failed: a dependency is unavailable');
-          callback({ code: grpcStatus.UNAVAILABLE, details: 'Redis or the shard workers are not reachable right now; retry later' });
-          return;
-        }
-        ctx.log.error({ method: name, error: String(error) }, 'admin call failed');
-        callback({ code: grpcStatus.INTERNAL, details: 'internal error' });
+        const failed = failure(ctx, name, error);
+        audit.record({ ...entry, outcome: failed.outcome, detail: grpcStatus[failed.code] });
+        callback({ code: failed.code, details: failed.details });
       },
     );
   };
@@ -404,13 +423,16 @@ export interface RunningAdmin {
 export async function startAdminServer(ctx: ServiceContext, capabilities: AdminCapabilities, port = ctx.env.GRPC_PORT): Promise<RunningAdmin> {
   const service = (lookup(loadProto('admin.proto'), 'payments.admin.v1.Admin') as { service: ServiceDefinition }).service;
   const handlers = adminHandlers(ctx, capabilities);
+  const audit = createAuditLog(ctx.log, ctx.clock);
   const implementation: UntypedServiceImplementation = {};
   for (const name of Object.keys(service)) {
     const handler = handlers[name];
     if (handler === undefined) throw new Error(`admin method ${name} has no handler`);
-    implementation[name] = wrap(ctx, name, handler);
+    implementation[name] = wrap(ctx, audit, name, handler);
   }
+  // Read before the server exists: a missing certificate stops start-up naming its variable.
+  const tls = adminServerTls(ctx.env);
   const server = new Server({ 'grpc.max_receive_message_length': 64 * 1024 });
   server.addService(service, implementation);
-  return listenGrpc(server, ctx.env.HOST, port);
+  return listenGrpc(server, ctx.env.ADMIN_HOST, port, tls);
 }

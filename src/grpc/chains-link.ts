@@ -4,8 +4,12 @@
 // (`remoteDepositVerifier`, `remoteReconciler`) instead of talking to the chains itself. In `all`
 // mode nothing is served: the in-process DepositIntake is used directly.
 //
-// Authentication: the ops key in the `x-ops-api-key` metadata (compared in constant time by the key
-// ring), so every process of a split deployment shares OPS_API_KEY. Transport failures never become
+// Authentication (docs/security.md, "Internal links and the admin service"): served on
+// INTERNAL_HOST with mutual TLS, so only a process holding a certificate of the internal CA
+// connects at all, plus INTERNAL_LINK_KEY in `x-internal-link-key` when one is configured (the only
+// credential on a loopback plaintext link). The operators' ops key is not a credential here: every
+// call comes from another role, on behalf of a partner the edge authenticated or of an operator the
+// admin service or the ops route authenticated (and audited). Transport failures never become
 // a 500 at the edge: notify answers `unavailable` (503, retryable), reconcile answers `failed` with a
 // generic reason. Provider and chain error texts never travel as a call's status details.
 import { join } from 'node:path';
@@ -19,11 +23,11 @@ import type { ServiceContext } from '../service/context.ts';
 import type { DepositVerifier, NotifyResult, ReconcileResult, ReconcileResultCode, Reconciler } from '../service/ports.ts';
 import { LinkError, linkCallTimeoutMsDefault, linkMessageBytesMax } from './payout-link.ts';
 import { listenGrpc } from './proto.ts';
+import { channelCredentials, internalClientTls, internalServerTls, linkKeyAccepted, linkKeyMetadata, type ClientTls } from './link-security.ts';
 
 export { LinkError } from './payout-link.ts';
 
 export const chainsProtoPath = join(import.meta.dirname, '../../proto/chains.proto');
-const opsKeyMetadata = 'x-ops-api-key';
 /** HTTP/2 streams one caller may keep open on the link at once; more wait for a slot (within their deadline). */
 export const linkConcurrentCallsMax = 512;
 /** How long a client waits before reconnecting to a link that went away: short, so a restarted watcher is found fast. */
@@ -188,7 +192,7 @@ export interface ChainsLinkCapabilities {
 }
 
 export interface ChainsLinkServerOptions {
-  /** Default HOST. */
+  /** Default INTERNAL_HOST. */
   readonly host?: string;
   /** Default CHAINS_GRPC_PORT; 0 picks a free port. */
   readonly port?: number;
@@ -202,11 +206,14 @@ export interface ChainsLinkServer {
 type Handler = (request: object) => Promise<object>;
 
 export async function startChainsLinkServer(
-  ctx: Pick<ServiceContext, 'env' | 'keyRing' | 'log'>,
+  ctx: Pick<ServiceContext, 'env' | 'log'>,
   capabilities: ChainsLinkCapabilities,
   options: ChainsLinkServerOptions = {},
 ): Promise<ChainsLinkServer> {
   const log = ctx.log.child({ component: 'chains-link' });
+  const linkKey = ctx.env.INTERNAL_LINK_KEY;
+  // Read before the server exists: a missing certificate stops start-up naming its variable.
+  const tls = internalServerTls(ctx.env);
   const server = new grpc.Server({
     'grpc.max_receive_message_length': linkMessageBytesMax,
     'grpc.max_send_message_length': linkMessageBytesMax,
@@ -215,9 +222,8 @@ export async function startChainsLinkServer(
   const unary =
     (name: string, handler: Handler): grpc.handleUnaryCall<object, object> =>
     (call, callback) => {
-      const presented = call.metadata.get(opsKeyMetadata)[0];
-      if (typeof presented !== 'string' || !ctx.keyRing.isOpsKey(presented)) {
-        callback({ code: grpc.status.UNAUTHENTICATED, details: 'a valid ops key is required' });
+      if (!linkKeyAccepted(linkKey, call.metadata)) {
+        callback({ code: grpc.status.UNAUTHENTICATED, details: 'a valid internal link key is required' });
         return;
       }
       handler(call.request).then(
@@ -261,9 +267,9 @@ export async function startChainsLinkServer(
       return Promise.resolve(reply);
     }),
   });
-  const host = options.host ?? ctx.env.HOST;
-  const listening = await listenGrpc(server, host, options.port ?? ctx.env.CHAINS_GRPC_PORT);
-  log.info({ host, port: listening.port }, 'chains link listening');
+  const host = options.host ?? ctx.env.INTERNAL_HOST;
+  const listening = await listenGrpc(server, host, options.port ?? ctx.env.CHAINS_GRPC_PORT, tls);
+  log.info({ host, port: listening.port, tls: tls.kind }, 'chains link listening');
   return listening;
 }
 
@@ -272,8 +278,10 @@ export async function startChainsLinkServer(
 export interface ChainsLinkClientOptions {
   /** host:port of the watcher role's link (CHAINS_GRPC_URL). */
   readonly address: string;
-  /** The ops key. Never logged. */
-  readonly opsKey: string;
+  /** This process's internal identity and the internal CA (src/grpc/link-security.ts), or plaintext to loopback. */
+  readonly transport: ClientTls;
+  /** INTERNAL_LINK_KEY, sent with every call when set. Never logged. */
+  readonly linkKey?: string;
   /** Deadline of every call; default 5 s. */
   readonly callTimeoutMs?: number;
 }
@@ -284,7 +292,9 @@ export class ChainsLinkClient {
   private readonly callTimeoutMs: number;
 
   constructor(private readonly options: ChainsLinkClientOptions) {
-    this.client = new grpc.Client(options.address, grpc.credentials.createInsecure(), {
+    const transport = channelCredentials(options.address, options.transport);
+    this.client = new grpc.Client(options.address, transport.credentials, {
+      ...transport.options,
       'grpc.max_receive_message_length': linkMessageBytesMax,
       'grpc.max_send_message_length': linkMessageBytesMax,
       'grpc.initial_reconnect_backoff_ms': 200,
@@ -329,7 +339,7 @@ export class ChainsLinkClient {
   private call<Req extends object, Res extends object>(name: string, request: Req): Promise<Res> {
     const definition = method(name);
     const metadata = new grpc.Metadata();
-    metadata.set(opsKeyMetadata, this.options.opsKey);
+    if (this.options.linkKey !== undefined) metadata.set(linkKeyMetadata, this.options.linkKey);
     return new Promise<Res>((resolve, reject) => {
       this.client.makeUnaryRequest<Req, Res>(
         definition.path,
@@ -354,11 +364,14 @@ function logLinkFailure(log: LinkLog | undefined, what: string, address: string,
   if (log === undefined) return;
   const code = error instanceof LinkError ? error.code : null;
   const fields = { component: 'chains-link', address, code: code === null ? null : grpc.status[code] };
-  // A refused credential or a protocol mismatch is a deployment error, not a passing outage.
+  const text = error instanceof Error ? error.message.slice(0, 300) : String(error);
+  // A refused credential or a protocol mismatch is a deployment error, not a passing outage. A TLS
+  // handshake the other side refused (a certificate of another CA) arrives as UNAVAILABLE, like an
+  // outage: its text (ours, from the TLS library, no secret) says which.
   if (code === grpc.status.UNAUTHENTICATED || code === grpc.status.INVALID_ARGUMENT || code === grpc.status.INTERNAL || code === null) {
-    log.error({ ...fields, error: error instanceof Error ? error.message : String(error) }, `${what} over the chains link failed`);
+    log.error({ ...fields, error: text }, `${what} over the chains link failed`);
   } else {
-    log.warn(fields, `${what} over the chains link failed`);
+    log.warn({ ...fields, error: text }, `${what} over the chains link failed`);
   }
 }
 
@@ -425,15 +438,14 @@ export function linkChainServices(ctx: ServiceContext, chains: ChainServices, op
   const log = ctx.log.child({ component: 'chains-link' });
   let client: ChainsLinkClient | null = null;
   if (remoteAddress !== null) {
-    // A generated ops key differs per process: the link would refuse every call.
-    const opsKey = ctx.env.OPS_API_KEY;
-    if (opsKey === undefined) throw new Error('CHAINS_GRPC_URL needs OPS_API_KEY (the same in every process): the chains link authenticates with it');
-    client = new ChainsLinkClient({ address: remoteAddress, opsKey, ...(options.callTimeoutMs !== undefined ? { callTimeoutMs: options.callTimeoutMs } : {}) });
+    client = new ChainsLinkClient({
+      address: remoteAddress,
+      transport: internalClientTls(ctx.env),
+      ...(ctx.env.INTERNAL_LINK_KEY === undefined ? {} : { linkKey: ctx.env.INTERNAL_LINK_KEY }),
+      ...(options.callTimeoutMs !== undefined ? { callTimeoutMs: options.callTimeoutMs } : {}),
+    });
   } else if (role === 'edge' || role === 'admin') {
     log.info({ role }, 'CHAINS_GRPC_URL is not set: this process verifies deposits and reconciles hashes itself');
-  }
-  if (serveLink && ctx.env.OPS_API_KEY === undefined) {
-    log.warn('OPS_API_KEY is not set: the chains link accepts only the ops key generated for this process');
   }
   const linkClient = client;
   return {

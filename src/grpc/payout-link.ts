@@ -1,7 +1,13 @@
 // The payout role's internal gRPC link (proto/payout.proto): Payout.Execute/Status for operations
-// (ops key in the `x-ops-api-key` metadata, compared in constant time by the key ring) and
-// Liquidity.Get for an edge running in another process. In `all` mode nothing is served: the
+// and Liquidity.Get for an edge running in another process. In `all` mode nothing is served: the
 // in-process objects (`PayoutOps`, the LiquidityView) are used directly.
+//
+// Who gets in (docs/security.md, "Internal links and the admin service"): the link is served on
+// INTERNAL_HOST with mutual TLS, so only a process holding a certificate of the internal CA
+// connects at all, plus INTERNAL_LINK_KEY in `x-internal-link-key` when one is configured (the
+// only credential on a loopback plaintext link). Payout.Execute/Status are operators' actions:
+// they also need the ops key (`x-ops-api-key`, constant time by the key ring) and each writes an
+// audit line. The ops key alone opens nothing here.
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { loadSync, type MethodDefinition, type ServiceDefinition } from '@grpc/proto-loader';
@@ -12,6 +18,8 @@ import type { LiquiditySource } from '../rails/liquidity.ts';
 import { payoutIdempotencyKey, type PayoutWorker } from '../rails/payout-worker.ts';
 import type { PayoutResult, Rail } from '../rails/rails.ts';
 import { listenGrpc } from './proto.ts';
+import { channelCredentials, linkKeyAccepted, linkKeyMetadata, type ClientTls, type ServerTls } from './link-security.ts';
+import { auditTarget, certificateSubject, operatorKeyId, type AuditLog, type AuditOutcome } from '../audit/operator-audit.ts';
 
 export const payoutProtoPath = join(import.meta.dirname, '../../proto/payout.proto');
 /** Requests here are a few ids; anything bigger is not ours. */
@@ -223,11 +231,17 @@ export interface PayoutLinkServerOptions {
   readonly host: string;
   /** 0 picks a free port. */
   readonly port: number;
+  /** Mutual TLS from the internal CA (src/grpc/link-security.ts), or plaintext on loopback. */
+  readonly tls: ServerTls;
+  /** INTERNAL_LINK_KEY: when set, every call must present it. */
+  readonly linkKey?: string;
   readonly ops: PayoutOps;
   readonly liquidity: LiquiditySource;
   readonly clock: { nowMs(): number };
   /** True when the presented ops key is valid (constant-time; the key ring's isOpsKey). */
   readonly isOpsKey: (presented: string) => boolean;
+  /** Where Execute and Status are recorded (src/audit/operator-audit.ts). */
+  readonly audit: AuditLog;
   readonly log?: (level: 'warn' | 'error', message: string, fields?: Record<string, unknown>) => void;
 }
 
@@ -236,11 +250,14 @@ export interface PayoutLinkServer {
   stop(): Promise<void>;
 }
 
-type Handler = (request: object, metadata: grpc.Metadata) => Promise<object>;
+type LinkCall = grpc.ServerUnaryCall<object, object>;
+type Handler = (call: LinkCall) => Promise<object>;
+
+const linkKeyRefused = (): LinkError => new LinkError(grpc.status.UNAUTHENTICATED, 'a valid internal link key is required');
 
 function unary(handler: Handler, log: PayoutLinkServerOptions['log']): grpc.handleUnaryCall<object, object> {
   return (call, callback) => {
-    handler(call.request, call.metadata).then(
+    handler(call).then(
       (reply) => callback(null, reply),
       (error: unknown) => {
         if (error instanceof LinkError) {
@@ -255,31 +272,54 @@ function unary(handler: Handler, log: PayoutLinkServerOptions['log']): grpc.hand
   };
 }
 
+function auditOutcome(error: unknown): AuditOutcome {
+  if (!(error instanceof LinkError)) return 'failed';
+  if (error.code === grpc.status.UNAUTHENTICATED) return 'unauthenticated';
+  return error.code === grpc.status.UNAVAILABLE ? 'unavailable' : 'refused';
+}
+
+/** Payout.Execute/Status: an operator's action (the ops key) from a member of the deployment (the link), audited either way. */
+function operatorAction(options: PayoutLinkServerOptions, name: string, act: (transactionId: string) => Promise<PayoutStatusView>): Handler {
+  return async (call) => {
+    const presented = call.metadata.get(opsKeyMetadata)[0];
+    const known = typeof presented === 'string' && options.isOpsKey(presented);
+    const peerCertificate = certificateSubject(call.getAuthContext().sslPeerCertificate?.subject);
+    const entry = {
+      channel: 'payout-link',
+      action: name,
+      target: auditTarget(call.request as Record<string, unknown>, ['transaction_id']),
+      operator: known ? operatorKeyId(presented) : null,
+      peer: call.getPeer(),
+      ...(peerCertificate === undefined ? {} : { peerCertificate }),
+    } as const;
+    try {
+      if (!linkKeyAccepted(options.linkKey, call.metadata)) throw linkKeyRefused();
+      if (!known) throw new LinkError(grpc.status.UNAUTHENTICATED, 'a valid ops key is required');
+      const reply = statusMessage(await act(requireTransactionId(call.request)));
+      options.audit.record({ ...entry, outcome: 'ok', detail: reply.result });
+      return reply;
+    } catch (error) {
+      options.audit.record({ ...entry, outcome: auditOutcome(error), detail: error instanceof LinkError ? grpc.status[error.code] : 'UNAVAILABLE' });
+      throw error;
+    }
+  };
+}
+
 export async function startPayoutLinkServer(options: PayoutLinkServerOptions): Promise<PayoutLinkServer> {
   const defs = linkDefinitions();
   const server = new grpc.Server({
     'grpc.max_receive_message_length': linkMessageBytesMax,
     'grpc.max_send_message_length': linkMessageBytesMax,
   });
-  const requireOps = (metadata: grpc.Metadata): void => {
-    const presented = metadata.get(opsKeyMetadata)[0];
-    if (typeof presented !== 'string' || !options.isOpsKey(presented)) {
-      throw new LinkError(grpc.status.UNAUTHENTICATED, 'a valid ops key is required');
-    }
-  };
   server.addService(defs.payout as unknown as grpc.ServiceDefinition, {
-    Execute: unary(async (request, metadata) => {
-      requireOps(metadata);
-      return statusMessage(await options.ops.execute(requireTransactionId(request)));
-    }, options.log),
-    Status: unary(async (request, metadata) => {
-      requireOps(metadata);
-      return statusMessage(await options.ops.status(requireTransactionId(request)));
-    }, options.log),
+    Execute: unary(operatorAction(options, 'Execute', (id) => options.ops.execute(id)), options.log),
+    Status: unary(operatorAction(options, 'Status', (id) => options.ops.status(id)), options.log),
   });
   server.addService(defs.liquidity as unknown as grpc.ServiceDefinition, {
-    Get: unary(async (request) => {
-      const paymentMethod = requireMethod((request as Partial<LiquidityRequestMessage>).method);
+    // Any member of the deployment (it is the figure partners read anyway).
+    Get: unary(async (call) => {
+      if (!linkKeyAccepted(options.linkKey, call.metadata)) throw linkKeyRefused();
+      const paymentMethod = requireMethod((call.request as Partial<LiquidityRequestMessage>).method);
       const reading = await options.liquidity.read(paymentMethod);
       const reply: LiquidityReplyMessage = {
         method: paymentMethod,
@@ -291,7 +331,7 @@ export async function startPayoutLinkServer(options: PayoutLinkServerOptions): P
       return reply;
     }, options.log),
   });
-  return listenGrpc(server, options.host, options.port);
+  return listenGrpc(server, options.host, options.port, options.tls);
 }
 
 // ---- client ----
@@ -299,7 +339,11 @@ export async function startPayoutLinkServer(options: PayoutLinkServerOptions): P
 export interface PayoutLinkClientOptions {
   /** host:port of the payout role's link. */
   readonly address: string;
-  /** Needed for Payout.Execute/Status. Never logged. */
+  /** This process's internal identity and the internal CA (src/grpc/link-security.ts), or plaintext to loopback. */
+  readonly transport: ClientTls;
+  /** INTERNAL_LINK_KEY, sent with every call when set. Never logged. */
+  readonly linkKey?: string;
+  /** Needed for Payout.Execute/Status (an operator's action). Never logged. */
   readonly opsKey?: string;
   readonly callTimeoutMs?: number;
 }
@@ -309,7 +353,9 @@ export class PayoutLinkClient {
   private readonly callTimeoutMs: number;
 
   constructor(private readonly options: PayoutLinkClientOptions) {
-    this.client = new grpc.Client(options.address, grpc.credentials.createInsecure(), {
+    const transport = channelCredentials(options.address, options.transport);
+    this.client = new grpc.Client(options.address, transport.credentials, {
+      ...transport.options,
       'grpc.max_receive_message_length': linkMessageBytesMax,
       'grpc.max_send_message_length': linkMessageBytesMax,
     });
@@ -336,6 +382,7 @@ export class PayoutLinkClient {
   private call<Req extends object, Res extends object>(service: ServiceDefinition, name: string, request: Req, withOpsKey: boolean): Promise<Res> {
     const definition = method(service, name);
     const metadata = new grpc.Metadata();
+    if (this.options.linkKey !== undefined) metadata.set(linkKeyMetadata, this.options.linkKey);
     if (withOpsKey && this.options.opsKey !== undefined) metadata.set(opsKeyMetadata, this.options.opsKey);
     return new Promise<Res>((resolve, reject) => {
       this.client.makeUnaryRequest<Req, Res>(

@@ -1,8 +1,9 @@
 // Loads our .proto files (proto/) with @grpc/proto-loader; one place for the loader options so
 // servers and clients agree: field names as written, 64-bit integers as strings, defaults filled.
-import { loadPackageDefinition, ServerCredentials, type GrpcObject, type Server } from '@grpc/grpc-js';
+import { loadPackageDefinition, type GrpcObject, type Server } from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
 import { join } from 'node:path';
+import { serverCredentials, type ServerTls } from './link-security.ts';
 
 const protoDir = join(import.meta.dirname, '../../proto');
 
@@ -24,12 +25,16 @@ export interface ListeningGrpc {
 }
 
 /**
- * Binds `server` (insecure: the links run on a private network, authenticated by the ops key) and
- * returns its port and a stop that is graceful first, cancelling calls still running after `graceMs`.
+ * Binds `server` on `host:port` with `tls` (TLS, mutual TLS, or plaintext on a loopback host only:
+ * src/grpc/link-security.ts) and returns its port and a stop that is graceful first, cancelling
+ * calls still running after `graceMs`.
  */
-export async function listenGrpc(server: Server, host: string, port: number, graceMs = 5_000): Promise<ListeningGrpc> {
+export async function listenGrpc(server: Server, host: string, port: number, tls: ServerTls, graceMs = 5_000): Promise<ListeningGrpc> {
+  const credentials = serverCredentials(host, tls);
+  // An IPv6 literal needs brackets before the port.
+  const bindHost = host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
   const bound = await new Promise<number>((resolve, reject) => {
-    server.bindAsync(`${host}:${port}`, ServerCredentials.createInsecure(), (error, boundPort) => (error ? reject(error) : resolve(boundPort)));
+    server.bindAsync(`${bindHost}:${port}`, credentials, (error, boundPort) => (error ? reject(error) : resolve(boundPort)));
   });
   return {
     port: bound,

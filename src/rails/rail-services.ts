@@ -11,6 +11,8 @@
 // is set, else straight from the rail (the sandbox rail keeps its state in the shared store).
 import type { LogLevel } from '../actors/envelope.ts';
 import { createPayoutOps, PayoutLinkClient, remoteLiquiditySource, startPayoutLinkServer, type PayoutOps } from '../grpc/payout-link.ts';
+import { internalClientTls, internalServerTls } from '../grpc/link-security.ts';
+import { createAuditLog } from '../audit/operator-audit.ts';
 import type { ServiceContext } from '../service/context.ts';
 import { CachedLiquidityView, railLiquiditySource, type CachedLiquidityOptions } from './liquidity.ts';
 import { PayoutWorker, type PayoutWorkerOptions } from './payout-worker.ts';
@@ -62,7 +64,11 @@ export function createRailServices(ctx: ServiceContext, options: RailServicesOpt
   const rail: Rail = sandbox;
   const remote =
     ctx.env.PAYOUT_GRPC_URL !== undefined && ctx.env.ROLE !== 'all' && ctx.env.ROLE !== 'payout'
-      ? new PayoutLinkClient({ address: ctx.env.PAYOUT_GRPC_URL })
+      ? new PayoutLinkClient({
+          address: ctx.env.PAYOUT_GRPC_URL,
+          transport: internalClientTls(ctx.env),
+          ...(ctx.env.INTERNAL_LINK_KEY === undefined ? {} : { linkKey: ctx.env.INTERNAL_LINK_KEY }),
+        })
       : null;
   const liquidity = new CachedLiquidityView({
     source: remote === null ? railLiquiditySource(rail) : remoteLiquiditySource(remote),
@@ -96,12 +102,15 @@ export function createRailServices(ctx: ServiceContext, options: RailServicesOpt
       try {
         if (serveLink) {
           link = await startPayoutLinkServer({
-            host: ctx.env.HOST,
+            host: ctx.env.INTERNAL_HOST,
             port: options.linkPort ?? ctx.env.PAYOUT_GRPC_PORT,
+            tls: internalServerTls(ctx.env),
+            ...(ctx.env.INTERNAL_LINK_KEY === undefined ? {} : { linkKey: ctx.env.INTERNAL_LINK_KEY }),
             ops: roleOps,
             liquidity: railLiquiditySource(rail),
             clock: ctx.clock,
             isOpsKey: (presented) => ctx.keyRing.isOpsKey(presented),
+            audit: createAuditLog(ctx.log, ctx.clock),
             log,
           });
         }

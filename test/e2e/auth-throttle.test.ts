@@ -45,6 +45,7 @@ before(async () => {
     readEnv({
       PORT: '0',
       GRPC_PORT: '0',
+      ADMIN_TLS: 'off',
       PAYOUT_GRPC_PORT: '0',
       HEALTH_PORT: '0',
       DATA_DIR: dir,
@@ -206,8 +207,8 @@ test('the health listener’s /metrics: wrong ops keys are throttled the same wa
 
 test('admin gRPC: a flood of wrong keys ends in RESOURCE_EXHAUSTED with a retry hint; the ops key still works', async () => {
   const address = `127.0.0.1:${service.adminPort}`;
-  const wrong = createAdminClient(address, wrongKey);
-  const right = createAdminClient(address, opsKey);
+  const wrong = createAdminClient(address, wrongKey, { transport: { kind: 'plaintext' } });
+  const right = createAdminClient(address, opsKey, { transport: { kind: 'plaintext' } });
   try {
     const codes: number[] = [];
     let last: ServiceError | null = null;

@@ -207,7 +207,8 @@ describe('npm start', () => {
   // curl works once that file is sourced.
   test('with stdout not a terminal the generated keys are not printed but written to a 0600 file; the banner\'s example curl works with it', { timeout: 120_000 }, async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'banner-'));
-    const env: NodeJS.ProcessEnv = { PATH: process.env['PATH'], HOME: process.env['HOME'], PORT: '0', DATA_DIR: dataDir, LOG_LEVEL: 'silent' };
+    // ADMIN_TLS=off as the `npm start` script sets it (the one-process development mode, loopback only).
+    const env: NodeJS.ProcessEnv = { PATH: process.env['PATH'], HOME: process.env['HOME'], PORT: '0', DATA_DIR: dataDir, LOG_LEVEL: 'silent', ADMIN_TLS: 'off' };
     const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));

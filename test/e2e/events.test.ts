@@ -26,7 +26,7 @@ async function post(path: string, body: unknown): Promise<Record<string, unknown
 
 before(async () => {
   dir = mkdtempSync(join(tmpdir(), 'events-'));
-  service = await startService(readEnv({ PORT: '0', GRPC_PORT: '0', DATA_DIR: dir, LOG_LEVEL: 'silent', DEMO_API_KEY: demoKey, SHARDS: '8' }));
+  service = await startService(readEnv({ PORT: '0', GRPC_PORT: '0', ADMIN_TLS: 'off', DATA_DIR: dir, LOG_LEVEL: 'silent', DEMO_API_KEY: demoKey, SHARDS: '8' }));
   base = `http://127.0.0.1:${service.port}`;
 });
 

@@ -47,7 +47,7 @@ describe('onramp destinations: what cannot receive the crypto is refused at acce
       LOG_LEVEL: process.env['HARNESS_LOG'] === undefined ? 'silent' : 'debug',
       PORT: '0',
       HOST: '127.0.0.1',
-      GRPC_PORT: '0',
+      GRPC_PORT: '0', ADMIN_TLS: 'off',
       PAYOUT_GRPC_PORT: '0',
       SHARDS: '8',
       DEMO_API_KEY: apiKey,

@@ -46,7 +46,7 @@ async function start(dataDir: string, clockOffsetMs: () => number): Promise<Runn
     LOG_LEVEL: process.env['HARNESS_LOG'] === undefined ? 'silent' : 'debug',
     PORT: '0',
     HOST: '127.0.0.1',
-    GRPC_PORT: '0',
+    GRPC_PORT: '0', ADMIN_TLS: 'off',
     PAYOUT_GRPC_PORT: '0',
     SHARDS: '8',
     DEMO_API_KEY: apiKey,

@@ -16,7 +16,7 @@ before(async () => {
   dir = mkdtempSync(join(tmpdir(), 'rate-'));
   service = await startService(
     readEnv({
-      PORT: '0', GRPC_PORT: '0', DATA_DIR: dir, LOG_LEVEL: 'silent', DEMO_API_KEY: demoKey, SHARDS: '4',
+      PORT: '0', GRPC_PORT: '0', ADMIN_TLS: 'off', DATA_DIR: dir, LOG_LEVEL: 'silent', DEMO_API_KEY: demoKey, SHARDS: '4',
       EDGE_RATE_LIMIT_PER_SECOND: '0.5', EDGE_RATE_LIMIT_BURST: '3',
     }),
   );

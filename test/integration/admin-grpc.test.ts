@@ -1,4 +1,5 @@
-// The admin gRPC service and its CLI, against a running service (every role in one process).
+// The admin gRPC service and its CLI, against a running service (every role in one process), over
+// TLS with the development CA (test/support/dev-tls.ts), as operators reach it.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -24,34 +25,44 @@ import { randomUUID } from 'node:crypto';
 import { shardOf } from '../../src/bus/shards.ts';
 import type { CommandEnvelope } from '../../src/actors/envelope.ts';
 import { quarantineOnStore } from '../../src/actors/quarantine.ts';
+import { createTestCertificates, type TestCertificates } from '../support/dev-tls.ts';
 import { loadQuote } from '../../src/actors/quote-actor.ts';
 
 const opsKey = 'ops-key-for-the-admin-test-0123456789';
 const demoKey = 'demo-key-for-the-admin-test-0123456789';
 let dir: string;
+let certs: TestCertificates;
 let service: RunningService;
 let admin: AdminClient;
+/** How the CLI reaches the service: its address and the CA of its certificate. */
+let cliEnv: Record<string, string>;
 /** What the service logs at warn and above (the audit trail of operators' actions is there). */
 const warnings: string[] = [];
 
 before(async () => {
   dir = mkdtempSync(join(tmpdir(), 'admin-'));
+  certs = createTestCertificates();
   service = await startService(
-    readEnv({ PORT: '0', GRPC_PORT: '0', DATA_DIR: dir, LOG_LEVEL: 'silent', OPS_API_KEY: opsKey, DEMO_API_KEY: demoKey, SHARDS: '8' }),
+    readEnv({ PORT: '0', GRPC_PORT: '0', DATA_DIR: dir, LOG_LEVEL: 'silent', OPS_API_KEY: opsKey, DEMO_API_KEY: demoKey, SHARDS: '8', ...certs.adminServerEnv }),
     { log: pino({ level: 'warn' }, { write: (line: string) => void warnings.push(line) }) },
   );
   assert.ok(service.adminPort);
-  admin = createAdminClient(`127.0.0.1:${service.adminPort}`, opsKey);
+  admin = createAdminClient(`127.0.0.1:${service.adminPort}`, opsKey, { transport: { kind: 'tls', caPem: certs.pem(certs.trusted.caFile) } });
+  cliEnv = { OPS_API_KEY: opsKey, ADMIN_ADDR: `127.0.0.1:${service.adminPort}`, ADMIN_TLS_CA_FILE: certs.trusted.caFile };
 });
 
 after(async () => {
-  admin.close();
-  await service.stop();
-  rmSync(dir, { recursive: true, force: true });
+  try {
+    admin?.close();
+    await service?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  } finally {
+    certs?.remove();
+  }
 });
 
 test('a call without the ops key, or with a partner key, is UNAUTHENTICATED', async () => {
-  const wrong = createAdminClient(`127.0.0.1:${service.adminPort}`, demoKey);
+  const wrong = createAdminClient(`127.0.0.1:${service.adminPort}`, demoKey, { transport: { kind: 'tls', caPem: certs.pem(certs.trusted.caFile) } });
   await assert.rejects(wrong.call('ListShards'), (error: { code?: number }) => error.code === 16);
   wrong.close();
 });
@@ -130,7 +141,7 @@ test('staging a webhook destination shows the draft\'s test secret once (reply a
   assert.equal(staged.ok, true, String(staged.message));
   assert.match(String(staged.test_secret), /^whtest_[A-Za-z0-9_-]{43}$/);
   const lines: string[] = [];
-  const env = { OPS_API_KEY: opsKey, ADMIN_ADDR: `127.0.0.1:${service.adminPort}` };
+  const env = cliEnv;
   assert.equal(await runCli(['destination', 'stage', 'demo', 'http://127.0.0.1:9/draft'], env, (text) => lines.push(text)), 0);
   const printed = lines.join('\n').match(/whtest_[A-Za-z0-9_-]{43}/)?.[0];
   assert.ok(printed, 'the CLI prints the test secret');
@@ -148,7 +159,7 @@ test('sandbox rates are set through the admin service; a bad rate is refused', a
 
 test('the CLI prints the shard table', async () => {
   const lines: string[] = [];
-  const code = await runCli(['shards'], { OPS_API_KEY: opsKey, ADMIN_ADDR: `127.0.0.1:${service.adminPort}` }, (text) => lines.push(text));
+  const code = await runCli(['shards'], cliEnv, (text) => lines.push(text));
   assert.equal(code, 0);
   assert.match(lines[0] ?? '', /^shard\s+owner\s+token/);
   assert.equal(lines[0]?.split('\n').length, 8 + 2);
@@ -172,7 +183,7 @@ test('quarantined actors: listed, inspected (kinds and ids, no payloads) and rep
     { actorId, shard: shardOf(actorId, 8), error: 'TypeError: the bug', sinceMs: 1, lastErrorAtMs: 2 },
     [{ order: '000000000000001.000000001', commandId: command.commandId, kind: 'create', atMs: 2, envelope: command }],
   );
-  const env = { OPS_API_KEY: opsKey, ADMIN_ADDR: `127.0.0.1:${service.adminPort}` };
+  const env = cliEnv;
   const lines: string[] = [];
   assert.equal(await runCli(['quarantined'], env, (text) => lines.push(text)), 0);
   assert.match(lines.join('\n'), new RegExp(`${actorId}\\s+\\d+\\s+1\\s+2\\s+TypeError: the bug`));
@@ -235,7 +246,7 @@ test('refunds a chain refuses: /metrics counts them parked, the listing shows wh
     }, 15_000, 250);
 
     const lines: string[] = [];
-    assert.equal(await runCli(['parked', chainRefundTopic], { OPS_API_KEY: opsKey, ADMIN_ADDR: `127.0.0.1:${service.adminPort}` }, (text) => lines.push(text)), 0);
+    assert.equal(await runCli(['parked', chainRefundTopic], cliEnv, (text) => lines.push(text)), 0);
     assert.match(lines[0] ?? '', /^topic\s+id\s+state\s+attempts\s+reason/);
     assert.match(lines[0] ?? '', /parked\s+1\s+sandbox send rejected \(knob\)/);
 
@@ -272,7 +283,7 @@ test('refunds a chain refuses: /metrics counts them parked, the listing shows wh
 
 test('redeliver through the CLI reaches the server with its partner (the request carried only the event id before)', async () => {
   const lines: string[] = [];
-  const code = await runCli(['redeliver', 'demo', randomUUID()], { OPS_API_KEY: opsKey, ADMIN_ADDR: `127.0.0.1:${service.adminPort}` }, (text) => lines.push(text));
+  const code = await runCli(['redeliver', 'demo', randomUUID()], cliEnv, (text) => lines.push(text));
   assert.doesNotMatch(lines.join('\n'), /partner_id is required/);
   assert.equal(code, 0, lines.join('\n'));
   assert.match(lines.join('\n'), /no such event|not found|unknown/i, 'the server looked the event up for the partner');

@@ -2,8 +2,9 @@
 // the way operators run them: a shard service and an edge-only service (CHAINS_GRPC_URL) in this
 // process, the watcher role alone in a child process (`src/main.ts watcher`, serving the link on
 // CHAINS_GRPC_PORT), all on one private Redis bus and one embedded store directory. A partner's
-// notify and an operator's reconcile reach the chains only through the link; a wrong credential
-// is refused; with the link down, notify answers 503 (retryable), never 500.
+// notify and an operator's reconcile reach the chains only through the link, over mutual TLS with
+// the development CA (test/support/dev-tls.ts); a certificate of another CA, or none, is refused;
+// with the link down, notify answers 503 (retryable), never 500.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -22,6 +23,8 @@ import { startService, type RunningService } from '../../src/service/service.ts'
 import { eventually } from '../support/eventually.ts';
 import { randomKeyPrefix, startRedis, type PrivateRedis } from '../support/redis-server.ts';
 import { stopChild } from '../support/processes.ts';
+import { createTestCertificates, type TestCertificates } from '../support/dev-tls.ts';
+import type { ClientTls } from '../../src/grpc/link-security.ts';
 
 const repoRoot = join(import.meta.dirname, '../..');
 const apiKey = `demo_${randomBytes(16).toString('hex')}`;
@@ -109,6 +112,9 @@ describe('the chains link between an edge and a watcher started apart', () => {
   let watcher: ChildProcess | null = null;
   const extraServices: RunningService[] = [];
   let common: Record<string, string>;
+  let certs: TestCertificates;
+  /** The deployment's internal identity, as every role holds it. */
+  let identity: ClientTls;
 
   async function call(port: number | null, method: 'GET' | 'POST', path: string, body?: unknown, headers: Record<string, string> = { 'X-API-Key': apiKey }): Promise<Response> {
     const response = await fetch(`http://127.0.0.1:${String(port)}${path}`, {
@@ -146,8 +152,11 @@ describe('the chains link between an edge and a watcher started apart', () => {
   before(async () => {
     redis = await startRedis();
     dataDir = mkdtempSync(join(tmpdir(), 'chains-grpc-'));
+    certs = createTestCertificates();
+    identity = { kind: 'tls', caPem: certs.pem(certs.trusted.caFile), certPem: certs.pem(certs.trusted.internalCertFile), keyPem: certs.pem(certs.trusted.internalKeyFile) };
     linkPort = await freePort();
     common = {
+      ...certs.internalEnv,
       HOST: '127.0.0.1',
       REDIS_URL: redis.url,
       DATA_DIR: dataDir,
@@ -167,12 +176,16 @@ describe('the chains link between an edge and a watcher started apart', () => {
   });
 
   after(async () => {
-    for (const service of extraServices) await service.stop();
-    await edge?.stop();
-    if (watcher !== null) await stopProcess(watcher);
-    await shard?.stop();
-    await redis?.stop();
-    rmSync(dataDir, { recursive: true, force: true });
+    try {
+      for (const service of extraServices) await service.stop();
+      await edge?.stop();
+      if (watcher !== null) await stopProcess(watcher);
+      await shard?.stop();
+      await redis?.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    } finally {
+      certs?.remove();
+    }
   });
 
   test('a Solana deposit notified to the edge is verified by the watcher process: 202, then PROCESSING_PAYMENT', async () => {
@@ -187,7 +200,7 @@ describe('the chains link between an edge and a watcher started apart', () => {
   });
 
   test('the link says which notified deposits cannot fund their transaction (the edge charges those to the notify budget)', async () => {
-    const link = new ChainsLinkClient({ address: `127.0.0.1:${linkPort}`, opsKey });
+    const link = new ChainsLinkClient({ address: `127.0.0.1:${linkPort}`, transport: identity });
     try {
       const id = await accept('SOLANA');
       const stray = await call(edge.port, 'POST', '/sandbox/deposits', { transaction_id: id, amount: 1.5 });
@@ -236,9 +249,9 @@ describe('the chains link between an edge and a watcher started apart', () => {
   });
 
   test('the admin service started apart reconciles over the link too', async () => {
-    const admin = await startService(readEnv({ ...common, ROLE: 'admin', GRPC_PORT: '0', CHAINS_GRPC_URL: `127.0.0.1:${linkPort}` }));
+    const admin = await startService(readEnv({ ...common, ...certs.adminServerEnv, ROLE: 'admin', GRPC_PORT: '0', CHAINS_GRPC_URL: `127.0.0.1:${linkPort}` }));
     extraServices.push(admin);
-    const client = createAdminClient(`127.0.0.1:${String(admin.adminPort)}`, opsKey);
+    const client = createAdminClient(`127.0.0.1:${String(admin.adminPort)}`, opsKey, { transport: { kind: 'tls', caPem: certs.pem(certs.trusted.caFile) } });
     try {
       const id = await accept('SOLANA');
       const hash = await deposit(id);
@@ -250,55 +263,62 @@ describe('the chains link between an edge and a watcher started apart', () => {
     }
   });
 
-  test('the link refuses a missing or wrong credential and oversized messages; the right key reads the watchers', async () => {
+  test('the link refuses a certificate of another CA, no certificate, and the ops key alone; oversized messages too; the deployment identity reads the watchers', async () => {
     const address = `127.0.0.1:${linkPort}`;
-    const wrong = new ChainsLinkClient({ address, opsKey: `ops_${randomBytes(16).toString('hex')}` });
-    const right = new ChainsLinkClient({ address, opsKey });
+    const stranger = new ChainsLinkClient({
+      address,
+      transport: { kind: 'tls', caPem: certs.pem(certs.trusted.caFile), certPem: certs.pem(certs.other.internalCertFile), keyPem: certs.pem(certs.other.internalKeyFile) },
+      callTimeoutMs: 3_000,
+    });
+    const right = new ChainsLinkClient({ address, transport: identity });
     const definition = loadSync(chainsProtoPath, { keepCase: true, defaults: true })['payments.chains.v1.Chains'] as Record<string, MethodDefinition<object, object>>;
-    const raw = new grpc.Client(address, grpc.credentials.createInsecure());
-    const rawNotify = (request: object, metadata: grpc.Metadata): Promise<grpc.status> =>
+    const rawNotify = (credentials: grpc.ChannelCredentials, request: object, metadata: grpc.Metadata): Promise<grpc.status> =>
       new Promise((resolve) => {
         const notify = definition.Notify;
         assert.ok(notify);
-        raw.makeUnaryRequest(notify.path, notify.requestSerialize, notify.responseDeserialize, request, metadata, { deadline: Date.now() + 5_000 }, (error) =>
-          resolve(error ? error.code : grpc.status.OK),
-        );
+        const raw = new grpc.Client(address, credentials);
+        raw.makeUnaryRequest(notify.path, notify.requestSerialize, notify.responseDeserialize, request, metadata, { deadline: Date.now() + 5_000 }, (error) => {
+          raw.close();
+          resolve(error ? error.code : grpc.status.OK);
+        });
       });
     try {
-      const refused = (error: unknown): boolean => error instanceof LinkError && error.code === grpc.status.UNAUTHENTICATED;
-      await assert.rejects(wrong.notify({ partnerId: 'demo', blockchain: 'SOLANA', onChainTx: solanaSignature(), transactionId: randomUUID() }), refused);
-      await assert.rejects(wrong.reconcile({ blockchain: 'SOLANA', onChainTx: solanaSignature(), transactionId: null }), refused);
-      await assert.rejects(wrong.watcherStatus(), refused);
+      const refused = (error: unknown): boolean => error instanceof LinkError && error.code === grpc.status.UNAVAILABLE;
+      await assert.rejects(stranger.notify({ partnerId: 'demo', blockchain: 'SOLANA', onChainTx: solanaSignature(), transactionId: randomUUID() }), refused);
+      await assert.rejects(stranger.reconcile({ blockchain: 'SOLANA', onChainTx: solanaSignature(), transactionId: null }), refused);
+      await assert.rejects(stranger.watcherStatus(), refused);
       const request = { blockchain: 'SOLANA', on_chain_tx: solanaSignature(), transaction_id: randomUUID(), partner_id: 'demo' };
-      assert.equal(await rawNotify(request, new grpc.Metadata()), grpc.status.UNAUTHENTICATED, 'no key at all');
+      const withOpsKey = new grpc.Metadata();
+      withOpsKey.set('x-ops-api-key', opsKey);
+      assert.equal(await rawNotify(grpc.credentials.createSsl(certs.pem(certs.trusted.caFile)), request, withOpsKey), grpc.status.UNAVAILABLE, 'no client certificate, the ops key');
+      assert.equal(await rawNotify(grpc.credentials.createInsecure(), request, withOpsKey), grpc.status.UNAVAILABLE, 'plaintext, the ops key');
 
-      const withKey = new grpc.Metadata();
-      withKey.set('x-ops-api-key', opsKey);
-      assert.equal(await rawNotify({ ...request, on_chain_tx: 'x'.repeat(100 * 1024) }, withKey), grpc.status.RESOURCE_EXHAUSTED);
+      const member = grpc.credentials.createSsl(certs.pem(certs.trusted.caFile), certs.pem(certs.trusted.internalKeyFile), certs.pem(certs.trusted.internalCertFile));
+      assert.equal(await rawNotify(member, { ...request, on_chain_tx: 'x'.repeat(100 * 1024) }, new grpc.Metadata()), grpc.status.RESOURCE_EXHAUSTED);
 
       const watchers = await right.watcherStatus();
       // The Stellar watcher and the Solana and Celo deposit pollers.
       assert.deepEqual(watchers.map((status) => status.network), ['STELLAR', 'SOLANA', 'CELO']);
       assert.equal(watchers[0]?.state, 'streaming');
     } finally {
-      wrong.close();
+      stranger.close();
       right.close();
-      raw.close();
     }
   });
 
-  test('an edge holding another ops key than the watcher answers notify 503 and reconcile failed, never 500', async () => {
-    const otherOps = `ops_${randomBytes(16).toString('hex')}`;
-    const misconfigured = await startService(readEnv({ ...common, OPS_API_KEY: otherOps, ROLE: 'edge', PORT: '0', CHAINS_GRPC_URL: `127.0.0.1:${linkPort}` }));
+  test('an edge whose certificate the watcher does not trust answers notify 503 and reconcile failed, never 500', async () => {
+    const misconfigured = await startService(
+      readEnv({ ...common, INTERNAL_TLS_CERT_FILE: certs.other.internalCertFile, INTERNAL_TLS_KEY_FILE: certs.other.internalKeyFile, ROLE: 'edge', PORT: '0', CHAINS_GRPC_URL: `127.0.0.1:${linkPort}` }),
+    );
     extraServices.push(misconfigured);
     const id = await accept('SOLANA');
     const notified = await call(misconfigured.port, 'POST', '/payments/notify', { blockchain: 'SOLANA', on_chain_tx: solanaSignature(), transaction_id: id });
     assert.equal(notified.status, 503, JSON.stringify(notified.body));
     assert.deepEqual([notified.body.code, notified.body.retryable], ['service_unavailable', true]);
-    const reconciled = await reconcile(misconfigured.port, { blockchain: 'SOLANA', on_chain_tx: solanaSignature(), transaction_id: id }, otherOps);
+    const reconciled = await reconcile(misconfigured.port, { blockchain: 'SOLANA', on_chain_tx: solanaSignature(), transaction_id: id });
     assert.equal(reconciled.status, 200);
     assert.equal(reconciled.body.result, 'failed');
-    assert.doesNotMatch(String(reconciled.body.reason), /UNAUTHENTICATED|ops key|grpc/i);
+    assert.doesNotMatch(String(reconciled.body.reason), /UNAUTHENTICATED|UNAVAILABLE|certificate|grpc/i);
   });
 
   test('with the watcher process gone, notify answers 503 retryable and reconcile answers failed; the transaction waits', async () => {

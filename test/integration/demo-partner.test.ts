@@ -30,6 +30,7 @@ function env(extra: Record<string, string>): ReturnType<typeof readEnv> {
     HOST: '127.0.0.1',
     PORT: '0',
     GRPC_PORT: '0',
+    ADMIN_TLS: 'off',
     PAYOUT_GRPC_PORT: '0',
     SHARDS: '4',
     LOG_LEVEL: 'info',
@@ -76,7 +77,7 @@ describe('the demo partner outside sandbox mode', () => {
     const sandbox = await start(sandboxEnv);
     let rotatedKey: string;
     try {
-      const admin = createAdminClient(`127.0.0.1:${sandbox.service.adminPort ?? 0}`, sandboxEnv.OPS_API_KEY ?? '');
+      const admin = createAdminClient(`127.0.0.1:${sandbox.service.adminPort ?? 0}`, sandboxEnv.OPS_API_KEY ?? '', { transport: { kind: 'plaintext' } });
       try {
         rotatedKey = String((await admin.call('RotateApiKey', { partner_id: 'demo' }))['api_key']);
       } finally {

@@ -164,7 +164,7 @@ describe('acceptance against the live chains (composition root, CHAINS_FILE)', (
       LOG_LEVEL: process.env['HARNESS_LOG'] === undefined ? 'silent' : 'debug',
       PORT: '0',
       HOST: '127.0.0.1',
-      GRPC_PORT: '0',
+      GRPC_PORT: '0', ADMIN_TLS: 'off',
       PAYOUT_GRPC_PORT: '0',
       SHARDS: '4',
       DEMO_API_KEY: apiKey,

@@ -1,6 +1,7 @@
-// The payout role's internal gRPC link, round trip: an edge in another process reads liquidity over
-// it (through its own rail services, configured with PAYOUT_GRPC_URL), and operations query and
-// re-drive a payout with the ops key (refused without it).
+// The payout role's internal gRPC link, round trip over mutual TLS with the development CA: an edge
+// in another process reads liquidity over it (through its own rail services, configured with
+// PAYOUT_GRPC_URL and the internal identity), and operations query and re-drive a payout with the
+// internal identity and the ops key (refused without the key).
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -19,9 +20,14 @@ import { createContext, type ServiceContext } from '../../src/service/context.ts
 import { startService, type RunningService } from '../../src/service/service.ts';
 import { eventually } from '../support/eventually.ts';
 import { accept, createQuote, depositExact, transactionDoc } from '../support/payout-child.ts';
+import { createTestCertificates, type TestCertificates } from '../support/dev-tls.ts';
+import type { ClientTls } from '../../src/grpc/link-security.ts';
 
 const opsKey = `ops_${randomUUID().replaceAll('-', '')}`;
 const dirs: string[] = [];
+let certs: TestCertificates;
+/** The deployment's internal identity, as every role holds it. */
+let identity: ClientTls;
 let service: RunningService;
 let client: ActorClient;
 let rails: RailServices;
@@ -38,7 +44,9 @@ function tempDir(): string {
 }
 
 before(async () => {
-  service = await startService(readEnv({ DATA_DIR: tempDir(), ROLE: 'shard', SHARDS: '8', LOG_LEVEL: 'silent', OPS_API_KEY: opsKey }));
+  certs = createTestCertificates();
+  identity = { kind: 'tls', caPem: certs.pem(certs.trusted.caFile), certPem: certs.pem(certs.trusted.internalCertFile), keyPem: certs.pem(certs.trusted.internalKeyFile) };
+  service = await startService(readEnv({ DATA_DIR: tempDir(), ROLE: 'shard', SHARDS: '8', LOG_LEVEL: 'silent', OPS_API_KEY: opsKey, ...certs.internalEnv }));
   client = await service.ctx.actorClient('test');
   rails = createRailServices(service.ctx, {
     sandbox: { settingsCacheMs: 0 },
@@ -51,17 +59,21 @@ before(async () => {
   sandbox = rails.sandbox;
   role = await rails.startPayoutRole();
   assert.ok(role.linkPort !== null && role.linkPort > 0);
-  link = new PayoutLinkClient({ address: `127.0.0.1:${role.linkPort}`, opsKey });
+  link = new PayoutLinkClient({ address: `127.0.0.1:${role.linkPort}`, transport: identity, opsKey });
 });
 
 after(async () => {
-  link.close();
-  await edgeRails?.close();
-  await edgeCtx?.close();
-  await role.stop();
-  await rails.close();
-  await service.stop();
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  try {
+    link?.close();
+    await edgeRails?.close();
+    await edgeCtx?.close();
+    await role?.stop();
+    await rails?.close();
+    await service?.stop();
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  } finally {
+    certs?.remove();
+  }
 });
 
 test('an edge in another process reads the payout role’s liquidity over the link', async () => {
@@ -70,7 +82,7 @@ test('an edge in another process reads the payout role’s liquidity over the li
   assert.equal(toFixedString(direct.amount), '7654321.09');
   assert.equal(direct.available, true);
 
-  edgeCtx = await createContext(readEnv({ DATA_DIR: tempDir(), ROLE: 'edge', LOG_LEVEL: 'silent', PAYOUT_GRPC_URL: `127.0.0.1:${role.linkPort}` }));
+  edgeCtx = await createContext(readEnv({ DATA_DIR: tempDir(), ROLE: 'edge', LOG_LEVEL: 'silent', PAYOUT_GRPC_URL: `127.0.0.1:${role.linkPort}`, ...certs.internalEnv }));
   edgeRails = createRailServices(edgeCtx, { liquidity: { refreshIntervalMs: 100, staleAfterMs: 5_000 } });
   await edgeRails.liquidity.start();
   assert.equal(toFixedString(edgeRails.liquidity.latest('BREB')?.amount ?? decimalFromExactString('0')), '7654321.09', 'not the edge’s own (empty) store');
@@ -84,15 +96,15 @@ test('an edge in another process reads the payout role’s liquidity over the li
 });
 
 test('payout operations need the ops key and a well-formed transaction id', async () => {
-  const anonymous = new PayoutLinkClient({ address: `127.0.0.1:${role.linkPort}` });
-  const wrong = new PayoutLinkClient({ address: `127.0.0.1:${role.linkPort}`, opsKey: 'ops_not-the-key-at-all' });
+  const anonymous = new PayoutLinkClient({ address: `127.0.0.1:${role.linkPort}`, transport: identity });
+  const wrong = new PayoutLinkClient({ address: `127.0.0.1:${role.linkPort}`, transport: identity, opsKey: 'ops_not-the-key-at-all' });
   try {
     for (const caller of [anonymous, wrong]) {
       await assert.rejects(caller.status(randomUUID()), (error: unknown) => error instanceof LinkError && error.code === grpc.status.UNAUTHENTICATED);
       await assert.rejects(caller.execute(randomUUID()), (error: unknown) => error instanceof LinkError && error.code === grpc.status.UNAUTHENTICATED);
     }
     await assert.rejects(link.status('not-a-uuid'), (error: unknown) => error instanceof LinkError && error.code === grpc.status.INVALID_ARGUMENT);
-    // Liquidity is open to the deployment's roles (partners see the same figure).
+    // Liquidity is open to every holder of the internal identity (partners see the same figure).
     assert.equal((await anonymous.liquidity('PIX')).available, true);
   } finally {
     anonymous.close();

@@ -80,6 +80,7 @@ function serviceEnv(extra: Record<string, string>): ReturnType<typeof readEnv> {
     PORT: '0',
     HOST: '127.0.0.1',
     GRPC_PORT: '0',
+    ADMIN_TLS: 'off',
     PAYOUT_GRPC_PORT: '0',
     SHARDS: '4',
     DEMO_API_KEY: `demo_${randomUUID().replaceAll('-', '')}`,

@@ -41,6 +41,7 @@ before(async () => {
     readEnv({
       PORT: '0',
       GRPC_PORT: '0',
+      ADMIN_TLS: 'off',
       PAYOUT_GRPC_PORT: '0',
       HOST: '127.0.0.1',
       DATA_DIR: dir,

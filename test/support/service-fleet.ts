@@ -1,7 +1,8 @@
 // The whole service as separate processes of `src/main.ts`, one per role instance, as an operator
 // runs it: one private redis-server, one embedded store DATA_DIR shared by every process (one
 // host), a partners file whose partners send webhooks to a local receiver, the sandbox chain and
-// rail. Each process is started on free ports, reported ready when it prints its start-up summary
+// rail, and the development CA's certificates (`npm run dev-certs`): the admin service over TLS and
+// the internal links over mutual TLS, as in production. Each process is started on free ports, reported ready when it prints its start-up summary
 // (an edge also when its /readyz answers 200; with HEALTH_PORT in `env`, every process also when
 // its health listener's /readyz does), stopped gracefully by its PID with SIGTERM (bounded
 // wait, then SIGKILL), and keeps the tail of its output for failure messages.
@@ -13,6 +14,7 @@ import { join } from 'node:path';
 import type { PartnerConfig } from '../../src/config/partners.ts';
 import { sha256Hex } from '../../src/edge/auth.ts';
 import { freePort, stopChild } from './processes.ts';
+import { createDevCertificates, type DevCertificates } from '../../scripts/dev-certs.ts';
 import { randomKeyPrefix, startRedis, type PrivateRedis } from './redis-server.ts';
 
 export type FleetRole = 'edge' | 'shard' | 'payout' | 'watcher' | 'webhooks' | 'admin';
@@ -62,6 +64,8 @@ export interface ServiceFleet {
   readonly dataDir: string;
   readonly storeDir: string;
   readonly opsApiKey: string;
+  /** The CA and certificates every process uses (ADMIN_TLS_CA_FILE = `certificates.caFile` for the admin CLI). */
+  readonly certificates: DevCertificates;
   /** API key per partner id. */
   readonly apiKeys: Readonly<Record<string, string>>;
   /** Webhook signing secret per partner id. */
@@ -87,6 +91,13 @@ function secretKey(label: string): string {
 
 export async function startServiceFleet(options: ServiceFleetOptions): Promise<ServiceFleet> {
   const dataDir = mkdtempSync(join(tmpdir(), 'service-fleet-'));
+  let certificates: DevCertificates;
+  try {
+    certificates = createDevCertificates({ dir: join(dataDir, 'tls') });
+  } catch (error) {
+    rmSync(dataDir, { recursive: true, force: true });
+    throw error;
+  }
   const redis: PrivateRedis = await startRedis(options.redisArgs === undefined ? {} : { extraArgs: options.redisArgs });
   const outputCharsMax = options.outputCharsMax ?? outputCharsMaxDefault;
   const opsApiKey = secretKey('ops');
@@ -113,6 +124,11 @@ export async function startServiceFleet(options: ServiceFleetOptions): Promise<S
     DATA_DIR: dataDir,
     PARTNERS_FILE: partnersFile,
     OPS_API_KEY: opsApiKey,
+    ADMIN_TLS_CERT_FILE: certificates.adminCertFile,
+    ADMIN_TLS_KEY_FILE: certificates.adminKeyFile,
+    INTERNAL_TLS_CA_FILE: certificates.caFile,
+    INTERNAL_TLS_CERT_FILE: certificates.internalCertFile,
+    INTERNAL_TLS_KEY_FILE: certificates.internalKeyFile,
     DEMO_API_KEY: secretKey('demo'),
     SANDBOX: '1',
     SHARDS: String(options.shards ?? 8),
@@ -131,6 +147,7 @@ export async function startServiceFleet(options: ServiceFleetOptions): Promise<S
     dataDir,
     storeDir: join(dataDir, 'store'),
     opsApiKey,
+    certificates,
     apiKeys,
     webhookSecrets,
     async start(role, name) {

@@ -180,6 +180,9 @@ export async function startServiceHarness(options: ServiceHarnessOptions = {}): 
       GRPC_PORT: '0',
       PAYOUT_GRPC_PORT: '0',
       HOST: '127.0.0.1',
+      // One process on loopback, as `npm start` runs it: the admin service without TLS (allowed on
+      // a loopback ADMIN_HOST only; test/integration/admin-tls.test.ts covers the TLS service).
+      ADMIN_TLS: 'off',
       ROLE: options.partialEdge === undefined ? 'all' : 'shard',
       DATA_DIR: dataDir,
       PARTNERS_FILE: partnersFile,
@@ -201,7 +204,7 @@ export async function startServiceHarness(options: ServiceHarnessOptions = {}): 
       port = edge.port;
     }
     if (port === null) throw new Error('the service started no edge');
-    if (service.adminPort !== null && service.rails !== null) admin = createAdminClient(`127.0.0.1:${service.adminPort}`, opsApiKey);
+    if (service.adminPort !== null && service.rails !== null) admin = createAdminClient(`127.0.0.1:${service.adminPort}`, opsApiKey, { transport: { kind: 'plaintext' } });
     // What a restart replaces; the returned harness reads them through getters.
     let running = service;
     let runningPort = port;
@@ -244,7 +247,7 @@ export async function startServiceHarness(options: ServiceHarnessOptions = {}): 
           running = await startService(env, { clock });
           if (running.port === null) throw new Error('the restarted service started no edge');
           runningPort = running.port;
-          if (running.adminPort !== null && running.rails !== null) adminClient = createAdminClient(`127.0.0.1:${running.adminPort}`, opsApiKey);
+          if (running.adminPort !== null && running.rails !== null) adminClient = createAdminClient(`127.0.0.1:${running.adminPort}`, opsApiKey, { transport: { kind: 'plaintext' } });
         })();
         await restarting;
       },

@@ -1,4 +1,6 @@
-// POST /ops/transactions/reconcile-hash (X-OPS-API-KEY). Every reconciler outcome is 200 with the
+// POST /ops/transactions/reconcile-hash (X-OPS-API-KEY). Every request, a refused key too, writes
+// one audit line (src/audit/operator-audit.ts): the ops key's id, the hash, the outcome.
+// Every reconciler outcome is 200 with the
 // spec's body (the outcome is in `result`). A JSON object whose fields do not validate is 400 with
 // the spec's body too, `result: "invalid"` ("payload or chain data did not validate"), plus the
 // error fields (`code`, `retryable`) every other 400 has. A body that is not a JSON object is the
@@ -7,7 +9,8 @@ import { randomUUID } from 'node:crypto';
 import { isOneOf, networks } from '../../domain/assets.ts';
 import { parseUuid } from '../../domain/ids.ts';
 import { errorBody, errorStatus, reasonCharsMax } from '../errors.ts';
-import { jsonResponse, type HttpResponse, type RequestContext, type Route } from '../http.ts';
+import { jsonResponse, type Guard, type HttpResponse, type RequestContext, type Route } from '../http.ts';
+import { auditTarget, createAuditLog, operatorKeyId, type AuditLog, type AuditOutcome } from '../../audit/operator-audit.ts';
 import { parseWith, reconcileBodySchema } from '../schemas.ts';
 import { checkOnChainTx } from './chain-formats.ts';
 import { capabilityUnavailable, idempotentPost, jsonObjectBody, type EdgeEnv } from './common.ts';
@@ -58,6 +61,52 @@ async function reconcileHash(env: EdgeEnv, request: RequestContext): Promise<Htt
   });
 }
 
+function auditOutcome(status: number): AuditOutcome {
+  if (status < 300) return 'ok';
+  if (status === 401 || status === 403) return 'unauthenticated';
+  if (status === 503) return 'unavailable';
+  return status < 500 ? 'refused' : 'failed';
+}
+
+/** The route's guard, plus an audit line for a request it refuses (the handler audits the others). */
+function auditedGuard(guard: Guard, audit: AuditLog, action: string): Guard {
+  return (head) => {
+    const verdict = guard(head);
+    if (!verdict.allow) {
+      audit.record({ channel: 'ops-http', action, target: '', outcome: auditOutcome(verdict.response.status), detail: String(verdict.response.status), operator: null, peer: head.remoteAddress });
+    }
+    return verdict;
+  };
+}
+
+/** The handler, with its audit line: who (the ops key's id), what (the identifiers in the body), how it ended. */
+function audited(audit: AuditLog, action: string, handler: (request: RequestContext) => Promise<HttpResponse>): (request: RequestContext) => Promise<HttpResponse> {
+  return async (request) => {
+    const presented = request.headers['x-ops-api-key']?.trim() ?? '';
+    const body = jsonObjectBody(request);
+    const entry = {
+      channel: 'ops-http',
+      action,
+      target: body.ok ? auditTarget(body.value, ['blockchain', 'on_chain_tx', 'transaction_id']) : '',
+      // The guard let the request in: the key is valid.
+      operator: operatorKeyId(presented),
+      // Read now: the peer is gone from the connection once the response is sent.
+      peer: request.remoteAddress,
+    } as const;
+    try {
+      const response = await handler(request);
+      audit.record({ ...entry, outcome: auditOutcome(response.status), detail: String(response.status) });
+      return response;
+    } catch (error) {
+      audit.record({ ...entry, outcome: 'failed', detail: '500' });
+      throw error;
+    }
+  };
+}
+
 export function opsRoutes(env: EdgeEnv): Route[] {
-  return [{ method: 'POST', pattern: '/ops/transactions/reconcile-hash', guard: env.opsGuard, handler: (request) => reconcileHash(env, request) }];
+  const audit = createAuditLog(env.ctx.log, env.ctx.clock);
+  const pattern = '/ops/transactions/reconcile-hash';
+  const action = `POST ${pattern}`;
+  return [{ method: 'POST', pattern, guard: auditedGuard(env.opsGuard, audit, action), handler: audited(audit, action, (request) => reconcileHash(env, request)) }];
 }
