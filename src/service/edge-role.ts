@@ -7,7 +7,7 @@
 import { RequestTimeoutError } from '../bus/request-reply.ts';
 import { RateLimitedLog } from '../bus/outage-log.ts';
 import { systemClock } from '../bus/bus.ts';
-import { createHttpApp, type Route } from '../edge/http.ts';
+import { createHttpApp, type HttpAppOptions, type Route } from '../edge/http.ts';
 import { opsGuard, partnerGuard } from '../edge/auth.ts';
 import { createIdempotency } from '../edge/idempotency.ts';
 import { createNotifyBudget, defaultNotifyBudgetConfig, type NotifyBudgetConfig } from '../edge/notify-budget.ts';
@@ -130,6 +130,7 @@ async function startEdgeWithWatch(
   let stats = (): { inFlightRequests: number } => ({ inFlightRequests: 0 });
   const app = createHttpApp({
     logger: ctx.log,
+    ...fairShareOptions(ctx.env),
     routes: [
       ...edgeRoutes(env),
       ...metricsRoutes({
@@ -172,6 +173,22 @@ async function startEdgeWithWatch(
       shards.stop();
     },
     health: () => [shards.check()],
+  };
+}
+
+/** The edge's fair shares and body rate from the environment (docs/edge-http.md "Fair shares"). */
+function fairShareOptions(env: ServiceContext['env']): Partial<HttpAppOptions> {
+  return {
+    partnerShare: {
+      requestsInFlightMax: env.EDGE_PARTNER_REQUESTS_IN_FLIGHT_MAX,
+      bodyBytesInFlightMax: env.EDGE_PARTNER_BODY_BYTES_IN_FLIGHT_MAX,
+      uploadsInFlightMax: env.EDGE_PARTNER_UPLOADS_IN_FLIGHT_MAX,
+    },
+    anonymousShare: { requestsInFlightMax: env.EDGE_ANONYMOUS_REQUESTS_IN_FLIGHT_MAX },
+    bodyBytesInFlightMax: env.EDGE_BODY_BYTES_IN_FLIGHT_MAX,
+    uploadsInFlightMax: env.EDGE_UPLOADS_IN_FLIGHT_MAX,
+    bodyBytesPerSecondMin: env.EDGE_BODY_BYTES_PER_SECOND_MIN,
+    bodyRateWindowMs: env.EDGE_BODY_RATE_WINDOW_MS,
   };
 }
 
