@@ -888,6 +888,12 @@ describe('multipart and magic bytes', () => {
         body: '--XYZ\r\nContent-Disposition: form-data; name="userId"\r\n\r\nu\r\n--XYZ--\r\n',
         reason: /A file part is required/,
       },
+      {
+        // Cut off inside a file part under the wrong name: refused for the name, nothing thrown later.
+        contentType: 'multipart/form-data; boundary=XYZ',
+        body: '--XYZ\r\nContent-Disposition: form-data; name="photo"; filename="a.png"\r\nContent-Type: image/png\r\n\r\n\x89PNG',
+        reason: /The file part must be named 'document'/,
+      },
     ];
     for (const { contentType, body, reason } of cases) {
       const response = await fetch(`${h.base}/kyc`, { method: 'POST', headers: { ...auth, 'content-type': contentType }, body });
