@@ -99,72 +99,90 @@ export function assertFairShareLimits(limits: FairShareLimits): void {
 
 export function createFairShares(limits: FairShareLimits): FairShares {
   assertFairShareLimits(limits);
-  // Only shares that hold something are kept: at most one per request in flight.
-  const shares = new Map<string, ShareUsage>();
-  let bodyBytes = 0;
-  let uploads = 0;
+  return new ShareLedger(limits);
+}
 
-  function usageOf(shareKey: string): ShareUsage {
-    let usage = shares.get(shareKey);
+/** Every share's usage and the process totals (a class: one admission object per request, no closures). */
+class ShareLedger implements FairShares {
+  // Only shares that hold something are kept: at most one per request in flight.
+  private readonly shares = new Map<string, ShareUsage>();
+  bodyBytes = 0;
+  uploads = 0;
+
+  constructor(readonly limits: FairShareLimits) {}
+
+  admit(shareKey: string, upload: boolean): Admission | Refusal {
+    const usage = this.usageOf(shareKey);
+    let refusal: Refusal | null = null;
+    if (usage.requests >= usage.limits.requestsInFlightMax) refusal = { scope: 'share', resource: 'requests' };
+    else if (upload && usage.uploads >= usage.limits.uploadsInFlightMax) refusal = { scope: 'share', resource: 'uploads' };
+    else if (upload && this.uploads >= this.limits.uploadsInFlightMax) refusal = { scope: 'server', resource: 'uploads' };
+    if (refusal !== null) {
+      this.forgetIfIdle(shareKey, usage);
+      return refusal;
+    }
+    usage.requests += 1;
+    if (upload) {
+      usage.uploads += 1;
+      this.uploads += 1;
+    }
+    return new ShareAdmission(this, shareKey, usage, upload);
+  }
+
+  stats(): FairSharesStats {
+    return { bodyBytesInFlight: this.bodyBytes, uploadsInFlight: this.uploads, sharesActive: this.shares.size };
+  }
+
+  forgetIfIdle(shareKey: string, usage: ShareUsage): void {
+    if (usage.requests === 0 && usage.bodyBytes === 0 && usage.uploads === 0) this.shares.delete(shareKey);
+  }
+
+  private usageOf(shareKey: string): ShareUsage {
+    let usage = this.shares.get(shareKey);
     if (usage === undefined) {
-      usage = { limits: shareKey === anonymousShareKey ? limits.anonymous : limits.partner, requests: 0, bodyBytes: 0, uploads: 0 };
-      shares.set(shareKey, usage);
+      const shareLimits = shareKey === anonymousShareKey ? this.limits.anonymous : this.limits.partner;
+      usage = { limits: shareLimits, requests: 0, bodyBytes: 0, uploads: 0 };
+      this.shares.set(shareKey, usage);
     }
     return usage;
   }
+}
 
-  function forgetIfIdle(shareKey: string, usage: ShareUsage): void {
-    if (usage.requests === 0 && usage.bodyBytes === 0 && usage.uploads === 0) shares.delete(shareKey);
+class ShareAdmission implements Admission {
+  private reservedBytes = 0;
+  private released = false;
+
+  constructor(
+    private readonly ledger: ShareLedger,
+    private readonly shareKey: string,
+    private readonly usage: ShareUsage,
+    private readonly upload: boolean,
+  ) {}
+
+  reserveBodyBytes(bytes: number): Refusal | null {
+    if (this.released) return null;
+    const usage = this.usage;
+    if (usage.bodyBytes + bytes > usage.limits.bodyBytesInFlightMax) return { scope: 'share', resource: 'body_bytes' };
+    if (this.ledger.bodyBytes + bytes > this.ledger.limits.bodyBytesInFlightMax) return { scope: 'server', resource: 'body_bytes' };
+    usage.bodyBytes += bytes;
+    this.ledger.bodyBytes += bytes;
+    this.reservedBytes += bytes;
+    return null;
   }
 
-  function admissionFor(shareKey: string, usage: ShareUsage, upload: boolean): Admission {
-    let reservedBytes = 0;
-    let released = false;
-    return {
-      reserveBodyBytes(bytes) {
-        if (released) return null;
-        if (usage.bodyBytes + bytes > usage.limits.bodyBytesInFlightMax) return { scope: 'share', resource: 'body_bytes' };
-        if (bodyBytes + bytes > limits.bodyBytesInFlightMax) return { scope: 'server', resource: 'body_bytes' };
-        usage.bodyBytes += bytes;
-        bodyBytes += bytes;
-        reservedBytes += bytes;
-        return null;
-      },
-      release() {
-        if (released) return;
-        released = true;
-        usage.requests -= 1;
-        usage.bodyBytes -= reservedBytes;
-        bodyBytes -= reservedBytes;
-        if (upload) {
-          usage.uploads -= 1;
-          uploads -= 1;
-        }
-        forgetIfIdle(shareKey, usage);
-      },
-    };
+  release(): void {
+    if (this.released) return;
+    this.released = true;
+    const usage = this.usage;
+    usage.requests -= 1;
+    usage.bodyBytes -= this.reservedBytes;
+    this.ledger.bodyBytes -= this.reservedBytes;
+    if (this.upload) {
+      usage.uploads -= 1;
+      this.ledger.uploads -= 1;
+    }
+    this.ledger.forgetIfIdle(this.shareKey, usage);
   }
-
-  return {
-    admit(shareKey, upload) {
-      const usage = usageOf(shareKey);
-      let refusal: Refusal | null = null;
-      if (usage.requests >= usage.limits.requestsInFlightMax) refusal = { scope: 'share', resource: 'requests' };
-      else if (upload && usage.uploads >= usage.limits.uploadsInFlightMax) refusal = { scope: 'share', resource: 'uploads' };
-      else if (upload && uploads >= limits.uploadsInFlightMax) refusal = { scope: 'server', resource: 'uploads' };
-      if (refusal !== null) {
-        forgetIfIdle(shareKey, usage);
-        return refusal;
-      }
-      usage.requests += 1;
-      if (upload) {
-        usage.uploads += 1;
-        uploads += 1;
-      }
-      return admissionFor(shareKey, usage, upload);
-    },
-    stats: () => ({ bodyBytesInFlight: bodyBytes, uploadsInFlight: uploads, sharesActive: shares.size }),
-  };
 }
 
 export function isRefusal(value: Admission | Refusal): value is Refusal {
