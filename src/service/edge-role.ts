@@ -7,7 +7,7 @@
 import { RequestTimeoutError } from '../bus/request-reply.ts';
 import { RateLimitedLog } from '../bus/outage-log.ts';
 import { systemClock } from '../bus/bus.ts';
-import { createHttpApp, type HttpAppOptions, type Route } from '../edge/http.ts';
+import { createHttpApp, type HttpAppOptions, type HttpAppStats, type Route } from '../edge/http.ts';
 import { opsGuard, partnerGuard } from '../edge/auth.ts';
 import { createIdempotency } from '../edge/idempotency.ts';
 import { createNotifyBudget, defaultNotifyBudgetConfig, type NotifyBudgetConfig } from '../edge/notify-budget.ts';
@@ -127,7 +127,7 @@ async function startEdgeWithWatch(
     shards,
   };
   const metrics = createEdgeMetrics();
-  let stats = (): { inFlightRequests: number } => ({ inFlightRequests: 0 });
+  let stats = (): HttpAppStats => ({ inFlightRequests: 0, bodyBytesInFlight: 0, uploadsInFlight: 0 });
   const app = createHttpApp({
     logger: ctx.log,
     ...fairShareOptions(ctx.env),
@@ -136,7 +136,7 @@ async function startEdgeWithWatch(
       ...metricsRoutes({
         guard: ops,
         metrics,
-        gauges: () => ({ inFlightRequests: stats().inFlightRequests, actorRequestsPending: actors.pending() }),
+        gauges: () => ({ ...stats(), actorRequestsPending: actors.pending() }),
         cluster: createClusterStats({
           bus: ctx.bus,
           leases: ctx.leases,
