@@ -604,9 +604,20 @@ class Exchange extends DeadlineLink implements BodyFlow {
     this.cutBody('timeout', 'Request body not received in time');
   }
 
-  /** A rate window ended while the body was still arriving: cut it if the window brought too little. */
+  /**
+   * A rate window ended while the body was still arriving. Judged after the next I/O poll, not now:
+   * a timer can fire right after the event loop was busy (a GC, a burst of work), before the bytes
+   * that reached the socket meanwhile were read, and those count for the client.
+   */
   bodyRateWindowEnded(watch: BodyRateWatch): void {
     if (this.done || this.rateWatch !== watch) return;
+    setImmediate(() => this.judgeBodyRate(watch));
+  }
+
+  /** Cuts the body if its window brought too little; otherwise a new window begins. */
+  private judgeBodyRate(watch: BodyRateWatch): void {
+    // Gone meanwhile: answered, the body complete or paused (a new watch when it resumes).
+    if (this.done || this.rateWatch !== watch || watch.waitingIn !== null) return;
     const received = this.receivedBytes();
     if (received - watch.windowStartBytes < this.hooks.bodyBytesPerWindowMin) {
       this.rateWatch = null;

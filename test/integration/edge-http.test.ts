@@ -690,6 +690,45 @@ describe('fair shares: no caller can starve the others', () => {
   });
 });
 
+describe('minimum body rate and a busy event loop', () => {
+  test('bytes that reached the socket while the event loop was busy count for the window: no false 408', async () => {
+    const app = createHttpApp({
+      logger: createEdgeLogger({ destination: { write: () => undefined } }),
+      bodyRateWindowMs: 200,
+      bodyBytesPerSecondMin: 10_000, // 2,000 bytes per window
+      routes: [{ method: 'POST', pattern: '/upload', handler: (ctx) => Promise.resolve(jsonResponse(200, { bytes: ctx.body.length })) }],
+    });
+    const listening = await app.listen('127.0.0.1', 0);
+    const socket = net.connect(listening.port, '127.0.0.1');
+    socket.setNoDelay(true);
+    let received = '';
+    socket.on('data', (chunk) => (received += chunk.toString('latin1')));
+    socket.on('error', () => undefined);
+    try {
+      await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+      socket.write('POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 50000\r\n\r\n' + 'x'.repeat(1_000));
+      await eventually(() => assert.equal(app.stats().bodyBytesInFlight, 1_000));
+      // The rest leaves at once, then this process is busy past the window's end: when the window's
+      // timer fires, the rest is in the socket, not yet read.
+      await new Promise<void>((resolve) =>
+        setTimeout(() => {
+          socket.write('x'.repeat(49_000));
+          const busyUntil = Date.now() + 500;
+          while (Date.now() < busyUntil) {
+            // a GC pause, a burst of work
+          }
+          resolve();
+        }, 0),
+      );
+      await eventually(() => assert.match(received, /^HTTP\/1\.1 \d{3}/));
+      assert.match(received, /^HTTP\/1\.1 200 OK[\s\S]*\{"bytes":50000\}$/);
+    } finally {
+      socket.destroy();
+      listening.close();
+    }
+  });
+});
+
 describe('streamed bodies (uploads)', () => {
   interface UploadApp {
     app: HttpApp;
