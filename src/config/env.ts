@@ -107,6 +107,20 @@ const envSchema = z.object({
    */
   EDGE_ASK_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(25_000).default(10_000),
   /**
+   * Fair shares at the edge (docs/edge-http.md "Fair shares"): what one partner may hold at once
+   * (429 beyond it), what the whole edge may hold (503 beyond it), what all unauthenticated
+   * requests together may hold; and the slowest a request body may arrive (408 beyond it).
+   */
+  EDGE_PARTNER_REQUESTS_IN_FLIGHT_MAX: z.coerce.number().int().min(1).max(100_000).default(256),
+  EDGE_PARTNER_BODY_BYTES_IN_FLIGHT_MAX: z.coerce.number().int().min(64 * 1024).max(1024 * 1024 * 1024).default(8 * 1024 * 1024),
+  EDGE_PARTNER_UPLOADS_IN_FLIGHT_MAX: z.coerce.number().int().min(1).max(1_000).default(4),
+  EDGE_ANONYMOUS_REQUESTS_IN_FLIGHT_MAX: z.coerce.number().int().min(1).max(100_000).default(128),
+  EDGE_BODY_BYTES_IN_FLIGHT_MAX: z.coerce.number().int().min(64 * 1024).max(1024 * 1024 * 1024).default(64 * 1024 * 1024),
+  EDGE_UPLOADS_IN_FLIGHT_MAX: z.coerce.number().int().min(1).max(10_000).default(32),
+  EDGE_BODY_BYTES_PER_SECOND_MIN: z.coerce.number().int().min(0).max(100 * 1024 * 1024).default(16 * 1024),
+  /** Below uWS's 10 s idle timeout, which would close a silent connection without an answer. */
+  EDGE_BODY_RATE_WINDOW_MS: z.coerce.number().int().min(100).max(8_000).default(5_000),
+  /**
    * The watcher's deposit pollers (Solana, Celo; src/chains/deposit-poller.ts): the pause between
    * rounds that look for deposits nobody notified, and how long after its expiry an unpaid
    * transaction's address is still looked at (a late deposit is found and refunded).

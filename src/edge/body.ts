@@ -1,40 +1,25 @@
-// Request bodies on uWS: read fully into one Buffer under a per-route byte cap and a process-wide
-// budget, counting bytes as they stream (chunked bodies have no length to check up front). The
-// moment a cap is crossed the reader stops buffering and reports it, so the caller can answer 413
-// and close the connection instead of swallowing the rest. Also: JSON body parsing with the
-// catalogue's errors.
+// Request bodies on uWS, two ways:
+// - buffered (JSON routes): read fully into one Buffer under a per-route byte cap, each byte
+//   reserved from the request's fair share (fair-shares.ts) as it arrives, counting bytes as they
+//   stream (chunked bodies have no length to check up front). The moment a cap or the share is
+//   crossed the reader stops buffering and reports it, so the caller can answer and close the
+//   connection instead of swallowing the rest;
+// - streamed (uploads): a Node Readable the handler consumes as the bytes arrive, with
+//   backpressure: when the handler falls behind, uWS stops reading the socket until it catches
+//   up, so an upload holds about one socket read plus `streamedBodyHighWaterBytes`, whatever its
+//   size.
+// Also: JSON body parsing with the catalogue's errors.
+import { Readable } from 'node:stream';
 import type { HttpResponse as UwsResponse } from 'uWebSockets.js';
 import { errorResponse } from './errors.ts';
+import type { Admission, Refusal } from './fair-shares.ts';
 import type { HttpResponse } from './http.ts';
 
 /** Default cap for JSON endpoints. */
 export const jsonBodyBytesMax = 64 * 1024;
 
-/**
- * Bytes of request bodies held in memory by all in-flight requests together. Reserved as bytes
- * arrive and released when the request finishes, so many concurrent large uploads are refused with
- * 503 instead of exhausting memory.
- */
-export interface BodyBudget {
-  tryReserve(bytes: number): boolean;
-  release(bytes: number): void;
-  readonly inUseBytes: () => number;
-}
-
-export function createBodyBudget(bytesMax: number): BodyBudget {
-  let inUse = 0;
-  return {
-    tryReserve(bytes) {
-      if (inUse + bytes > bytesMax) return false;
-      inUse += bytes;
-      return true;
-    },
-    release(bytes) {
-      inUse = Math.max(0, inUse - bytes);
-    },
-    inUseBytes: () => inUse,
-  };
-}
+/** Bytes a streamed body buffers ahead of its consumer before uWS is told to stop reading. */
+export const streamedBodyHighWaterBytes = 64 * 1024;
 
 /**
  * `Content-Length` as a number; null when absent; 'invalid' when not a plain decimal (uWS rejects
@@ -50,12 +35,12 @@ export function parseContentLength(header: string | undefined): number | null | 
 export type BodyReadOutcome =
   | { readonly kind: 'complete'; readonly body: Buffer }
   | { readonly kind: 'too_large' }
-  | { readonly kind: 'over_budget' };
+  | { readonly kind: 'over_budget'; readonly refusal: Refusal };
 
 export interface BodyReader {
   /** Bytes received so far (also counted when they were not kept). */
   readonly receivedBytes: () => number;
-  /** Stops reading, drops what was buffered and returns the budget reservation; idempotent. */
+  /** Stops reading and drops what was buffered (the admission gives the bytes back); idempotent. */
   release(): void;
 }
 
@@ -67,24 +52,23 @@ export interface BodyReader {
 export function readBody(
   res: UwsResponse,
   bodyBytesMax: number,
-  budget: BodyBudget,
+  admission: Admission,
   onOutcome: (outcome: BodyReadOutcome) => void,
 ): BodyReader {
-  const reader = new StreamedBody(bodyBytesMax, budget, onOutcome);
+  const reader = new BufferedBody(bodyBytesMax, admission, onOutcome);
   res.onData((chunk, isLast) => reader.onChunk(chunk, isLast));
   return reader;
 }
 
 /** One request's body as it arrives (a class, not closures: one of these per POST). */
-class StreamedBody implements BodyReader {
+class BufferedBody implements BodyReader {
   private chunks: Buffer[] = [];
   private received = 0;
-  private reserved = 0;
   private settled = false;
 
   constructor(
     private readonly bodyBytesMax: number,
-    private readonly budget: BodyBudget,
+    private readonly admission: Admission,
     private readonly onOutcome: (outcome: BodyReadOutcome) => void,
   ) {}
 
@@ -95,8 +79,6 @@ class StreamedBody implements BodyReader {
   release(): void {
     this.settled = true;
     this.chunks = [];
-    this.budget.release(this.reserved);
-    this.reserved = 0;
   }
 
   onChunk(chunk: ArrayBuffer, isLast: boolean): void {
@@ -105,8 +87,8 @@ class StreamedBody implements BodyReader {
     this.received += length;
     if (this.received > this.bodyBytesMax) return this.settle({ kind: 'too_large' });
     if (length > 0) {
-      if (!this.budget.tryReserve(length)) return this.settle({ kind: 'over_budget' });
-      this.reserved += length;
+      const refusal = this.admission.reserveBodyBytes(length);
+      if (refusal !== null) return this.settle({ kind: 'over_budget', refusal });
       const copy = Buffer.allocUnsafe(length);
       copy.set(new Uint8Array(chunk));
       this.chunks.push(copy);
@@ -123,6 +105,72 @@ class StreamedBody implements BodyReader {
     this.settled = true;
     if (outcome.kind !== 'complete') this.release();
     this.onOutcome(outcome);
+  }
+}
+
+/** How a streamed body tells the exchange to stop and restart reading the socket. */
+export interface BodyFlow {
+  pauseReading(): void;
+  resumeReading(): void;
+}
+
+/** Why a streamed body ended before its last byte (the error its consumer sees). */
+export class BodyCutError extends Error {
+  override readonly name = 'BodyCutError';
+  constructor(readonly cutBy: 'too_large' | 'timeout' | 'too_slow' | 'aborted' | 'answered') {
+    super(`request body cut: ${cutBy}`);
+  }
+}
+
+/**
+ * A streamed request body: chunks from uWS pushed into a Readable; when the consumer is behind by
+ * `streamedBodyHighWaterBytes`, reading the socket pauses until it asks for more. Ends after the
+ * last chunk; destroyed with a BodyCutError when the exchange cuts it (cap, timeout, client gone).
+ */
+export class RequestBodyStream extends Readable implements BodyReader {
+  private received = 0;
+  private ended = false;
+
+  constructor(
+    private readonly flow: BodyFlow,
+    private readonly bodyBytesMax: number,
+  ) {
+    super({ highWaterMark: streamedBodyHighWaterBytes });
+    // A cut is news only for a consumer still reading, which listens itself; a handler that
+    // answered without reading (or stopped) must not turn the toolkit's cut into a crash.
+    this.on('error', () => undefined);
+  }
+
+  /** True once the last byte arrived. */
+  get complete(): boolean {
+    return this.ended;
+  }
+
+  receivedBytes(): number {
+    return this.received;
+  }
+
+  release(): void {
+    if (!this.ended && !this.destroyed) this.destroy(new BodyCutError('answered'));
+  }
+
+  override _read(): void {
+    this.flow.resumeReading();
+  }
+
+  /** One chunk from uWS: 'too_large' when it crosses the cap (nothing more is pushed). */
+  onChunk(chunk: ArrayBuffer, isLast: boolean): 'ok' | 'complete' | 'too_large' {
+    if (this.ended || this.destroyed) return 'ok';
+    this.received += chunk.byteLength;
+    if (this.received > this.bodyBytesMax) return 'too_large';
+    const wantsMore = chunk.byteLength === 0 || this.push(Buffer.from(new Uint8Array(chunk)));
+    if (isLast) {
+      this.ended = true;
+      this.push(null);
+      return 'complete';
+    }
+    if (!wantsMore) this.flow.pauseReading();
+    return 'ok';
   }
 }
 

@@ -37,6 +37,7 @@ export const errorCatalogue = {
     defaultReason: 'The same idempotency key was used with a different request',
   },
   payload_too_large: { status: 413, retryable: false, defaultReason: 'Request body too large' },
+  uri_too_long: { status: 414, retryable: false, defaultReason: 'Request URI too long' },
   unsupported_media_type: { status: 415, retryable: false, defaultReason: 'Unsupported content type' },
   rate_limited: { status: 429, retryable: true, defaultReason: 'Rate limit reached; retry after the Retry-After delay' },
   headers_too_large: { status: 431, retryable: false, defaultReason: 'Request headers too large' },

@@ -5,8 +5,15 @@
 //   response and is read only if asked for (a syscall per request otherwise);
 // - a response may be aborted at any time: every write checks the aborted flag, goes through
 //   `res.cork`, and happens at most once;
-// - bodies are read under a byte cap (413 as soon as it is crossed, connection closed) and a
-//   process-wide budget; a thrown handler error is a generic 500, the real error goes to the log —
+// - every request the router admits belongs to a fair share (fair-shares.ts: its partner's, or
+//   the one share of unauthenticated requests) that bounds what it may hold at once: requests in
+//   flight, buffered body bytes, uploads; over its share a partner gets 429, over the process's
+//   budget everyone gets 503, and nobody can starve the others;
+// - bodies are read under a byte cap (413 as soon as it is crossed, connection closed), a total
+//   read time and a minimum rate (408 when a window passes with too few bytes: a slow body gives its
+//   budget back instead of holding it); a route may take its body streamed (`bodyMode:
+//   'streamed'`, uploads) instead of buffered; a GET or HEAD with a body is 400;
+// - a thrown handler error is a generic 500, the real error goes to the log —
 //   unless it is an infrastructure failure (Redis unreachable, no shard worker, no reply in time:
 //   `unavailableReason` in errors.ts), which is a 503 with Retry-After for every route and is
 //   logged at most once a minute with a count, not once per request;
@@ -22,7 +29,14 @@ import { STATUS_CODES } from 'node:http';
 import uWS from 'uWebSockets.js';
 import type { HttpRequest as UwsRequest, HttpResponse as UwsResponse, us_listen_socket } from 'uWebSockets.js';
 import type { Logger } from 'pino';
-import { createBodyBudget, jsonBodyBytesMax, parseContentLength, readBody, type BodyReader } from './body.ts';
+import type { Readable } from 'node:stream';
+import {
+  BodyCutError, RequestBodyStream, jsonBodyBytesMax, parseContentLength, readBody, type BodyFlow, type BodyReader,
+} from './body.ts';
+import {
+  anonymousShareKey, createFairShares, fairShareDefaults, isRefusal, type Admission, type FairShareLimits, type Refusal,
+  type ShareLimits,
+} from './fair-shares.ts';
 import { DeadlineLink, DeadlineQueue } from '../bus/deadline-queue.ts';
 import { randomUuid } from './uuid.ts';
 import { errorResponse, unavailableReason } from './errors.ts';
@@ -62,8 +76,14 @@ export interface RequestHead {
 }
 
 export interface RequestContext extends RequestHead {
-  /** The whole body, read under the route's cap; empty when there was none. */
+  /** The whole body, read under the route's cap; empty when there was none (and on streamed routes). */
   readonly body: Buffer;
+  /**
+   * Streamed routes only (null otherwise): the body as it arrives, under the route's cap. It ends
+   * after the last byte, or fails with a BodyCutError when the toolkit cuts it (cap, timeout, too
+   * slow, client gone: the toolkit has answered then). Reading it slowly slows the client down.
+   */
+  readonly bodyStream: Readable | null;
   /** Set by the route's guard (partner authentication); null on unauthenticated routes. */
   readonly partnerId: string | null;
 }
@@ -101,6 +121,11 @@ export interface Route {
   readonly handler: (ctx: RequestContext) => Promise<HttpResponse>;
   /** Overrides the app's `bodyBytesMax` for this route (e.g. the KYC upload). */
   readonly bodyBytesMax?: number;
+  /**
+   * 'buffered' (default): the handler runs once the whole body is in `ctx.body`. 'streamed': the
+   * handler runs at once and reads `ctx.bodyStream`; the request counts as an upload in its share.
+   */
+  readonly bodyMode?: 'buffered' | 'streamed';
   readonly guard?: Guard;
 }
 
@@ -115,12 +140,26 @@ export interface HttpAppOptions {
   readonly logger: Logger;
   /** Default body cap per request; 64 KiB (JSON endpoints). */
   readonly bodyBytesMax?: number;
-  /** Bodies held by all in-flight requests together; 256 MiB. Beyond it: 503. */
+  /** Buffered bodies held by all in-flight requests together; 64 MiB. Beyond it: 503. */
   readonly bodyBytesInFlightMax?: number;
+  /** Uploads (streamed bodies) in flight together; 32. Beyond it: 503. */
+  readonly uploadsInFlightMax?: number;
+  /** What each partner (and the ops caller) may hold at once (`fairShareDefaults.partner`). Beyond it: 429. */
+  readonly partnerShare?: Partial<ShareLimits>;
+  /** What all unauthenticated requests together may hold at once (`fairShareDefaults.anonymous`). Beyond it: 503. */
+  readonly anonymousShare?: Partial<ShareLimits>;
   /** Concurrent requests being read or handled; 10,000. Beyond it: 503. */
   readonly inFlightRequestsMax?: number;
   /** Time from the request head to the last body byte; 60 s. Beyond it: 408 and close. */
   readonly bodyReadTimeoutMs?: number;
+  /**
+   * A body still arriving is checked once per window (5 s; the first window is the grace): a window
+   * that brought fewer than `bodyBytesPerSecondMin` × its length is cut with 408 and close. Keep it
+   * under uWS's 10 s idle timeout, which closes a silent connection without an answer.
+   */
+  readonly bodyRateWindowMs?: number;
+  /** 16 KiB/s. 0 turns the rate check off. */
+  readonly bodyBytesPerSecondMin?: number;
   /** Time a handler may take; 30 s. Beyond it: 503 `service_unavailable` (the handler's late answer is dropped). */
   readonly handlerTimeoutMs?: number;
   /** 2,048 bytes. */
@@ -152,9 +191,17 @@ export interface Listening {
   drain(timeoutMs: number): Promise<number>;
 }
 
+export interface HttpAppStats {
+  readonly inFlightRequests: number;
+  /** Buffered body bytes held by requests in flight. */
+  readonly bodyBytesInFlight: number;
+  /** Streamed bodies (uploads) in flight. */
+  readonly uploadsInFlight: number;
+}
+
 export interface HttpApp {
   listen(host: string, port: number): Promise<Listening>;
-  stats(): { inFlightRequests: number; bodyBytesInFlight: number };
+  stats(): HttpAppStats;
   /** True once a drain has begun: readiness probes answer 503 so load balancers stop routing here. */
   draining(): boolean;
 }
@@ -166,9 +213,12 @@ const unavailableLogIntervalMs = 60_000;
 
 export const httpDefaults = {
   bodyBytesMax: jsonBodyBytesMax,
-  bodyBytesInFlightMax: 256 * 1024 * 1024,
+  bodyBytesInFlightMax: fairShareDefaults.bodyBytesInFlightMax,
+  uploadsInFlightMax: fairShareDefaults.uploadsInFlightMax,
   inFlightRequestsMax: 10_000,
   bodyReadTimeoutMs: 60_000,
+  bodyRateWindowMs: 5_000,
+  bodyBytesPerSecondMin: 16 * 1024,
   handlerTimeoutMs: 30_000,
   pathBytesMax: 2048,
   headerBytesMax: 16 * 1024,
@@ -312,9 +362,9 @@ type QueryParse = { readonly ok: true; readonly query: Readonly<Record<string, s
 
 const emptyQuery: QueryParse = { ok: true, query: noEntries };
 
-function parseQuery(raw: string, bytesMax: number, countMax: number): QueryParse {
+/** The query's length was checked by the router (414): here only its parameters. */
+function parseQuery(raw: string, countMax: number): QueryParse {
   if (raw.length === 0) return emptyQuery;
-  if (raw.length > bytesMax) return { ok: false, reason: 'Query string too long' };
   const query: Record<string, string> = Object.create(null) as Record<string, string>;
   let count = 0;
   for (const [name, value] of new URLSearchParams(raw)) {
@@ -433,29 +483,29 @@ class TimerKeeper extends DeadlineLink {}
  * expires like any item and then waits again only when the next exchange comes, so an idle app
  * stops its timer one duration after its last request. Exchanges' own deadlines are unchanged.
  */
-class Deadlines {
-  private readonly queue: DeadlineQueue<Exchange | TimerKeeper>;
+class Deadlines<Item extends DeadlineLink = Exchange> {
+  private readonly queue: DeadlineQueue<Item | TimerKeeper>;
   private readonly keeper = new TimerKeeper();
   private keeperWaiting = false;
   private keeping = false;
 
-  constructor(durationMs: number, onExpired: (exchange: Exchange) => void) {
-    this.queue = new DeadlineQueue<Exchange | TimerKeeper>(durationMs, (item) => {
-      if (item instanceof Exchange) onExpired(item);
-      else this.keeperWaiting = false;
+  constructor(durationMs: number, onExpired: (item: Item) => void) {
+    this.queue = new DeadlineQueue<Item | TimerKeeper>(durationMs, (item) => {
+      if (item instanceof TimerKeeper) this.keeperWaiting = false;
+      else onExpired(item);
     });
   }
 
-  add(exchange: Exchange): void {
+  add(item: Item): void {
     if (this.keeping && !this.keeperWaiting) {
       this.keeperWaiting = true;
       this.queue.add(this.keeper);
     }
-    this.queue.add(exchange);
+    this.queue.add(item);
   }
 
-  delete(exchange: Exchange): void {
-    this.queue.delete(exchange);
+  delete(item: Item): void {
+    this.queue.delete(item);
   }
 
   /** On while listening; off drops the keeper, so a closed app's timer ends with its last request. */
@@ -481,9 +531,22 @@ interface ExchangeHooks {
   readonly bodyDeadlines: Deadlines;
   /** Requests whose handler is running (`handlerTimeoutMs`). */
   readonly handlerDeadlines: Deadlines;
+  /** Bodies being read, one entry per rate window (`bodyRateWindowMs`); null when the check is off. */
+  readonly bodyRateWindows: Deadlines<BodyRateWatch> | null;
+  /** Fewest bytes a rate window must bring. */
+  readonly bodyBytesPerWindowMin: number;
 }
 
-class Exchange extends DeadlineLink {
+/** A body being read, waiting for the end of its current rate window (see `Exchange.bodyRateWindowEnded`). */
+class BodyRateWatch extends DeadlineLink {
+  /** Bytes received when the current window began. */
+  windowStartBytes = 0;
+  constructor(readonly exchange: Exchange) {
+    super();
+  }
+}
+
+class Exchange extends DeadlineLink implements BodyFlow {
   aborted = false;
   private responded = false;
   private finished = false;
@@ -491,12 +554,20 @@ class Exchange extends DeadlineLink {
   routePattern: string | null = null;
   partnerId: string | null = null;
   /** The guard's pending decision (`GuardResult.wait`), awaited before the handler. */
-  admission: Promise<HttpResponse | null> | null = null;
+  guardWait: Promise<HttpResponse | null> | null = null;
   /** The guard logged the refusal itself (`GuardResult.skipAccessLog`). */
   skipAccessLog = false;
+  /** The request's hold on its fair share, once admitted. */
+  admission: Admission | null = null;
   bodyReader: BodyReader | null = null;
+  /** The body of a streamed route, handed to the handler as it arrives. */
+  private bodyStream: RequestBodyStream | null = null;
+  private streamedBodyBytesMax = 0;
   /** The deadline queue this exchange waits in (body read or handler), if any. */
   private deadlines: Deadlines | null = null;
+  private rateWatch: BodyRateWatch | null = null;
+  /** True while reading the socket is paused because a streamed body's consumer fell behind. */
+  private readingPaused = false;
   private remoteAddressText: string | null = null;
   private readonly startedAt = performance.now();
 
@@ -525,12 +596,15 @@ class Exchange extends DeadlineLink {
 
   onAborted(): void {
     this.aborted = true;
+    this.stopWatchingBody();
+    this.cutBodyStream('aborted');
     if (!this.handlerRunning) this.finish(null);
   }
 
-  /** Counts down `bodyReadTimeoutMs` (see `bodyTimedOut`). */
+  /** Counts down `bodyReadTimeoutMs` (see `bodyTimedOut`) and checks the body's rate (see `bodyRateWindowEnded`). */
   startBodyTimer(): void {
     this.waitIn(this.hooks.bodyDeadlines);
+    this.watchBodyRate();
   }
 
   clearTimer(): void {
@@ -538,9 +612,86 @@ class Exchange extends DeadlineLink {
     this.deadlines = null;
   }
 
+  /** A buffered body is read (or refused): its read deadline and rate check end. */
+  bodyReadEnded(): void {
+    this.clearTimer();
+    this.stopWatchingBody();
+  }
+
   bodyTimedOut(): void {
     this.deadlines = null;
-    this.respond(errorResponse('request_timeout', 'Request body not received in time'), true);
+    this.cutBody('timeout', 'Request body not received in time');
+  }
+
+  /**
+   * A rate window ended while the body was still arriving. Judged after the next I/O poll, not now:
+   * a timer can fire right after the event loop was busy (a GC, a burst of work), before the bytes
+   * that reached the socket meanwhile were read, and those count for the client.
+   */
+  bodyRateWindowEnded(watch: BodyRateWatch): void {
+    if (this.done || this.rateWatch !== watch) return;
+    setImmediate(() => this.judgeBodyRate(watch));
+  }
+
+  /** Cuts the body if its window brought too little; otherwise a new window begins. */
+  private judgeBodyRate(watch: BodyRateWatch): void {
+    // Gone meanwhile: answered, the body complete or paused (a new watch when it resumes).
+    if (this.done || this.rateWatch !== watch || watch.waitingIn !== null) return;
+    const received = this.receivedBytes();
+    if (received - watch.windowStartBytes < this.hooks.bodyBytesPerWindowMin) {
+      this.rateWatch = null;
+      this.clearTimer();
+      this.cutBody('too_slow', 'Request body arriving too slowly');
+      return;
+    }
+    watch.windowStartBytes = received;
+    this.hooks.bodyRateWindows?.add(watch);
+  }
+
+  /**
+   * Streamed routes: the handler runs while the body arrives (under the body's deadlines); the
+   * handler's own deadline starts when the last byte is in.
+   */
+  streamBody(route: Route, ctx: IncomingRequest, bodyBytesMax: number): void {
+    this.streamedBodyBytesMax = bodyBytesMax;
+    const stream = new RequestBodyStream(this, bodyBytesMax);
+    this.bodyStream = stream;
+    this.bodyReader = stream;
+    ctx.bodyStream = stream;
+    this.startBodyTimer();
+    this.res.onData((chunk, isLast) => this.onStreamedChunk(chunk, isLast));
+    this.startHandler(route, ctx);
+  }
+
+  private onStreamedChunk(chunk: ArrayBuffer, isLast: boolean): void {
+    const stream = this.bodyStream;
+    if (stream === null || this.done) return;
+    const outcome = stream.onChunk(chunk, isLast);
+    if (outcome === 'too_large') {
+      this.clearTimer();
+      this.stopWatchingBody();
+      this.handlerRunning = false;
+      this.cutBodyStream('too_large');
+      this.respond(tooLarge(this.streamedBodyBytesMax), true);
+    } else if (outcome === 'complete') {
+      this.stopWatchingBody();
+      if (this.handlerRunning) this.waitIn(this.hooks.handlerDeadlines);
+    }
+  }
+
+  pauseReading(): void {
+    if (this.done || this.readingPaused) return;
+    this.readingPaused = true;
+    // Time the consumer spends catching up is not the client's: the rate window stops meanwhile.
+    this.stopWatchingBody();
+    this.res.pause();
+  }
+
+  resumeReading(): void {
+    if (this.done || !this.readingPaused) return;
+    this.readingPaused = false;
+    this.res.resume();
+    this.watchBodyRate();
   }
 
   /**
@@ -548,12 +699,16 @@ class Exchange extends DeadlineLink {
    * then answers with what it returned.
    */
   runHandler(route: Route, ctx: RequestContext): void {
-    this.handlerRunning = true;
     this.waitIn(this.hooks.handlerDeadlines);
+    this.startHandler(route, ctx);
+  }
+
+  private startHandler(route: Route, ctx: RequestContext): void {
+    this.handlerRunning = true;
     let answer: Promise<HttpResponse>;
     try {
-      const admission = this.admission;
-      answer = admission === null ? route.handler(ctx) : admission.then((refusal) => refusal ?? route.handler(ctx));
+      const guardWait = this.guardWait;
+      answer = guardWait === null ? route.handler(ctx) : guardWait.then((refusal) => refusal ?? route.handler(ctx));
     } catch (error) {
       return this.handlerFailed(error);
     }
@@ -592,6 +747,40 @@ class Exchange extends DeadlineLink {
     this.respond(errorResponse('server_error'));
   }
 
+  /** 408 and close: the body did not arrive (in time, or fast enough); a streaming handler's late answer is dropped. */
+  private cutBody(cause: 'timeout' | 'too_slow', reason: string): void {
+    this.stopWatchingBody();
+    if (this.bodyStream !== null) {
+      this.handlerRunning = false;
+      this.cutBodyStream(cause);
+    }
+    this.respond(errorResponse('request_timeout', reason), true);
+  }
+
+  /** The consumer of a streamed body sees it fail (nothing more will arrive). */
+  private cutBodyStream(cause: BodyCutError['cutBy']): void {
+    const stream = this.bodyStream;
+    if (stream !== null && !stream.complete && !stream.destroyed) stream.destroy(new BodyCutError(cause));
+  }
+
+  private receivedBytes(): number {
+    return this.bodyReader?.receivedBytes() ?? 0;
+  }
+
+  private watchBodyRate(): void {
+    const windows = this.hooks.bodyRateWindows;
+    if (windows === null || this.done) return;
+    this.rateWatch ??= new BodyRateWatch(this);
+    this.rateWatch.windowStartBytes = this.receivedBytes();
+    windows.add(this.rateWatch);
+  }
+
+  private stopWatchingBody(): void {
+    if (this.rateWatch === null) return;
+    this.hooks.bodyRateWindows?.delete(this.rateWatch);
+    this.rateWatch = null;
+  }
+
   private waitIn(deadlines: Deadlines): void {
     this.clearTimer();
     this.deadlines = deadlines;
@@ -600,13 +789,15 @@ class Exchange extends DeadlineLink {
 
   /**
    * Writes the response once, unless the client is gone. `closeConnection` when the request body
-   * was not (fully) consumed: the connection is not reusable and we will not read the rest.
+   * was not (fully) consumed: the connection is not reusable and we will not read the rest (a
+   * streamed body not read to its end closes it too).
    */
   respond(response: HttpResponse, closeConnection = false): void {
     if (this.responded || this.aborted) return this.finish(null);
     this.responded = true;
     let status = response.status;
-    const close = closeConnection || this.hooks.draining();
+    const bodyUnread = this.bodyStream !== null && !this.bodyStream.complete;
+    const close = closeConnection || bodyUnread || this.hooks.draining();
     try {
       const names = headerNamesOf(response);
       checkResponse(response, names);
@@ -631,7 +822,9 @@ class Exchange extends DeadlineLink {
     if (this.finished) return;
     this.finished = true;
     this.clearTimer();
+    this.stopWatchingBody();
     this.bodyReader?.release();
+    this.admission?.release();
     this.hooks.onFinished();
     const { logger, onRequestFinished } = this.hooks;
     // The entry is built only for someone: at LOG_LEVEL=warn and without a hook nothing is.
@@ -644,7 +837,7 @@ class Exchange extends DeadlineLink {
       durationMs: performance.now() - this.startedAt,
       requestId: this.requestId,
       partnerId: this.partnerId,
-      requestBytes: this.bodyReader?.receivedBytes() ?? 0,
+      requestBytes: this.receivedBytes(),
       aborted: this.aborted,
     };
     if (logged) writeAccessLog(logger, entry);
@@ -655,6 +848,7 @@ class Exchange extends DeadlineLink {
 /** What a guard and then the handler see: copied from uWS up front, except the peer address. */
 class IncomingRequest implements RequestContext {
   body: Buffer = emptyBody;
+  bodyStream: Readable | null = null;
   partnerId: string | null = null;
 
   constructor(
@@ -682,6 +876,8 @@ interface Limits {
   readonly bodyBytesMax: number;
   readonly inFlightRequestsMax: number;
   readonly bodyReadTimeoutMs: number;
+  readonly bodyRateWindowMs: number;
+  readonly bodyBytesPerSecondMin: number;
   readonly handlerTimeoutMs: number;
   readonly pathBytesMax: number;
   readonly headerBytesMax: number;
@@ -689,12 +885,13 @@ interface Limits {
   readonly queryParamsCountMax: number;
 }
 
-function resolveLimits(options: HttpAppOptions): Limits & { readonly bodyBytesInFlightMax: number } {
+function resolveLimits(options: HttpAppOptions): Limits {
   const limits = {
     bodyBytesMax: options.bodyBytesMax ?? httpDefaults.bodyBytesMax,
-    bodyBytesInFlightMax: options.bodyBytesInFlightMax ?? httpDefaults.bodyBytesInFlightMax,
     inFlightRequestsMax: options.inFlightRequestsMax ?? httpDefaults.inFlightRequestsMax,
     bodyReadTimeoutMs: options.bodyReadTimeoutMs ?? httpDefaults.bodyReadTimeoutMs,
+    bodyRateWindowMs: options.bodyRateWindowMs ?? httpDefaults.bodyRateWindowMs,
+    bodyBytesPerSecondMin: options.bodyBytesPerSecondMin ?? httpDefaults.bodyBytesPerSecondMin,
     handlerTimeoutMs: options.handlerTimeoutMs ?? httpDefaults.handlerTimeoutMs,
     pathBytesMax: options.pathBytesMax ?? httpDefaults.pathBytesMax,
     headerBytesMax: options.headerBytesMax ?? httpDefaults.headerBytesMax,
@@ -704,7 +901,36 @@ function resolveLimits(options: HttpAppOptions): Limits & { readonly bodyBytesIn
   for (const [name, value] of Object.entries(limits)) {
     if (!Number.isInteger(value) || value < 0) throw new RangeError(`${name} must be a non-negative integer, got ${value}`);
   }
+  if (limits.bodyRateWindowMs === 0) throw new RangeError('bodyRateWindowMs must be positive');
   return limits;
+}
+
+function resolveFairShares(options: HttpAppOptions): FairShareLimits {
+  return {
+    partner: { ...fairShareDefaults.partner, ...options.partnerShare },
+    anonymous: { ...fairShareDefaults.anonymous, ...options.anonymousShare },
+    bodyBytesInFlightMax: options.bodyBytesInFlightMax ?? httpDefaults.bodyBytesInFlightMax,
+    uploadsInFlightMax: options.uploadsInFlightMax ?? httpDefaults.uploadsInFlightMax,
+  };
+}
+
+/**
+ * The share a request counts in: its partner's; the ops caller's (a guarded route that names no
+ * partner); or the one share of unauthenticated requests.
+ */
+function shareKeyOf(route: Route, partnerId: string | null): string {
+  if (partnerId !== null) return `partner:${partnerId}`;
+  return route.guard === undefined ? anonymousShareKey : 'ops';
+}
+
+/** 429 when the caller is over its own share (a partner: only it is slowed down), else 503. */
+function refusalResponse(refusal: Refusal, shareKey: string): HttpResponse {
+  const what = refusal.resource === 'requests' ? 'requests' : refusal.resource === 'uploads' ? 'uploads' : 'request bytes';
+  if (refusal.scope === 'share' && shareKey !== anonymousShareKey) {
+    return errorResponse('rate_limited', `Too many ${what} in flight for this API key; retry after the Retry-After delay`, { 'retry-after': '1' });
+  }
+  if (refusal.scope === 'share') return errorResponse('service_unavailable', `Too many unauthenticated ${what} in flight; retry later`);
+  return errorResponse('service_unavailable', 'Server busy; retry later');
 }
 
 function copyHeaders(req: UwsRequest): { headers: Record<string, string>; headerBytes: number } {
@@ -722,7 +948,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
   const limits = resolveLimits(options);
   const routeTable = compileRoutes(options.routes);
   const { logger } = options;
-  const budget = createBodyBudget(limits.bodyBytesInFlightMax);
+  const shares = createFairShares(resolveFairShares(options));
   const generateRequestId = options.generateRequestId ?? randomUuid;
   let inFlight = 0;
   let draining = false;
@@ -751,12 +977,18 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     onRequestFinished: options.onRequestFinished,
     bodyDeadlines: new Deadlines(limits.bodyReadTimeoutMs, (exchange) => exchange.bodyTimedOut()),
     handlerDeadlines: new Deadlines(limits.handlerTimeoutMs, (exchange) => exchange.handlerTimedOut(limits.handlerTimeoutMs)),
+    bodyRateWindows:
+      limits.bodyBytesPerSecondMin === 0
+        ? null
+        : new Deadlines<BodyRateWatch>(limits.bodyRateWindowMs, (watch) => watch.exchange.bodyRateWindowEnded(watch)),
+    bodyBytesPerWindowMin: Math.ceil((limits.bodyBytesPerSecondMin * limits.bodyRateWindowMs) / 1000),
   };
   let listeners = 0;
   const keepTimersArmed = (change: 1 | -1): void => {
     listeners += change;
     hooks.bodyDeadlines.keepArmed(listeners > 0);
     hooks.handlerDeadlines.keepArmed(listeners > 0);
+    hooks.bodyRateWindows?.keepArmed(listeners > 0);
   };
 
   function handle(res: UwsResponse, req: UwsRequest): void {
@@ -798,7 +1030,13 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
 
     if (inFlight > limits.inFlightRequestsMax) return exchange.respond(errorResponse('service_unavailable', 'Too many requests in flight'), hasBody);
     if (headerBytes > limits.headerBytesMax) return exchange.respond(errorResponse('headers_too_large'), hasBody);
-    if (rawPath.length > limits.pathBytesMax) return exchange.respond(errorResponse('invalid_request', 'Path too long'), hasBody);
+    if (rawPath.length > limits.pathBytesMax) return exchange.respond(errorResponse('uri_too_long', 'Path too long'), hasBody);
+    if (rawQuery.length > limits.queryStringBytesMax) return exchange.respond(errorResponse('uri_too_long', 'Query string too long'), hasBody);
+    // A body on GET or HEAD means nothing here (RFC 9110 §9.3.1) and a front proxy may frame it
+    // differently from us: refused, never read.
+    if (hasBody && (method === 'GET' || method === 'HEAD')) {
+      return exchange.respond(errorResponse('invalid_request', `A ${method} request must not have a body`), true);
+    }
     const path = rawPath.length > 1 && rawPath.endsWith('/') ? rawPath.slice(0, -1) : rawPath;
     const pathSegments = path === '/' ? [] : path.slice(1).split('/');
     const group = rawPath.startsWith('/') ? matchGroup(routeTable, pathSegments) : null;
@@ -812,7 +1050,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     exchange.routePattern = route.pattern;
     const params = decodeParams(group, pathSegments);
     if (params === null) return exchange.respond(errorResponse('invalid_request', 'Malformed path'), hasBody);
-    const query = parseQuery(rawQuery, limits.queryStringBytesMax, limits.queryParamsCountMax);
+    const query = parseQuery(rawQuery, limits.queryParamsCountMax);
     if (!query.ok) return exchange.respond(errorResponse('invalid_request', query.reason), hasBody);
     if (contentLength === 'invalid') return exchange.respond(errorResponse('invalid_request', 'Invalid Content-Length'), hasBody);
 
@@ -824,22 +1062,32 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
         exchange.skipAccessLog = verdict.skipAccessLog === true;
         return exchange.respond(verdict.response, hasBody);
       }
-      exchange.admission = verdict.wait ?? null;
+      exchange.guardWait = verdict.wait ?? null;
     }
     request.partnerId = exchange.partnerId;
 
     const bodyBytesMax = route.bodyBytesMax ?? limits.bodyBytesMax;
     if (typeof contentLength === 'number' && contentLength > bodyBytesMax) return exchange.respond(tooLarge(bodyBytesMax), hasBody);
+    const streamed = route.bodyMode === 'streamed';
+    const shareKey = shareKeyOf(route, exchange.partnerId);
+    const admission = shares.admit(shareKey, streamed);
+    if (isRefusal(admission)) {
+      // Refused before reading: a body of a known length within the cap is left to uWS, which
+      // reads and drops it and keeps the connection. Closing with it unread would reset the
+      // connection, and the client, still sending, could lose the 429 and its Retry-After.
+      const drainable = typeof contentLength === 'number' && contentLength <= bodyBytesMax;
+      return exchange.respond(refusalResponse(admission, shareKey), hasBody && !drainable);
+    }
+    exchange.admission = admission;
+    if (streamed) return exchange.streamBody(route, request, bodyBytesMax);
     if (!hasBody) return exchange.runHandler(route, request);
 
     exchange.startBodyTimer();
-    exchange.bodyReader = readBody(res, bodyBytesMax, budget, (outcome) => {
-      exchange.clearTimer();
+    exchange.bodyReader = readBody(res, bodyBytesMax, admission, (outcome) => {
+      exchange.bodyReadEnded();
       if (exchange.done) return;
       if (outcome.kind === 'too_large') return exchange.respond(tooLarge(bodyBytesMax), true);
-      if (outcome.kind === 'over_budget') {
-        return exchange.respond(errorResponse('service_unavailable', 'Server busy; retry later'), true);
-      }
+      if (outcome.kind === 'over_budget') return exchange.respond(refusalResponse(outcome.refusal, shareKey), true);
       request.body = outcome.body;
       exchange.runHandler(route, request);
     });
@@ -893,7 +1141,10 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
         });
       });
     },
-    stats: () => ({ inFlightRequests: inFlight, bodyBytesInFlight: budget.inUseBytes() }),
+    stats: () => {
+      const held = shares.stats();
+      return { inFlightRequests: inFlight, bodyBytesInFlight: held.bodyBytesInFlight, uploadsInFlight: held.uploadsInFlight };
+    },
     draining: () => draining,
   };
 }

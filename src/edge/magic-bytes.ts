@@ -19,6 +19,8 @@ const heicMajorBrands = new Set(['heic', 'heix', 'mif1', 'msf1', 'hevc']);
 const heicCompatibleBrands = new Set(['heic', 'heix']);
 /** Most compatible brands we look at in an `ftyp` box (bounded work on hostile input). */
 const ftypCompatibleBrandsMax = 64;
+/** Leading bytes `sniffDocumentType` ever reads: a streamed document is checked on these alone. */
+export const documentSniffBytes = 16 + 4 * ftypCompatibleBrandsMax;
 
 function startsWith(bytes: Uint8Array, signature: readonly number[], offset = 0): boolean {
   if (bytes.length < offset + signature.length) return false;

@@ -7,7 +7,7 @@
 import { RequestTimeoutError } from '../bus/request-reply.ts';
 import { RateLimitedLog } from '../bus/outage-log.ts';
 import { systemClock } from '../bus/bus.ts';
-import { createHttpApp, type RequestHead, type Route } from '../edge/http.ts';
+import { createHttpApp, type HttpAppOptions, type HttpAppStats, type RequestHead, type Route } from '../edge/http.ts';
 import { opsGuard, partnerGuard, publicGuard } from '../edge/auth.ts';
 import { authThrottleMetrics, createPublicThrottle, publicThrottleMetrics } from '../edge/auth-throttle.ts';
 import { createClientAddressResolver } from '../edge/client-address.ts';
@@ -180,15 +180,16 @@ async function startEdgeApp(
     shards,
   };
   const metrics = createEdgeMetrics();
-  let stats = (): { inFlightRequests: number } => ({ inFlightRequests: 0 });
+  let stats = (): HttpAppStats => ({ inFlightRequests: 0, bodyBytesInFlight: 0, uploadsInFlight: 0 });
   const app = createHttpApp({
     logger: ctx.log,
+    ...fairShareOptions(ctx.env),
     routes: [
       ...edgeRoutes(env),
       ...metricsRoutes({
         guard: ops,
         metrics,
-        gauges: () => ({ inFlightRequests: stats().inFlightRequests, actorRequestsPending: actors.pending() }),
+        gauges: () => ({ ...stats(), actorRequestsPending: actors.pending() }),
         cluster: createClusterStats({
           bus: ctx.bus,
           leases: ctx.leases,
@@ -236,6 +237,22 @@ function clientAddressOf(trustedProxies: string): (head: RequestHead) => string 
   if (!parsed.ok) throw new Error(`TRUSTED_PROXIES: ${parsed.reason}`);
   const resolver = createClientAddressResolver(parsed.cidrs);
   return (head) => resolver.resolve(head.remoteAddress, head.headers['x-forwarded-for']);
+}
+
+/** The edge's fair shares and body rate from the environment (docs/edge-http.md "Fair shares"). */
+function fairShareOptions(env: ServiceContext['env']): Partial<HttpAppOptions> {
+  return {
+    partnerShare: {
+      requestsInFlightMax: env.EDGE_PARTNER_REQUESTS_IN_FLIGHT_MAX,
+      bodyBytesInFlightMax: env.EDGE_PARTNER_BODY_BYTES_IN_FLIGHT_MAX,
+      uploadsInFlightMax: env.EDGE_PARTNER_UPLOADS_IN_FLIGHT_MAX,
+    },
+    anonymousShare: { requestsInFlightMax: env.EDGE_ANONYMOUS_REQUESTS_IN_FLIGHT_MAX },
+    bodyBytesInFlightMax: env.EDGE_BODY_BYTES_IN_FLIGHT_MAX,
+    uploadsInFlightMax: env.EDGE_UPLOADS_IN_FLIGHT_MAX,
+    bodyBytesPerSecondMin: env.EDGE_BODY_BYTES_PER_SECOND_MIN,
+    bodyRateWindowMs: env.EDGE_BODY_RATE_WINDOW_MS,
+  };
 }
 
 /** Waits until `inFlight()` has stayed 0 for `edgeQuietMs` (or `untilMs` passes); returns it then. */

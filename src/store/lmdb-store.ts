@@ -10,6 +10,7 @@
 // ([topic, notBeforeMs, seq]). So a claim reads fresh rows in commit order and then only the
 // deferred rows that are due, whatever the number of rows waiting for a later time; and a process
 // of an earlier release, which knows `outbox` only, still writes rows every claimer finds.
+import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { open } from 'lmdb';
@@ -18,6 +19,7 @@ import {
   IndexCatalog, appliedRepliesPerActorDefault, assertBlob, assertCollection, assertFence,
   assertCount, assertIdentifier, assertLimit, partitionValidWrites, assertNonNegativeInteger, assertReadModelDoc, defaultReadModelIndexes,
   indexValuesOf, outboxBacklogCountMax, outboxBatchMax, planList, assertDeferral, deferredRow,
+  blobParts, blobStagingStaleMsDefault,
 } from './store.ts';
 import type {
   ActorSnapshot, AppliedReply, BatchCommitResult, CommitResult, CommitWrite, FenceResult, IndexValue, JsonObject, JsonValue,
@@ -56,6 +58,18 @@ export function lmdbDirFromEnv(env: NodeJS.ProcessEnv = process.env): string {
   return join(env.DATA_DIR ?? './data', 'store');
 }
 
+/** A streamed blob: its parts are `blobChunks` [stagingId, 0 … parts-1]. */
+interface BlobManifest {
+  stagingId: string;
+  parts: number;
+  bytes: number;
+}
+
+/** A blob stream being written (removed when it is committed or abandoned). */
+interface BlobStaging {
+  startedAtMs: number;
+}
+
 interface ActorRecord {
   version: number;
   state: JsonValue;
@@ -87,6 +101,7 @@ export class LmdbStore implements SnapshotStore {
   private readonly indexes: IndexCatalog;
   private readonly appliedRepliesPerActorMax: number;
   private readonly claimScanRowsMax: number;
+  private readonly blobStagingStaleMs: number;
   private root: RootDatabase | null = null;
   private dbs: SubDatabases | null = null;
 
@@ -95,12 +110,14 @@ export class LmdbStore implements SnapshotStore {
     this.appliedRepliesPerActorMax = options.appliedRepliesPerActorMax ?? appliedRepliesPerActorDefault;
     assertLimit('appliedRepliesPerActorMax', this.appliedRepliesPerActorMax, 1_000_000);
     this.claimScanRowsMax = options.outboxClaimScanRowsMax ?? 10_000;
+    this.blobStagingStaleMs = options.blobStagingStaleMs ?? blobStagingStaleMsDefault;
+    assertNonNegativeInteger('blobStagingStaleMs', this.blobStagingStaleMs);
   }
 
   async init(): Promise<void> {
     if (this.root !== null) return;
     mkdirSync(this.options.dir, { recursive: true });
-    const root = open({ path: this.options.dir, compression: false, overlappingSync: false, noSync: false, maxDbs: 16 });
+    const root = open({ path: this.options.dir, compression: false, overlappingSync: false, noSync: false, maxDbs: 32 });
     const values = valueEncoding(this.options.plainMaps === true);
     this.root = root;
     this.dbs = {
@@ -118,8 +135,11 @@ export class LmdbStore implements SnapshotStore {
       docIndex: root.openDB<true, Key>({ name: 'docIndex', ...values }),
       meta: root.openDB<number | string, Key>({ name: 'meta', ...values }),
       blobs: root.openDB<Buffer, string>({ name: 'blobs', encoding: 'binary' }),
+      blobChunks: root.openDB<Buffer, Key>({ name: 'blobChunks', encoding: 'binary' }),
+      blobMeta: root.openDB<BlobManifest | BlobStaging, Key>({ name: 'blobMeta', ...values }),
     };
     await this.write((dbs) => this.reconcileIndexes(dbs));
+    await this.sweepStaleBlobStreams(Date.now() - this.blobStagingStaleMs);
   }
 
   async close(): Promise<void> {
@@ -579,16 +599,83 @@ export class LmdbStore implements SnapshotStore {
 
   // ---- blobs ----
 
+  // A whole blob is one value in `blobs`. A streamed one is parts in `blobChunks` under a random
+  // staging id, written one per transaction as they arrive, with `blobMeta` ['staging', id] (its
+  // start time) while it is written; committing it is one transaction that writes its manifest
+  // (`blobMeta` ['manifest', key]), drops the staging entry and removes what the key held before.
+  // Readers find a key's blob in `blobs` or through its manifest, never half a stream.
+
   async putBlob(key: string, bytes: Uint8Array): Promise<void> {
     assertBlob(key, bytes);
     const copy = Buffer.from(bytes); // the caller may reuse its buffer after we return
-    return this.write((dbs) => { dbs.blobs.putSync(key, copy); });
+    return this.write((dbs) => {
+      removeBlob(dbs, key);
+      dbs.blobs.putSync(key, copy);
+    });
+  }
+
+  async putBlobStream(key: string, chunks: AsyncIterable<Uint8Array>): Promise<number> {
+    assertIdentifier('blob key', key);
+    const stagingId = randomUUID();
+    const staging: BlobStaging = { startedAtMs: Date.now() };
+    await this.write((dbs) => { dbs.blobMeta.putSync(['staging', stagingId], staging); });
+    let parts = 0;
+    let bytes = 0;
+    try {
+      for await (const part of blobParts(chunks)) {
+        const index = parts;
+        await this.write((dbs) => { dbs.blobChunks.putSync([stagingId, index], part); });
+        parts += 1;
+        bytes += part.byteLength;
+      }
+      const manifest: BlobManifest = { stagingId, parts, bytes };
+      await this.write((dbs) => {
+        removeBlob(dbs, key);
+        dbs.blobMeta.putSync(['manifest', key], manifest);
+        dbs.blobMeta.removeSync(['staging', stagingId]);
+      });
+      return bytes;
+    } catch (error) {
+      await this.write((dbs) => removeStaging(dbs, stagingId));
+      throw error;
+    }
   }
 
   async getBlob(key: string): Promise<Uint8Array | null> {
     assertIdentifier('blob key', key);
-    const bytes = this.open().blobs.get(key);
-    return bytes === undefined ? null : new Uint8Array(bytes);
+    const dbs = this.open();
+    // One synchronous read: the manifest and its parts come from the same read snapshot.
+    const bytes = dbs.blobs.get(key);
+    if (bytes !== undefined) return new Uint8Array(bytes);
+    const manifest = dbs.blobMeta.get(['manifest', key]) as BlobManifest | undefined;
+    if (manifest === undefined) return null;
+    const whole = new Uint8Array(manifest.bytes);
+    let offset = 0;
+    for (let index = 0; index < manifest.parts; index += 1) {
+      const part = dbs.blobChunks.get([manifest.stagingId, index]);
+      if (part === undefined || offset + part.byteLength > whole.byteLength) throw new Error('a streamed blob lacks a part or has extra bytes');
+      whole.set(part, offset);
+      offset += part.byteLength;
+    }
+    if (offset !== whole.byteLength) throw new Error('a streamed blob is shorter than its manifest says');
+    return whole;
+  }
+
+  async deleteBlob(key: string): Promise<boolean> {
+    assertIdentifier('blob key', key);
+    return this.write((dbs) => removeBlob(dbs, key));
+  }
+
+  /** Removes the parts of blob streams begun before `startedBeforeMs` and never committed (a crash). */
+  private async sweepStaleBlobStreams(startedBeforeMs: number): Promise<void> {
+    const dbs = this.open();
+    const stale: string[] = [];
+    for (const { key, value } of dbs.blobMeta.getRange({ start: ['staging'], end: ['staging', prefixEnd] })) {
+      if ((value as BlobStaging).startedAtMs < startedBeforeMs) stale.push(String((key as [string, string])[1]));
+    }
+    for (const stagingId of stale) {
+      await this.write((writeDbs) => removeStaging(writeDbs, stagingId));
+    }
   }
 
   // ---- plumbing ----
@@ -629,6 +716,32 @@ interface SubDatabases {
   docIndex: Database<true, Key>;
   meta: Database<number | string, Key>;
   blobs: Database<Buffer, string>;
+  /** [stagingId, index] → one part of a streamed blob. */
+  blobChunks: Database<Buffer, Key>;
+  /** ['manifest', key] → BlobManifest; ['staging', stagingId] → BlobStaging. */
+  blobMeta: Database<BlobManifest | BlobStaging, Key>;
+}
+
+/** Removes the key's blob, whole or streamed (with its parts); true when there was one. */
+function removeBlob(dbs: SubDatabases, key: string): boolean {
+  const whole = dbs.blobs.get(key) !== undefined;
+  if (whole) dbs.blobs.removeSync(key);
+  const manifest = dbs.blobMeta.get(['manifest', key]) as BlobManifest | undefined;
+  if (manifest === undefined) return whole;
+  removeParts(dbs, manifest.stagingId);
+  dbs.blobMeta.removeSync(['manifest', key]);
+  return true;
+}
+
+/** An uncommitted stream's parts and its staging entry. */
+function removeStaging(dbs: SubDatabases, stagingId: string): void {
+  removeParts(dbs, stagingId);
+  dbs.blobMeta.removeSync(['staging', stagingId]);
+}
+
+function removeParts(dbs: SubDatabases, stagingId: string): void {
+  const keys = [...dbs.blobChunks.getKeys({ start: [stagingId], end: [stagingId, prefixEnd] })];
+  for (const key of keys) dbs.blobChunks.removeSync(key);
 }
 
 // ---- outbox rows in their two homes (see the header) ----

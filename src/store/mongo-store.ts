@@ -15,7 +15,7 @@ import type { ClientSession, Collection, Db, Document, Filter, TransactionOption
 import {
   IndexCatalog, appliedRepliesPerActorDefault, assertBlob, assertCollection, assertCommitWrite, assertFence,
   assertIdentifier, assertLimit, assertNonNegativeInteger, assertReadModelDoc, defaultReadModelIndexes,
-  outboxBacklogCountMax, outboxBatchMax, planList, assertDeferral,
+  outboxBacklogCountMax, outboxBatchMax, planList, assertDeferral, blobParts, blobStagingStaleMsDefault,
 } from './store.ts';
 import type {
   ActorSnapshot, AppliedReply, BatchCommitResult, CommitResult, CommitWrite, FenceResult, JsonObject, JsonValue, ListPage,
@@ -79,9 +79,23 @@ interface ReadModelDoc {
   _id: string;
   doc: JsonObject;
 }
+/** A whole blob carries `bytes`; a streamed one `parts`, its manifest (see `putBlobStream`). */
 interface BlobDoc {
   _id: string;
+  bytes?: Binary;
+  parts?: { stagingId: string; count: number; bytes: number };
+}
+/** One part of a streamed blob, `_id` = `<stagingId>:<index>`. */
+interface BlobChunkDoc {
+  _id: string;
+  stagingId: string;
+  index: number;
   bytes: Binary;
+}
+/** A blob stream being written (removed when it is committed or abandoned). */
+interface BlobStagingDoc {
+  _id: string;
+  startedAtMs: number;
 }
 
 const duplicateKeyCode = 11000;
@@ -112,6 +126,9 @@ export class MongoStore implements SnapshotStore {
   private readonly outbox: Collection<OutboxDoc>;
   private readonly counters: Collection<CounterDoc>;
   private readonly blobs: Collection<BlobDoc>;
+  private readonly blobChunks: Collection<BlobChunkDoc>;
+  private readonly blobStaging: Collection<BlobStagingDoc>;
+  private readonly blobStagingStaleMs: number;
 
   constructor(options: MongoStoreOptions) {
     this.indexes = new IndexCatalog(options.readModelIndexes ?? defaultReadModelIndexes);
@@ -129,6 +146,10 @@ export class MongoStore implements SnapshotStore {
     this.outbox = this.db.collection<OutboxDoc>('outbox');
     this.counters = this.db.collection<CounterDoc>('counters');
     this.blobs = this.db.collection<BlobDoc>('blobs');
+    this.blobChunks = this.db.collection<BlobChunkDoc>('blobChunks');
+    this.blobStaging = this.db.collection<BlobStagingDoc>('blobStaging');
+    this.blobStagingStaleMs = options.blobStagingStaleMs ?? blobStagingStaleMsDefault;
+    assertNonNegativeInteger('blobStagingStaleMs', this.blobStagingStaleMs);
   }
 
   /** Connects, checks for a replica set, creates the collections and indexes (idempotent). */
@@ -139,7 +160,7 @@ export class MongoStore implements SnapshotStore {
       throw new Error('MongoStore needs a replica set or sharded cluster (multi-document transactions); got a standalone server');
     }
     const readModelCollections = new Set(this.indexes.all().map((index) => readModelPrefix + index.collection));
-    for (const name of ['actors', 'fences', 'applied', 'events', 'outbox', 'counters', 'blobs', ...readModelCollections]) {
+    for (const name of ['actors', 'fences', 'applied', 'events', 'outbox', 'counters', 'blobs', 'blobChunks', 'blobStaging', ...readModelCollections]) {
       await this.createCollection(name);
     }
     await this.applied.createIndex({ actorKey: 1, seq: 1 }, { name: 'by_actor_seq' });
@@ -151,12 +172,14 @@ export class MongoStore implements SnapshotStore {
     // Key patterns differ from every other index's, as MongoDB requires of two indexes.
     await this.outbox.createIndex({ topic: 1, seq: 1, notBeforeMs: 1 }, { name: 'by_topic_seq_deferred', partialFilterExpression: { notBeforeMs: { $exists: true } } });
     await this.outbox.createIndex({ topic: 1, parked: 1 }, { name: 'by_topic_parked', partialFilterExpression: { parked: true } });
+    await this.blobChunks.createIndex({ stagingId: 1, index: 1 }, { name: 'by_staging_index' });
     for (const index of this.indexes.all()) {
       const keys: Record<string, 1> = {};
       for (const field of [...index.equal, index.orderBy]) keys[`doc.${field}`] = 1;
       keys._id = 1;
       await this.readModels(index.collection).createIndex(keys, { name: index.name });
     }
+    await this.sweepStaleBlobStreams(Date.now() - this.blobStagingStaleMs);
   }
 
   private async createCollection(name: string): Promise<void> {
@@ -557,15 +580,90 @@ export class MongoStore implements SnapshotStore {
 
   // ---- blobs ----
 
+  // A whole blob is one `blobs` document with its bytes. A streamed one is parts in `blobChunks`
+  // under a random staging id, one insert per part as they arrive, with a `blobStaging` document
+  // while it is written; committing it is one transaction that replaces the key's `blobs` document
+  // with the manifest (`parts`), drops the staging document and removes the parts of what the key
+  // held before. Readers find a key's blob through its `blobs` document, never half a stream.
+
   async putBlob(key: string, bytes: Uint8Array): Promise<void> {
     assertBlob(key, bytes);
-    await this.blobs.replaceOne({ _id: key }, { bytes: new Binary(Buffer.from(bytes)) }, { upsert: true });
+    const copy = new Binary(Buffer.from(bytes));
+    await this.inTransaction(async (session) => {
+      const previous = await this.blobs.findOneAndReplace({ _id: key }, { bytes: copy }, { upsert: true, session });
+      if (previous?.parts !== undefined) await this.blobChunks.deleteMany({ stagingId: previous.parts.stagingId }, { session });
+    });
+  }
+
+  async putBlobStream(key: string, chunks: AsyncIterable<Uint8Array>): Promise<number> {
+    assertIdentifier('blob key', key);
+    const stagingId = randomUUID();
+    await this.blobStaging.insertOne({ _id: stagingId, startedAtMs: Date.now() });
+    let count = 0;
+    let bytes = 0;
+    try {
+      for await (const part of blobParts(chunks)) {
+        await this.blobChunks.insertOne({ _id: `${stagingId}:${count}`, stagingId, index: count, bytes: new Binary(part) });
+        count += 1;
+        bytes += part.byteLength;
+      }
+      const manifest = { parts: { stagingId, count, bytes } };
+      await this.inTransaction(async (session) => {
+        const previous = await this.blobs.findOneAndReplace({ _id: key }, manifest, { upsert: true, session });
+        if (previous?.parts !== undefined) await this.blobChunks.deleteMany({ stagingId: previous.parts.stagingId }, { session });
+        await this.blobStaging.deleteOne({ _id: stagingId }, { session });
+      });
+      return bytes;
+    } catch (error) {
+      await this.removeStaging(stagingId);
+      throw error;
+    }
   }
 
   async getBlob(key: string): Promise<Uint8Array | null> {
     assertIdentifier('blob key', key);
-    const doc = await this.blobs.findOne({ _id: key });
-    return doc === null ? null : new Uint8Array(doc.bytes.value());
+    // A streamed blob is read in a snapshot transaction, so a replacement committed meanwhile
+    // (which removes the old parts) cannot leave this read with half of them.
+    return this.inTransaction(async (session) => {
+      const doc = await this.blobs.findOne({ _id: key }, { session });
+      if (doc === null) return null;
+      if (doc.bytes !== undefined) return new Uint8Array(doc.bytes.value());
+      if (doc.parts === undefined) throw new Error('a blob document has neither bytes nor parts');
+      const whole = new Uint8Array(doc.parts.bytes);
+      let offset = 0;
+      let expected = 0;
+      const cursor = this.blobChunks.find({ stagingId: doc.parts.stagingId }, { session }).sort({ index: 1 });
+      for await (const part of cursor) {
+        const partBytes = part.bytes.value();
+        if (part.index !== expected || offset + partBytes.byteLength > whole.byteLength) throw new Error('a streamed blob has a missing or extra part');
+        whole.set(partBytes, offset);
+        offset += partBytes.byteLength;
+        expected += 1;
+      }
+      if (expected !== doc.parts.count || offset !== whole.byteLength) throw new Error('a streamed blob is shorter than its manifest says');
+      return whole;
+    });
+  }
+
+  async deleteBlob(key: string): Promise<boolean> {
+    assertIdentifier('blob key', key);
+    return this.inTransaction(async (session) => {
+      const previous = await this.blobs.findOneAndDelete({ _id: key }, { session });
+      if (previous === null) return false;
+      if (previous.parts !== undefined) await this.blobChunks.deleteMany({ stagingId: previous.parts.stagingId }, { session });
+      return true;
+    });
+  }
+
+  private async removeStaging(stagingId: string): Promise<void> {
+    await this.blobChunks.deleteMany({ stagingId });
+    await this.blobStaging.deleteOne({ _id: stagingId });
+  }
+
+  /** Removes the parts of blob streams begun before `startedBeforeMs` and never committed (a crash). */
+  private async sweepStaleBlobStreams(startedBeforeMs: number): Promise<void> {
+    const stale = await this.blobStaging.find({ startedAtMs: { $lt: startedBeforeMs } }).limit(outboxBatchMax).toArray();
+    for (const staging of stale) await this.removeStaging(staging._id);
   }
 
   // ---- plumbing ----

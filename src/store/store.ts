@@ -245,9 +245,25 @@ export interface SnapshotStore {
   remove(collection: string, id: string): Promise<boolean>;
   list(collection: string, query: ListQuery): Promise<ListPage>;
 
-  /** Private bytes (KYC documents). There is no listing; keys are never logged. */
+  /**
+   * Private bytes (KYC documents). There is no listing; keys are never logged. A put replaces
+   * whatever blob was under the key (whole or streamed); `getBlob` reads either kind whole.
+   */
   putBlob(key: string, bytes: Uint8Array): Promise<void>;
+  /**
+   * Stores a blob from its bytes as they arrive, so the whole blob is never held in memory: they
+   * are written in parts of about `blobPartBytes` while `chunks` is read. The blob becomes
+   * readable under `key` (replacing what was there) only once every part is durable; until then
+   * `getBlob(key)` answers what was there before. If `chunks` throws, or brings more than
+   * `blobBytesMax` bytes (StoreUsageError), nothing is stored, the parts written so far are
+   * removed, the previous blob stays, and the error propagates. Resolves with the byte count.
+   * Parts of a stream cut short by a crash are removed when a store opens after
+   * `blobStagingStaleMs` (StoreOptions).
+   */
+  putBlobStream(key: string, chunks: AsyncIterable<Uint8Array>): Promise<number>;
   getBlob(key: string): Promise<Uint8Array | null>;
+  /** Removes the blob under the key (whole or streamed); false when there was none. */
+  deleteBlob(key: string): Promise<boolean>;
 }
 
 export interface StoreOptions {
@@ -255,6 +271,11 @@ export interface StoreOptions {
   readModelIndexes?: readonly ReadModelIndex[];
   /** Dedupe log retention: the last N applied commands per actor. Default 1,000. */
   appliedRepliesPerActorMax?: number;
+  /**
+   * A blob stream begun this long before a store opens is taken as cut short by a crash: its parts
+   * are removed then. Default 1 hour (no upload lives that long: the edge cuts a body after 60 s).
+   */
+  blobStagingStaleMs?: number;
 }
 
 // Indexes the service's read models need; the composition root may pass its own list.
@@ -292,6 +313,9 @@ export interface OutboxBacklog {
   readonly oldestCreatedAtMs: number | null;
 }
 export const blobBytesMax = 15 * 1024 * 1024; // under MongoDB's 16 MiB document limit
+/** `putBlobStream` writes a part once this many bytes have arrived (the last part may be smaller). */
+export const blobPartBytes = 256 * 1024;
+export const blobStagingStaleMsDefault = 60 * 60 * 1000;
 export const jsonDepthMax = 64;
 
 /** A caller broke the port's contract (a bug): bad identifier, unindexed query, non-JSON value. */
@@ -366,6 +390,38 @@ export function assertBlob(key: string, bytes: Uint8Array): void {
   assertIdentifier('blob key', key);
   if (!(bytes instanceof Uint8Array)) fail('blob bytes must be a Uint8Array');
   if (bytes.byteLength > blobBytesMax) fail(`blob is larger than ${blobBytesMax} bytes`);
+}
+
+/** One chunk of a blob stream, copied (the source may reuse its buffer once the next is asked for). */
+export function blobStreamChunk(chunk: unknown): Buffer {
+  if (!(chunk instanceof Uint8Array)) fail('blob stream chunks must be Uint8Arrays');
+  return Buffer.from(chunk);
+}
+
+/**
+ * Reads a blob stream in parts of at least `blobPartBytes` (the last one may be smaller, and
+ * there is none for an empty stream), counting bytes against `blobBytesMax`: the part logic both
+ * adapters share, so they split and refuse streams exactly alike.
+ */
+export async function* blobParts(chunks: AsyncIterable<Uint8Array>): AsyncGenerator<Buffer> {
+  let pending: Buffer[] = [];
+  let pendingBytes = 0;
+  let totalBytes = 0;
+  for await (const chunk of chunks) {
+    const copy = blobStreamChunk(chunk);
+    totalBytes += copy.byteLength;
+    if (totalBytes > blobBytesMax) fail(`blob is larger than ${blobBytesMax} bytes`);
+    if (copy.byteLength === 0) continue;
+    pending.push(copy);
+    pendingBytes += copy.byteLength;
+    if (pendingBytes >= blobPartBytes) {
+      const part = Buffer.concat(pending, pendingBytes);
+      pending = [];
+      pendingBytes = 0;
+      yield part;
+    }
+  }
+  if (pendingBytes > 0) yield Buffer.concat(pending, pendingBytes);
 }
 
 export function assertDeferral(deferral: OutboxDeferral): void {

@@ -10,9 +10,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { MongoClient } from 'mongodb';
+import { open as openLmdb } from 'lmdb';
 import { LmdbStore } from '../../src/store/lmdb-store.ts';
 import { MongoStore } from '../../src/store/mongo-store.ts';
-import { StoreUsageError, outboxRowId } from '../../src/store/store.ts';
+import { StoreUsageError, blobBytesMax, blobPartBytes, outboxRowId } from '../../src/store/store.ts';
 import type {
   CommitWrite, JsonObject, OutboxRow, ReadModelIndex, SnapshotStore, StoreOptions,
 } from '../../src/store/store.ts';
@@ -21,6 +22,8 @@ import { crashActorKeys, crashCollection, crashTopic } from '../support/store-cr
 interface Harness {
   /** Opens a store at this harness's location (the same data every time). */
   open(options?: StoreOptions): Promise<SnapshotStore>;
+  /** What blob streams left behind: parts and staging entries in storage (read past the port). */
+  blobStreamLeftovers(): Promise<number>;
   destroy(): Promise<void>;
 }
 
@@ -41,6 +44,16 @@ function lmdbAdapter(plainMaps: boolean): Adapter {
           const store = new LmdbStore({ ...options, dir, plainMaps });
           await store.init();
           return store;
+        },
+        async blobStreamLeftovers() {
+          const env = openLmdb({ path: dir, maxDbs: 32, readOnly: true });
+          try {
+            const parts = [...env.openDB({ name: 'blobChunks', encoding: 'binary' }).getKeys()].length;
+            const staging = [...env.openDB({ name: 'blobMeta' }).getKeys({ start: ['staging'], end: ['staging', Buffer.from([0xff])] })].length;
+            return parts + staging;
+          } finally {
+            await env.close();
+          }
         },
         destroy() {
           rmSync(dir, { recursive: true, force: true });
@@ -63,6 +76,15 @@ const mongoAdapter: Adapter = {
         const store = new MongoStore({ ...options, url, dbName });
         await store.init();
         return store;
+      },
+      async blobStreamLeftovers() {
+        const client = new MongoClient(url);
+        try {
+          const db = client.db(dbName);
+          return (await db.collection('blobChunks').countDocuments()) + (await db.collection('blobStaging').countDocuments());
+        } finally {
+          await client.close();
+        }
       },
       async destroy() {
         const client = new MongoClient(url);
@@ -113,6 +135,19 @@ function write(actorKey: string, expectedVersion: number, extras: WriteExtras = 
   };
   if (extras.events !== undefined) result.events = extras.events;
   return result;
+}
+
+/** A promise opened by hand: a test holds a stream at a known point with it. */
+function gate(): { opened: Promise<void>; open(): void } {
+  let open = (): void => undefined;
+  const opened = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  return { opened, open };
+}
+
+async function* chunksOf(chunks: readonly Uint8Array[]): AsyncGenerator<Uint8Array> {
+  for (const chunk of chunks) yield chunk;
 }
 
 async function allPending(store: SnapshotStore, topic: string): Promise<OutboxRow[]> {
@@ -551,6 +586,100 @@ function contract(adapter: Adapter): void {
       assert.equal(await store.getBlob('kyc/p1/u1/back'), null);
     }));
 
+    test('blob stream: stored part by part, readable whole only once complete, then replacing what was there', () => withStore(adapter, {}, async (store, harness) => {
+      await store.putBlob('kyc-document:1', new Uint8Array([1, 2, 3]));
+      const first = randomBytes(blobPartBytes + 1000);
+      const rest = [new Uint8Array(0), randomBytes(1), randomBytes(blobPartBytes * 2), ...Array.from({ length: 50 }, () => randomBytes(997))];
+      const halfway = gate();
+      const resume = gate();
+      async function* document(): AsyncGenerator<Uint8Array> {
+        yield first;
+        yield new Uint8Array(0);
+        halfway.open();
+        await resume.opened;
+        yield* rest;
+      }
+      const stored = store.putBlobStream('kyc-document:1', document());
+      await halfway.opened;
+      // The first part is written by now (the stream asked for more), yet the old blob is what reads see.
+      assert.deepEqual(await store.getBlob('kyc-document:1'), new Uint8Array([1, 2, 3]));
+      resume.open();
+      const expected = Buffer.concat([first, ...rest]);
+      assert.equal(await stored, expected.byteLength);
+      assert.deepEqual(await store.getBlob('kyc-document:1'), new Uint8Array(expected));
+      // Replaced again, by a whole blob and then by another stream: each time only the new bytes remain.
+      await store.putBlob('kyc-document:1', new Uint8Array([4, 5]));
+      assert.deepEqual(await store.getBlob('kyc-document:1'), new Uint8Array([4, 5]));
+      assert.equal(await harness.blobStreamLeftovers(), 0, 'the replaced stream left no parts');
+      assert.equal(await store.putBlobStream('kyc-document:1', chunksOf([new Uint8Array([6]), new Uint8Array([7, 8])])), 3);
+      assert.deepEqual(await store.getBlob('kyc-document:1'), new Uint8Array([6, 7, 8]));
+      assert.equal(await store.putBlobStream('kyc-document:empty', chunksOf([])), 0);
+      assert.deepEqual(await store.getBlob('kyc-document:empty'), new Uint8Array(0));
+    }));
+
+    test('blob stream: a source that fails or brings too many bytes stores nothing and keeps the previous blob', () => withStore(adapter, {}, async (store, harness) => {
+      await store.putBlob('kyc-document:2', new Uint8Array([1, 2, 3]));
+      async function* failing(): AsyncGenerator<Uint8Array> {
+        yield randomBytes(blobPartBytes * 2 + 5);
+        throw new Error('client went away');
+      }
+      await assert.rejects(store.putBlobStream('kyc-document:2', failing()), /client went away/);
+      await assert.rejects(store.putBlobStream('kyc-document:3', failing()), /client went away/);
+      const oneMiB = randomBytes(1024 * 1024);
+      async function* tooBig(): AsyncGenerator<Uint8Array> {
+        for (let sent = 0; sent <= blobBytesMax; sent += oneMiB.byteLength) yield oneMiB;
+      }
+      await assert.rejects(store.putBlobStream('kyc-document:2', tooBig()), StoreUsageError);
+      assert.deepEqual(await store.getBlob('kyc-document:2'), new Uint8Array([1, 2, 3]));
+      assert.equal(await store.getBlob('kyc-document:3'), null);
+      assert.equal(await harness.blobStreamLeftovers(), 0, 'the parts written before the failure are gone');
+      await assert.rejects(store.putBlobStream('', chunksOf([])), StoreUsageError);
+      await assert.rejects(store.putBlobStream('kyc-document:4', chunksOf(['text' as unknown as Uint8Array])), StoreUsageError);
+    }));
+
+    test('deleteBlob removes a whole or a streamed blob, parts included; false when there is none', () => withStore(adapter, {}, async (store, harness) => {
+      await store.putBlob('whole', new Uint8Array([1]));
+      await store.putBlobStream('streamed', chunksOf([randomBytes(blobPartBytes + 1), randomBytes(3)]));
+      assert.equal(await store.deleteBlob('whole'), true);
+      assert.equal(await store.deleteBlob('streamed'), true);
+      assert.equal(await store.deleteBlob('streamed'), false);
+      assert.equal(await store.deleteBlob('never'), false);
+      assert.equal(await store.getBlob('whole'), null);
+      assert.equal(await store.getBlob('streamed'), null);
+      assert.equal(await harness.blobStreamLeftovers(), 0);
+    }));
+
+    test('blob stream cut short by a crash: its parts are removed when a store opens after blobStagingStaleMs', async () => {
+      const harness = adapter.harness();
+      try {
+        const store = await harness.open();
+        const never = gate();
+        async function* stalled(): AsyncGenerator<Uint8Array> {
+          yield randomBytes(blobPartBytes + 10);
+          yield randomBytes(10);
+          never.open();
+          await new Promise<never>(() => undefined);
+        }
+        const abandoned = store.putBlobStream('kyc-document:crash', stalled());
+        abandoned.catch(() => undefined);
+        await never.opened;
+        await store.close();
+        assert.ok((await harness.blobStreamLeftovers()) > 0, 'the stream had written parts');
+        const fresh = await harness.open({ blobStagingStaleMs: 3_600_000 });
+        await fresh.close();
+        assert.ok((await harness.blobStreamLeftovers()) > 0, 'a recent stream is left alone (another process may be writing it)');
+        const later = await harness.open({ blobStagingStaleMs: 0 });
+        try {
+          assert.equal(await harness.blobStreamLeftovers(), 0);
+          assert.equal(await later.getBlob('kyc-document:crash'), null);
+        } finally {
+          await later.close();
+        }
+      } finally {
+        await harness.destroy();
+      }
+    });
+
     test('close and reopen: everything is still there', async () => {
       const harness = adapter.harness();
       try {
@@ -559,6 +688,8 @@ function contract(adapter: Adapter): void {
           readModels: [{ collection: 'transactions', id: 'tx-1', doc: transactionDoc('p1', 'u1', 1) }] })), 'ok');
         assert.equal(await store.commit(write('b', 0, { shard: 2, token: 4 })), 'ok');
         await store.putBlob('doc-1', new Uint8Array([9, 8, 7]));
+        const streamed = randomBytes(blobPartBytes + 7);
+        await store.putBlobStream('doc-2', chunksOf([streamed]));
         await store.close();
 
         const reopened = await harness.open({ readModelIndexes: [transactionIndex] });
@@ -570,6 +701,7 @@ function contract(adapter: Adapter): void {
           const page = await reopened.list('transactions', { where: { partnerId: 'p1', userId: 'u1' }, orderBy: 'createdAtMs', limit: 10 });
           assert.deepEqual(page.items.map((item) => item.id), ['tx-1']);
           assert.deepEqual(await reopened.getBlob('doc-1'), new Uint8Array([9, 8, 7]));
+          assert.deepEqual(await reopened.getBlob('doc-2'), new Uint8Array(streamed));
           assert.equal(await reopened.commit(write('b', 1, { shard: 2, token: 3 })), 'fenced'); // fence survived
           assert.equal(await reopened.commit(write('a', 1, { topics: ['t'] })), 'ok');
           const seqs = (await reopened.outboxPending('t', 10)).map((row) => row.seq);

@@ -25,10 +25,20 @@ interface Histogram {
   sumSeconds: number;
 }
 
+/** The edge's numbers of right now, read at each scrape. */
+export interface EdgeGauges {
+  readonly inFlightRequests: number;
+  readonly actorRequestsPending: number;
+  /** Buffered body bytes held by requests in flight (the fair shares' JSON budget in use). */
+  readonly bodyBytesInFlight: number;
+  /** Uploads being received (the fair shares' upload slots in use). */
+  readonly uploadsInFlight: number;
+}
+
 export interface EdgeMetrics {
   /** Records one finished request (the HTTP app's `onRequestFinished`). Never throws. */
   observe(entry: AccessLogEntry): void;
-  render(gauges: { readonly inFlightRequests: number; readonly actorRequestsPending: number }): string;
+  render(gauges: EdgeGauges): string;
 }
 
 function escapeLabel(value: string): string {
@@ -112,6 +122,12 @@ export function createEdgeMetrics(): EdgeMetrics {
         '# HELP edge_http_requests_in_flight Requests being read or handled right now.',
         '# TYPE edge_http_requests_in_flight gauge',
         `edge_http_requests_in_flight ${gauges.inFlightRequests}`,
+        '# HELP edge_http_body_bytes_in_flight Bytes of buffered request bodies held right now (every partner; docs/edge-http.md "Fair shares").',
+        '# TYPE edge_http_body_bytes_in_flight gauge',
+        `edge_http_body_bytes_in_flight ${gauges.bodyBytesInFlight}`,
+        '# HELP edge_http_uploads_in_flight Streamed request bodies (KYC uploads) being received right now.',
+        '# TYPE edge_http_uploads_in_flight gauge',
+        `edge_http_uploads_in_flight ${gauges.uploadsInFlight}`,
         '# HELP edge_actor_requests_pending Commands sent to actors that are waiting for a reply.',
         '# TYPE edge_actor_requests_pending gauge',
         `edge_actor_requests_pending ${gauges.actorRequestsPending}`,
@@ -186,7 +202,7 @@ export function renderClusterMetrics(reading: ClusterStatsReading, nowMs: number
 export interface MetricsRouteOptions {
   readonly guard: Guard;
   readonly metrics: EdgeMetrics;
-  readonly gauges: () => { inFlightRequests: number; actorRequestsPending: number };
+  readonly gauges: () => EdgeGauges;
   /** The shard and worker numbers (cached by the source); omitted: the edge's own numbers only. */
   readonly cluster?: { read(): Promise<ClusterStatsReading> };
   readonly nowMs?: () => number;
