@@ -6,7 +6,7 @@
 // plain wallet, and answers 503 (retryable) while the chain cannot be asked.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -32,6 +32,7 @@ import { createMint, fundTokenAccount, fundedKeypair, startLiteSvmRpc, type Lite
 const decimals = 6;
 const artifact = JSON.parse(readFileSync(new URL('../fixtures/erc20/TestToken.json', import.meta.url), 'utf8')) as { abi: Abi; bytecode: Hex };
 const solanaSignerEnv = 'TEST_DESTINATIONS_SOLANA_KEY';
+const solanaMasterEnv = 'TEST_DESTINATIONS_SOLANA_DEPOSIT_MASTER';
 const celoSignerEnv = 'TEST_DESTINATIONS_CELO_KEY';
 
 let rpc: LiteSvmRpc;
@@ -141,6 +142,7 @@ describe('acceptance against the live chains (composition root, CHAINS_FILE)', (
         commitment: 'finalized',
         assets: { USDC: { mint: usdcMint.toBase58(), decimals } },
         signerSecretEnv: solanaSignerEnv,
+        depositMasterSecretEnv: solanaMasterEnv,
       },
       CELO: {
         network: 'testnet',
@@ -154,6 +156,7 @@ describe('acceptance against the live chains (composition root, CHAINS_FILE)', (
       },
     }));
     process.env[solanaSignerEnv] = JSON.stringify([...solanaHot.secretKey]);
+    process.env[solanaMasterEnv] = randomBytes(32).toString('hex');
     process.env[celoSignerEnv] = celoHotKey;
     service = await startService(readEnv({
       DATA_DIR: dataDir,
@@ -175,6 +178,7 @@ describe('acceptance against the live chains (composition root, CHAINS_FILE)', (
   after(async () => {
     await service?.stop();
     delete process.env[solanaSignerEnv];
+    delete process.env[solanaMasterEnv];
     delete process.env[celoSignerEnv];
     rmSync(dataDir, { recursive: true, force: true });
   });
