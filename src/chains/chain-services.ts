@@ -26,7 +26,7 @@ import { SweepWorker, type SweepWorkerOptions, type SweepWorkerStatus } from './
 import { SandboxChain } from './sandbox-chain.ts';
 import { WatcherLease } from './watcher-lease.ts';
 import { settlesWithin } from '../service/shutdown.ts';
-import { watchersCheck, type HealthCheck } from '../service/health.ts';
+import { watchersCheck, type HealthCheck } from '../lifecycle/health.ts';
 
 /** Builds the real adapter (and, for push networks, the watcher) of a network in the chains file. */
 export type LiveChainFactory = (setup: Extract<ChainSetup, { mode: 'live' }>, ctx: ServiceContext) => {

@@ -26,7 +26,7 @@ import type { PayoutFailedCommand, PayoutSucceededCommand, RefundSettledCommand,
 import type { OutboxRow, SnapshotStore } from '../store/store.ts';
 import type { PayoutRequest, PayoutResult, PixRefundRequest, PixRefundResult, Rail } from './rails.ts';
 import { settlesWithin } from '../service/shutdown.ts';
-import { LoopHealth, loopCheck, type HealthCheck } from '../service/health.ts';
+import { LoopHealth, loopCheck, type HealthCheck } from '../lifecycle/health.ts';
 
 export const payoutTopics = [outboxTopicPayouts, outboxTopicRefundsPix] as const;
 

@@ -8,7 +8,7 @@ import type { WatcherStatus } from '../chains/chains.ts';
 import type { RefundWorkerStatus } from '../chains/refunds.ts';
 import type { DeliveryWorkerStats } from '../onramp/delivery-worker.ts';
 import type { PayoutWorkerStats } from '../rails/payout-worker.ts';
-import type { HealthReport } from './health.ts';
+import type { HealthReport } from '../lifecycle/health.ts';
 
 export interface MetricSample {
   readonly labels?: Readonly<Record<string, string>>;

@@ -15,7 +15,7 @@ import { mainnetNetworks, sandboxStartRefusal } from '../chains/sandbox-guard.ts
 import { linkChainServices } from '../grpc/chains-link.ts';
 import { createOnrampServices } from '../onramp/onramp-services.ts';
 import { settlesWithin, shutdownBudget, stopPhases, type StopPhase } from './shutdown.ts';
-import type { HealthCheck } from './health.ts';
+import type { HealthCheck } from '../lifecycle/health.ts';
 import { startHealthListener, type HealthListener } from './health-listener.ts';
 import { authThrottleMetrics } from '../edge/auth-throttle.ts';
 import { deliveryMetrics, payoutMetrics, refundMetrics, shardMetrics, watcherMetrics, type MetricFamily } from './role-metrics.ts';

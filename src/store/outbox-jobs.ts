@@ -35,7 +35,7 @@
 // come from the injected clock; the loop itself ticks on a real timer every `tickMs`.
 import type { Logger } from 'pino';
 import { settlesWithin } from '../service/shutdown.ts';
-import { LoopHealth, loopCheck, type HealthCheck } from '../service/health.ts';
+import { LoopHealth, loopCheck, type HealthCheck } from '../lifecycle/health.ts';
 import { outboxBatchMax, outboxReasonCharsMax, type OutboxDeferral, type OutboxRow, type SnapshotStore } from './store.ts';
 
 export interface OutboxJobEntry<Job> {

@@ -2,7 +2,7 @@
 // watcher states, and the payout worker's outcomes under one bounded label.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { healthReport, LoopHealth, loopCheck, watchersCheck } from '../../src/service/health.ts';
+import { healthReport, LoopHealth, loopCheck, watchersCheck } from '../../src/lifecycle/health.ts';
 import { healthMetrics, payoutMetrics, renderFamilies, watcherMetrics } from '../../src/service/role-metrics.ts';
 import type { PayoutWorkerStats } from '../../src/rails/payout-worker.ts';
 
