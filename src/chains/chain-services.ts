@@ -25,7 +25,7 @@ import { RefundWorker, type RefundWorkerOptions, type RefundWorkerStatus } from 
 import { SweepWorker, type SweepWorkerOptions, type SweepWorkerStatus } from './sweeps.ts';
 import { SandboxChain } from './sandbox-chain.ts';
 import { WatcherLease } from './watcher-lease.ts';
-import { settlesWithin } from '../service/shutdown.ts';
+import { settlesWithin } from '../lifecycle/shutdown.ts';
 import { watchersCheck, type HealthCheck } from '../lifecycle/health.ts';
 
 /** Builds the real adapter (and, for push networks, the watcher) of a network in the chains file. */

@@ -14,7 +14,7 @@ import { loadChainsFile } from '../chains/config.ts';
 import { mainnetNetworks, sandboxStartRefusal } from '../chains/sandbox-guard.ts';
 import { linkChainServices } from '../grpc/chains-link.ts';
 import { createOnrampServices } from '../onramp/onramp-services.ts';
-import { settlesWithin, shutdownBudget, stopPhases, type StopPhase } from './shutdown.ts';
+import { settlesWithin, shutdownBudget, stopPhases, type StopPhase } from '../lifecycle/shutdown.ts';
 import type { HealthCheck } from '../lifecycle/health.ts';
 import { startHealthListener, type HealthListener } from './health-listener.ts';
 import { authThrottleMetrics } from '../edge/auth-throttle.ts';
@@ -22,7 +22,7 @@ import { deliveryMetrics, payoutMetrics, refundMetrics, shardMetrics, watcherMet
 
 export interface RunningRole {
   readonly name: Role;
-  /** When it stops relative to the other roles (src/service/shutdown.ts). */
+  /** When it stops relative to the other roles (src/lifecycle/shutdown.ts). */
   readonly phase: StopPhase;
   /** Stops taking work, waits at most `waitMs` for work in flight, hands back what it still holds. */
   stop(waitMs: number): Promise<void>;

@@ -34,7 +34,7 @@
 // worker sees it, counted (`malformedRows`), and parked with the reason for operations. Due times
 // come from the injected clock; the loop itself ticks on a real timer every `tickMs`.
 import type { Logger } from 'pino';
-import { settlesWithin } from '../service/shutdown.ts';
+import { settlesWithin } from '../lifecycle/shutdown.ts';
 import { LoopHealth, loopCheck, type HealthCheck } from '../lifecycle/health.ts';
 import { outboxBatchMax, outboxReasonCharsMax, type OutboxDeferral, type OutboxRow, type SnapshotStore } from './store.ts';
 
