@@ -18,7 +18,8 @@ import { settlesWithin, shutdownBudget, stopPhases, type StopPhase } from '../li
 import type { HealthCheck } from '../lifecycle/health.ts';
 import { startHealthListener, type HealthListener } from './health-listener.ts';
 import { authThrottleMetrics } from '../edge/auth-throttle.ts';
-import { deliveryMetrics, payoutMetrics, refundMetrics, shardMetrics, watcherMetrics, type MetricFamily } from './role-metrics.ts';
+import type { MetricFamily } from '../lifecycle/metrics.ts';
+import { deliveryMetrics, payoutMetrics, refundMetrics, shardMetrics, watcherMetrics } from './role-metrics.ts';
 
 export interface RunningRole {
   readonly name: Role;

@@ -54,7 +54,7 @@ import { sendWebhook, type SendOutcome, type SendRequest, type TransportLimits }
 import type { UrlPolicyMode } from './url-policy.ts';
 import { settlesWithin } from '../lifecycle/shutdown.ts';
 import { LoopHealth, loopCheck, type HealthCheck } from '../lifecycle/health.ts';
-import { countersBy, gauge, type MetricFamily } from '../service/role-metrics.ts';
+import { countersBy, gauge, type MetricFamily } from '../lifecycle/metrics.ts';
 
 export interface DispatcherLimits {
   /** Claim length; must exceed attemptTimeoutMs + claimMarginMs. */

@@ -16,7 +16,7 @@ import { createEventLogReader, type EventLogReader } from './event-log.ts';
 import { defaultDeliveryPolicy, type DeliveryPolicy } from './policy.ts';
 import { checkTransportLimits, defaultTransportLimits, type TransportLimits } from './transport.ts';
 import type { HealthCheck } from '../lifecycle/health.ts';
-import type { MetricFamily } from '../service/role-metrics.ts';
+import type { MetricFamily } from '../lifecycle/metrics.ts';
 
 export { webhookReadModelIndexes } from './records.ts';
 export type { EventLogReader, EventsPage, PartnerEvent } from './event-log.ts';
