@@ -30,7 +30,7 @@ import { readUserId } from '../domain/user-ids.ts';
 import { disabledUserIdCharsMax } from '../config/partners.ts';
 import { generateApiKey, sha256Hex } from '../edge/auth.ts';
 import type { ServiceContext } from '../service/context.ts';
-import type { Reconciler } from '../service/ports.ts';
+import type { Reconciler } from '../ports/ports.ts';
 import { persistPartner } from '../service/partner-overrides.ts';
 import { serviceOutboxTopics } from '../service/cluster-stats.ts';
 import type { OutboxRowAction } from '../store/store.ts';

@@ -33,7 +33,7 @@ import { createClusterStats } from './cluster-stats.ts';
 import type { HealthCheck } from '../lifecycle/health.ts';
 import { renderFamilies } from '../lifecycle/metrics.ts';
 import { startShardWatch, type ShardWatch } from './shard-watch.ts';
-import type { ChainAvailability, DepositVerifier, LiquidityView, OnrampAcceptance, PaymentContexts, Reconciler, SandboxDriver } from './ports.ts';
+import type { ChainAvailability, DepositVerifier, LiquidityView, OnrampAcceptance, PaymentContexts, Reconciler, SandboxDriver } from '../ports/ports.ts';
 
 /** What the edge needs from other roles; each is optional until that role is wired. */
 export interface EdgeDeps {
