@@ -29,7 +29,7 @@ import { createAuthThrottle, type AuthThrottle } from '../edge/auth-throttle.ts'
 import { LmdbStore } from '../store/lmdb-store.ts';
 import { MongoStore } from '../store/mongo-store.ts';
 import { defaultReadModelIndexes, type ReadModelIndex, type SnapshotStore } from '../store/store.ts';
-import { PartnerDirectory, partnerFromConfig } from './partners.ts';
+import { PartnerDirectory, partnerFromConfig } from '../ports/partners.ts';
 import { webhookReadModelIndexes } from '../webhooks/records.ts';
 import { onrampReadModelIndexes } from '../onramp/pix-inbox.ts';
 import { join } from 'node:path';

@@ -5,7 +5,7 @@ import type { EnvConfig, Role } from '../config/env.ts';
 import { serviceBehaviors } from './behaviors.ts';
 import { createContext, type ContextOverrides, type ServiceContext } from './context.ts';
 import { startShardRole } from './shard-role.ts';
-import { applyPartnerOverrides, startPartnerRefresh } from './partner-overrides.ts';
+import { applyPartnerOverrides, startPartnerRefresh } from '../ports/partner-overrides.ts';
 import { startAdminServer, type AdminCapabilities } from '../grpc/admin-server.ts';
 import { createRailServices, type RailServices } from '../rails/rail-services.ts';
 import { createWebhookServices } from '../webhooks/index.ts';
