@@ -12,7 +12,7 @@ import { fromJsonValue } from '../actors/state-codec.ts';
 import { transactionsCollection } from '../actors/transaction-actor.ts';
 import { transactionReference } from '../domain/reference.ts';
 import type { ChainAvailability, DepositVerifier, PaymentContexts, Reconciler, SandboxDriver, SandboxResult } from '../ports/ports.ts';
-import type { ServiceContext } from '../service/context.ts';
+import type { ServiceContext } from '../ports/context.ts';
 import type { AccountLookup, ChainAdapter, TransferWatcher, WatcherStatus } from './chains.ts';
 import { loadChainsFile, resolveChainSetups, type ChainSetup, type ChainSetups, type ChainsFile } from './config.ts';
 import { isPerTransactionDeposits, type PerTransactionDeposits } from './deposit-addresses.ts';

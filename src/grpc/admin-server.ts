@@ -29,7 +29,7 @@ import { parseAmount, decimalFromExactString } from '../domain/money.ts';
 import { readUserId } from '../domain/user-ids.ts';
 import { disabledUserIdCharsMax } from '../config/partners.ts';
 import { generateApiKey, sha256Hex } from '../edge/auth.ts';
-import type { ServiceContext } from '../service/context.ts';
+import type { ServiceContext } from '../ports/context.ts';
 import type { Reconciler } from '../ports/ports.ts';
 import { persistPartner } from '../ports/partner-overrides.ts';
 import { serviceOutboxTopics } from '../service/cluster-stats.ts';

@@ -19,7 +19,7 @@ import type { Logger } from 'pino';
 import type { ChainServices, WatcherRole } from '../chains/chain-services.ts';
 import type { WatcherStatus } from '../chains/chains.ts';
 import { isOneOf, networks } from '../domain/assets.ts';
-import type { ServiceContext } from '../service/context.ts';
+import type { ServiceContext } from '../ports/context.ts';
 import type { DepositVerifier, NotifyResult, ReconcileResult, ReconcileResultCode, Reconciler } from '../ports/ports.ts';
 import { LinkError, linkCallTimeoutMsDefault, linkMessageBytesMax } from './payout-link.ts';
 import { listenGrpc } from './proto.ts';

@@ -21,7 +21,7 @@ import type { CryptoAsset, Network } from '../domain/assets.ts';
 import type { Decimal } from '../domain/money.ts';
 import type { Rail } from '../rails/rails.ts';
 import type { SandboxRail } from '../rails/sandbox-rail.ts';
-import type { ServiceContext } from '../service/context.ts';
+import type { ServiceContext } from '../ports/context.ts';
 import type { OnrampAcceptance, SandboxDriver } from '../ports/ports.ts';
 import { OnrampCharges } from './charges.ts';
 import { DeliveryWorker, type DeliveryWorkerOptions, type DeliveryWorkerStats } from './delivery-worker.ts';

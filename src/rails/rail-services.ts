@@ -13,7 +13,7 @@ import type { LogLevel } from '../actors/envelope.ts';
 import { createPayoutOps, PayoutLinkClient, remoteLiquiditySource, startPayoutLinkServer, type PayoutOps } from '../grpc/payout-link.ts';
 import { internalClientTls, internalServerTls } from '../grpc/link-security.ts';
 import { createAuditLog } from '../audit/operator-audit.ts';
-import type { ServiceContext } from '../service/context.ts';
+import type { ServiceContext } from '../ports/context.ts';
 import { CachedLiquidityView, railLiquiditySource, type CachedLiquidityOptions } from './liquidity.ts';
 import { PayoutWorker, type PayoutWorkerOptions } from './payout-worker.ts';
 import type { Rail } from './rails.ts';

@@ -3,7 +3,8 @@
 import { randomUUID } from 'node:crypto';
 import type { EnvConfig, Role } from '../config/env.ts';
 import { serviceBehaviors } from './behaviors.ts';
-import { createContext, type ContextOverrides, type ServiceContext } from './context.ts';
+import type { ServiceContext } from '../ports/context.ts';
+import { createContext, type ContextOverrides } from './context.ts';
 import { startShardRole } from './shard-role.ts';
 import { applyPartnerOverrides, startPartnerRefresh } from '../ports/partner-overrides.ts';
 import { startAdminServer, type AdminCapabilities } from '../grpc/admin-server.ts';

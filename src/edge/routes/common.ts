@@ -12,7 +12,7 @@ import { counterActorType } from '../../actors/counter-actor.ts';
 import { parseUuid } from '../../domain/ids.ts';
 import { describeAcceptanceRejection, kycMonthCounterKey, userDayCounterKey, type AcceptanceRejection } from '../../domain/limits.ts';
 import type { Quote } from '../../domain/quote.ts';
-import type { ServiceContext } from '../../service/context.ts';
+import type { ServiceContext } from '../../ports/context.ts';
 import type { EdgeDeps } from '../../service/edge-role.ts';
 import { identifierBytesMax, type JsonObject } from '../../store/store.ts';
 import { parseJsonBody } from '../body.ts';
