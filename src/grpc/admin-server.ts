@@ -20,8 +20,7 @@ import {
   type UntypedServiceImplementation,
 } from '@grpc/grpc-js';
 import { isUnavailableFailure } from '../bus/request-reply.ts';
-import { commandStreamKey, shardLeaseName } from '../bus/shards.ts';
-import { commandGroup } from '../service/shard-role.ts';
+import { commandGroup, commandStreamKey, shardLeaseName } from '../bus/shards.ts';
 import { workerStatsCollection } from '../actors/store-adapter.ts';
 import { listQuarantined, quarantineDetail, requestReplay, type QuarantineRecord } from '../actors/quarantine.ts';
 import { isOneOf, fiatCurrencies, networks, paymentMethods } from '../domain/assets.ts';
