@@ -31,7 +31,7 @@ import { generateApiKey, sha256Hex } from '../edge/auth.ts';
 import type { ServiceContext } from '../ports/context.ts';
 import type { Reconciler } from '../ports/ports.ts';
 import { persistPartner } from '../ports/partner-overrides.ts';
-import { serviceOutboxTopics } from '../service/cluster-stats.ts';
+import { serviceOutboxTopics } from '../actors/cluster-stats.ts';
 import type { OutboxRowAction } from '../store/store.ts';
 import { listParked, parkedListDefault, parkedListMax, parkedRowReply, resolveNoteCharsMax } from './admin-parked.ts';
 import { listenGrpc, loadProto, lookup } from './proto.ts';

@@ -31,7 +31,7 @@ import { eventsRoutes } from '../edge/routes/events.ts';
 import { createEventLogReader } from '../webhooks/event-log.ts';
 import type { ServiceContext } from '../ports/context.ts';
 import { outageLogTo } from './context.ts';
-import { createClusterStats } from './cluster-stats.ts';
+import { createClusterStats } from '../actors/cluster-stats.ts';
 import type { HealthCheck } from '../lifecycle/health.ts';
 import { renderFamilies } from '../lifecycle/metrics.ts';
 import { startShardWatch, type ShardWatch } from './shard-watch.ts';
