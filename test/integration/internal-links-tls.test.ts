@@ -17,7 +17,7 @@ import { readEnv } from '../../src/config/env.ts';
 import { createChainServices } from '../../src/chains/chain-services.ts';
 import { ChainsLinkClient, chainsProtoPath, startChainsLinkServer, type ChainsLinkServer } from '../../src/grpc/chains-link.ts';
 import { LinkError, PayoutLinkClient, payoutProtoPath } from '../../src/grpc/payout-link.ts';
-import { createRailServices, type RailServices, type RunningPayoutRole } from '../../src/rails/rail-services.ts';
+import { createRailServices, type RailServices, type RunningPayoutRole } from '../../src/service/rail-services.ts';
 import { createContext } from '../../src/service/context.ts';
 import type { ServiceContext } from '../../src/ports/context.ts';
 import { startService, type RunningService } from '../../src/service/service.ts';

@@ -14,7 +14,7 @@ import { readEnv } from '../../src/config/env.ts';
 import { decimalFromExactString, toFixedString } from '../../src/domain/money.ts';
 import { LinkError, PayoutLinkClient } from '../../src/grpc/payout-link.ts';
 import { payoutIdempotencyKey } from '../../src/rails/payout-worker.ts';
-import { createRailServices, type RailServices, type RunningPayoutRole } from '../../src/rails/rail-services.ts';
+import { createRailServices, type RailServices, type RunningPayoutRole } from '../../src/service/rail-services.ts';
 import type { SandboxRail } from '../../src/rails/sandbox-rail.ts';
 import { createContext } from '../../src/service/context.ts';
 import type { ServiceContext } from '../../src/ports/context.ts';
