@@ -12,7 +12,7 @@ import { createKeyRing, partnerGuard, sha256Hex } from '../../src/edge/auth.ts';
 import { createEdgeLogger } from '../../src/edge/access-log.ts';
 import { createHttpApp, type Listening } from '../../src/edge/http.ts';
 import { eventsRoutes } from '../../src/edge/routes/events.ts';
-import { PartnerDirectory, type Partner } from '../../src/service/partners.ts';
+import { PartnerDirectory, type Partner } from '../../src/ports/partners.ts';
 import { createWebhookServices, webhookReadModelIndexes, type WebhookServices } from '../../src/webhooks/index.ts';
 import { eventually } from '../support/eventually.ts';
 import { collectingLogger, commitWebhooks, newTransaction, startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts';
