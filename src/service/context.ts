@@ -11,7 +11,7 @@ import { RedisBus } from '../bus/redis-bus.ts';
 import { RedisLeases } from '../bus/redis-leases.ts';
 import { Requester } from '../bus/request-reply.ts';
 import { OutageLog, type OutageLogFn } from '../bus/outage-log.ts';
-import type { RedisConnectionLog } from '../bus/redis-bus.ts';
+import type { RedisConnectionLog } from '../bus/redis-connection.ts';
 import type { ShardGate } from '../bus/shard-coverage.ts';
 import { replyStreamKey } from '../bus/shards.ts';
 import { ActorClient } from '../actors/client.ts';
