@@ -15,7 +15,7 @@ import * as crypto from 'node:crypto';
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { AuthThrottle, CredentialKind, PublicThrottle } from './auth-throttle.ts';
 import { errorResponse } from './errors.ts';
-import type { Guard, GuardResult, HttpResponse, RequestHead } from './http.ts';
+import type { Guard, GuardResult, HttpResponse, RequestHead } from './http-types.ts';
 import { inProcessRateLimit, type PartnerRateLimit, type RateLimiter } from './rate-limit.ts';
 
 /** Longest API key we hash; anything longer is rejected before hashing. */

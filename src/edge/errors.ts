@@ -9,7 +9,7 @@
 // names what is missing; every 503 carries `Retry-After`.
 import { BusError } from '../bus/bus.ts';
 import { RequestError, isUnavailableFailure } from '../bus/request-reply.ts';
-import type { HttpResponse } from './http.ts';
+import type { HttpResponse } from './http-types.ts';
 
 export interface ErrorDefinition {
   readonly status: number;

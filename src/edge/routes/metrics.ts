@@ -7,7 +7,7 @@
 // owned shards, actors in memory, RSS and heap per live shard worker (labels: live worker ids).
 // Every edge reports the same cluster numbers: aggregate them with max(), not sum().
 import type { AccessLogEntry } from '../access-log.ts';
-import type { Guard, HttpResponse, Route } from '../http.ts';
+import type { Guard, HttpResponse, Route } from '../http-types.ts';
 import { outboxBacklogShownMax, type ClusterStatsReading, type OutboxTopicStats, type ShardStats, type WorkerStatsView } from '../../service/cluster-stats.ts';
 
 /** Upper bounds of the latency buckets, in seconds. */
