@@ -27,7 +27,7 @@ import { pixRecipient } from '../../rails/pix-recipient.ts';
 import { listOffsetMax, type JsonObject } from '../../store/store.ts';
 import { createEarlyRefusals, type EarlyRefusals } from '../early-refusal.ts';
 import { errorResponse } from '../errors.ts';
-import { jsonResponse } from '../http.ts';
+import { jsonResponse } from '../http-response.ts';
 import type { HttpResponse, RequestContext, Route } from '../http-types.ts';
 import { listQuerySchema, parseWith, transactionBodySchema, type TransactionBody } from '../schemas.ts';
 import { randomUuid } from '../uuid.ts';
