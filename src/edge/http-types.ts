@@ -1,8 +1,10 @@
-// The types a route is written against (what a handler gets and returns, what a guard decides),
-// apart from the toolkit that serves them (http.ts): the modules a route uses (errors, bodies,
-// guards, idempotency) need these and nothing else of the toolkit, so they do not import it, and
-// the toolkit can import them without a circle.
+// The HTTP toolkit's types: what a route declares, what a guard and a handler see, what a handler
+// returns, and the app's options and handles. No code: routes, the auth guards and the error
+// catalogue import these without importing the toolkit itself.
+import type { Logger } from 'pino';
 import type { Readable } from 'node:stream';
+import type { ShareLimits } from './fair-shares.ts';
+import type { AccessLogEntry } from './access-log.ts';
 
 export type HttpMethod = 'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS';
 
@@ -86,3 +88,81 @@ export interface Route {
   readonly bodyMode?: 'buffered' | 'streamed';
   readonly guard?: Guard;
 }
+
+export interface RequestErrorInfo {
+  readonly requestId: string;
+  readonly method: string;
+  readonly routePattern: string | null;
+}
+
+export interface HttpAppOptions {
+  readonly routes: readonly Route[];
+  readonly logger: Logger;
+  /** Default body cap per request; 64 KiB (JSON endpoints). */
+  readonly bodyBytesMax?: number;
+  /** Buffered bodies held by all in-flight requests together; 64 MiB. Beyond it: 503. */
+  readonly bodyBytesInFlightMax?: number;
+  /** Uploads (streamed bodies) in flight together; 32. Beyond it: 503. */
+  readonly uploadsInFlightMax?: number;
+  /** What each partner (and the ops caller) may hold at once (`fairShareDefaults.partner`). Beyond it: 429. */
+  readonly partnerShare?: Partial<ShareLimits>;
+  /** What all unauthenticated requests together may hold at once (`fairShareDefaults.anonymous`). Beyond it: 503. */
+  readonly anonymousShare?: Partial<ShareLimits>;
+  /** Concurrent requests being read or handled; 10,000. Beyond it: 503. */
+  readonly inFlightRequestsMax?: number;
+  /** Time from the request head to the last body byte; 60 s. Beyond it: 408 and close. */
+  readonly bodyReadTimeoutMs?: number;
+  /**
+   * A body still arriving is checked once per window (5 s; the first window is the grace): a window
+   * that brought fewer than `bodyBytesPerSecondMin` × its length is cut with 408 and close. Keep it
+   * under uWS's 10 s idle timeout, which closes a silent connection without an answer.
+   */
+  readonly bodyRateWindowMs?: number;
+  /** 16 KiB/s. 0 turns the rate check off. */
+  readonly bodyBytesPerSecondMin?: number;
+  /** Time a handler may take; 30 s. Beyond it: 503 `service_unavailable` (the handler's late answer is dropped). */
+  readonly handlerTimeoutMs?: number;
+  /** 2,048 bytes. */
+  readonly pathBytesMax?: number;
+  /** 16 KiB of header names and values together (uWS itself stops at ~512 KiB and ~47 headers). Beyond it: 431. */
+  readonly headerBytesMax?: number;
+  /** 4,096 bytes of raw query string. */
+  readonly queryStringBytesMax?: number;
+  /** 32 query parameters. */
+  readonly queryParamsCountMax?: number;
+  /** Called (after logging) for every handler exception and internal failure; for metrics/alerts. */
+  readonly onError?: (error: unknown, info: RequestErrorInfo) => void;
+  /** Called once per request with its access-log entry, after the line is written (metrics). */
+  readonly onRequestFinished?: (entry: AccessLogEntry) => void;
+  /** Request ids for requests that bring none; a random UUID (`randomUuid`) by default. */
+  readonly generateRequestId?: () => string;
+}
+
+export interface Listening {
+  readonly port: number;
+  /** Stops accepting connections; requests in flight finish on their own. */
+  close(): void;
+  /**
+   * Graceful drain (SIGTERM): stops accepting connections, answers every request still arriving on
+   * open keep-alive connections as usual but closes each connection after its response (clients
+   * reconnect to another edge), and resolves once nothing is in flight or `timeoutMs` has passed,
+   * with the number of requests still in flight then (0 = drained).
+   */
+  drain(timeoutMs: number): Promise<number>;
+}
+
+export interface HttpAppStats {
+  readonly inFlightRequests: number;
+  /** Buffered body bytes held by requests in flight. */
+  readonly bodyBytesInFlight: number;
+  /** Streamed bodies (uploads) in flight. */
+  readonly uploadsInFlight: number;
+}
+
+export interface HttpApp {
+  listen(host: string, port: number): Promise<Listening>;
+  stats(): HttpAppStats;
+  /** True once a drain has begun: readiness probes answer 503 so load balancers stop routing here. */
+  draining(): boolean;
+}
+

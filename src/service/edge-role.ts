@@ -7,8 +7,8 @@
 import { RequestTimeoutError } from '../bus/request-reply.ts';
 import { RateLimitedLog } from '../bus/outage-log.ts';
 import { systemClock } from '../bus/bus.ts';
-import { createHttpApp, type HttpAppOptions, type HttpAppStats } from '../edge/http.ts';
-import type { RequestHead, Route } from '../edge/http-types.ts';
+import { createHttpApp } from '../edge/http-app.ts';
+import type { HttpAppOptions, HttpAppStats, RequestHead, Route } from '../edge/http-types.ts';
 import { opsGuard, partnerGuard, publicGuard } from '../edge/auth.ts';
 import { authThrottleMetrics, createPublicThrottle, publicThrottleMetrics } from '../edge/auth-throttle.ts';
 import { createClientAddressResolver } from '../edge/client-address.ts';

@@ -17,7 +17,7 @@ import type { ChainAvailability, DepositVerifier, LiquidityView, OnrampAcceptanc
 import { identifierBytesMax, type JsonObject } from '../../store/store.ts';
 import { parseJsonBody } from '../body.ts';
 import { errorResponse, unavailableResponse } from '../errors.ts';
-import { jsonResponse } from '../http.ts';
+import { jsonResponse } from '../http-response.ts';
 import type { Guard, HttpResponse, RequestContext } from '../http-types.ts';
 import { canonicalJson, fingerprint, readIdempotencyKey, type Idempotency, type Ids } from '../idempotency.ts';
 import type { NotifyBudget } from '../notify-budget.ts';

@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { isOneOf, networks } from '../../domain/assets.ts';
 import { parseUuid } from '../../domain/ids.ts';
 import { errorBody, errorStatus, reasonCharsMax } from '../errors.ts';
-import { jsonResponse } from '../http.ts';
+import { jsonResponse } from '../http-response.ts';
 import type { Guard, HttpResponse, RequestContext, Route } from '../http-types.ts';
 import { auditTarget, createAuditLog, operatorKeyId, type AuditLog, type AuditOutcome } from '../../audit/operator-audit.ts';
 import { parseWith, reconcileBodySchema } from '../schemas.ts';

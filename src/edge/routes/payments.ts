@@ -9,7 +9,7 @@ import { rescale, toFixedString, toJsonNumber, type Decimal } from '../../domain
 import type { NotifyResult } from '../../ports/ports.ts';
 import { decodeBrCode, toDecoderResponse } from '../../rails/brcode.ts';
 import { errorResponse, reasonCharsMax } from '../errors.ts';
-import { jsonResponse } from '../http.ts';
+import { jsonResponse } from '../http-response.ts';
 import type { HttpResponse, RequestContext, Route } from '../http-types.ts';
 import { chainNotifyBodySchema, liquidityQuerySchema, notifyBodySchema, parseWith, qrDecoderQuerySchema } from '../schemas.ts';
 import { notifyIsCharged } from '../notify-budget.ts';

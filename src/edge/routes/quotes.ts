@@ -12,7 +12,7 @@ import type { QuoteKind } from '../../domain/quote.ts';
 import { cryptoAssets, isOneOf, networks } from '../../domain/assets.ts';
 import { quoteError, quoteErrorCodes, quoteErrorHttpStatus, quoteErrorToJson, type QuoteErrorCode } from '../../domain/quote-errors.ts';
 import { knownFields, type Ids } from '../idempotency.ts';
-import { jsonResponse, jsonTextResponse } from '../http.ts';
+import { jsonResponse, jsonTextResponse } from '../http-response.ts';
 import type { HttpResponse, RequestContext, Route } from '../http-types.ts';
 import { lastObjectMemberText } from '../json-text.ts';
 import { parseQuoteRoute } from '../schemas.ts';

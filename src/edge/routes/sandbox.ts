@@ -9,7 +9,7 @@ import { parseAmount, type Decimal } from '../../domain/money.ts';
 import type { SandboxResult } from '../../ports/ports.ts';
 import { errorResponse, reasonCharsMax } from '../errors.ts';
 import { knownFields } from '../idempotency.ts';
-import { jsonResponse } from '../http.ts';
+import { jsonResponse } from '../http-response.ts';
 import type { HttpResponse, RequestContext, Route } from '../http-types.ts';
 import { parseWith, sandboxBodySchema } from '../schemas.ts';
 import {
