@@ -13,7 +13,7 @@ import { createEdgeLogger } from '../../src/edge/access-log.ts';
 import { createHttpApp } from '../../src/edge/http-app.ts';
 import type { Listening } from '../../src/edge/http-types.ts';
 import { eventsRoutes } from '../../src/edge/routes/events.ts';
-import { PartnerDirectory, type Partner } from '../../src/service/partners.ts';
+import { PartnerDirectory, type Partner } from '../../src/ports/partners.ts';
 import { createWebhookServices, webhookReadModelIndexes, type WebhookServices } from '../../src/webhooks/index.ts';
 import { eventually } from '../support/eventually.ts';
 import { collectingLogger, commitWebhooks, newTransaction, startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts';

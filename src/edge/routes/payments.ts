@@ -6,7 +6,7 @@ import { isOneOf, methodCurrency, networks, paymentMethods, type Network } from 
 import { parseUuid } from '../../domain/ids.ts';
 import { fiatDecimals } from '../../domain/assets.ts';
 import { rescale, toFixedString, toJsonNumber, type Decimal } from '../../domain/money.ts';
-import type { NotifyResult } from '../../service/ports.ts';
+import type { NotifyResult } from '../../ports/ports.ts';
 import { decodeBrCode, toDecoderResponse } from '../../rails/brcode.ts';
 import { errorResponse, reasonCharsMax } from '../errors.ts';
 import { jsonResponse } from '../http-response.ts';

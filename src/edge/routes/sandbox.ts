@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { fiatDecimals } from '../../domain/assets.ts';
 import { parseAmount, type Decimal } from '../../domain/money.ts';
-import type { SandboxResult } from '../../service/ports.ts';
+import type { SandboxResult } from '../../ports/ports.ts';
 import { errorResponse, reasonCharsMax } from '../errors.ts';
 import { knownFields } from '../idempotency.ts';
 import { jsonResponse } from '../http-response.ts';
