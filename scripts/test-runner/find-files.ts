@@ -13,7 +13,10 @@ function findTests(dir: string): string[] {
   return found;
 }
 
-/** `roots` are folders under test/ (`unit`, `e2e`); none means all of test/. */
+/** `roots` are folders or files under test/ (`unit`, `e2e/events.test.ts`); none means all of test/. */
 export function findTestFiles(roots: readonly string[]): string[] {
-  return (roots.length > 0 ? roots : ['']).flatMap((root) => findTests(join('test', root)));
+  return (roots.length > 0 ? roots : ['']).flatMap((root) => {
+    const path = join('test', root);
+    return statSync(path).isDirectory() ? findTests(path) : [path];
+  });
 }

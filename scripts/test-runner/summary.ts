@@ -60,7 +60,7 @@ export function runSummary(results: readonly FileResult[], escaped: readonly Pro
   const lines = [
     '',
     `files ${results.length} (${results.length - failedFiles.length} clean, ${failedFiles.length} failed; ${results.filter((r) => r.timedOut).length} timed out)`,
-    `tests ${total.passed + total.failed} · pass ${total.passed} · fail ${total.failed} · skipped ${total.skipped} · todo ${total.todo}`,
+    `tests ${total.passed + total.failed + total.skipped + total.todo} · pass ${total.passed} · fail ${total.failed} · skipped ${total.skipped} · todo ${total.todo}`,
   ];
   const skips = results.flatMap((result) => result.outcome.skips.map((skip) => `  ${result.file}: ${skip.name} — ${skip.detail}`));
   if (skips.length > 0) lines.push('skipped:', ...skips);
