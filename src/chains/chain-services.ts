@@ -25,8 +25,8 @@ import { RefundWorker, type RefundWorkerOptions, type RefundWorkerStatus } from 
 import { SweepWorker, type SweepWorkerOptions, type SweepWorkerStatus } from './sweeps.ts';
 import { SandboxChain } from './sandbox-chain.ts';
 import { WatcherLease } from './watcher-lease.ts';
-import { settlesWithin } from '../service/shutdown.ts';
-import { watchersCheck, type HealthCheck } from '../service/health.ts';
+import { settlesWithin } from '../lifecycle/shutdown.ts';
+import { watchersCheck, type HealthCheck } from '../lifecycle/health.ts';
 
 /** Builds the real adapter (and, for push networks, the watcher) of a network in the chains file. */
 export type LiveChainFactory = (setup: Extract<ChainSetup, { mode: 'live' }>, ctx: ServiceContext) => {

@@ -120,7 +120,7 @@ export function createPublicThrottle(options: ThrottleOptions): PublicThrottle {
   };
 }
 
-/** A Prometheus family, shaped as src/service/role-metrics.ts renders them. */
+/** A Prometheus family, shaped as src/lifecycle/metrics.ts renders them. */
 export interface ThrottleMetricFamily {
   readonly name: string;
   readonly type: 'counter' | 'gauge';

@@ -30,7 +30,7 @@ import { NoticeWorker, type NoticeWorkerOptions, type NoticeWorkerStats } from '
 import { ActorOnrampInventory, type OnrampInventory } from './inventory.ts';
 import { sandboxPixPayments, withPixPayments } from './sandbox-driver.ts';
 import { sandboxFunding } from './sandbox-funding.ts';
-import type { HealthCheck } from '../service/health.ts';
+import type { HealthCheck } from '../lifecycle/health.ts';
 
 export type DeliveryTuning = Partial<
   Pick<DeliveryWorkerOptions, 'claimLeaseMs' | 'claimBatchMax' | 'inFlightMax' | 'inFlightPerKeyMax' | 'tickMs' | 'retryDelayMsMin' | 'retryDelayMsMax' | 'askTimeoutMs' | 'stuckAfterMs'>

@@ -18,7 +18,7 @@ import { CachedLiquidityView, railLiquiditySource, type CachedLiquidityOptions }
 import { PayoutWorker, type PayoutWorkerOptions } from './payout-worker.ts';
 import type { Rail } from './rails.ts';
 import { SandboxRail, type SandboxRailOptions } from './sandbox-rail.ts';
-import type { HealthCheck } from '../service/health.ts';
+import type { HealthCheck } from '../lifecycle/health.ts';
 
 export interface RailServicesOptions {
   readonly sandbox?: Omit<SandboxRailOptions, 'store' | 'clock'>;

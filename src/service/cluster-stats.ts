@@ -16,7 +16,7 @@ import {
 } from '../actors/transaction-actor.ts';
 import type { SnapshotStore } from '../store/store.ts';
 import { commandGroup } from './shard-role.ts';
-import { settlesWithin } from './shutdown.ts';
+import { settlesWithin } from '../lifecycle/shutdown.ts';
 
 export interface ShardStats {
   readonly shard: number;

@@ -30,8 +30,8 @@ import { eventsRoutes } from '../edge/routes/events.ts';
 import { createEventLogReader } from '../webhooks/event-log.ts';
 import { outageLogTo, type ServiceContext } from './context.ts';
 import { createClusterStats } from './cluster-stats.ts';
-import type { HealthCheck } from './health.ts';
-import { renderFamilies } from './role-metrics.ts';
+import type { HealthCheck } from '../lifecycle/health.ts';
+import { renderFamilies } from '../lifecycle/metrics.ts';
 import { startShardWatch, type ShardWatch } from './shard-watch.ts';
 import type { ChainAvailability, DepositVerifier, LiquidityView, OnrampAcceptance, PaymentContexts, Reconciler, SandboxDriver } from './ports.ts';
 

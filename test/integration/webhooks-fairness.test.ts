@@ -16,7 +16,7 @@ import { createKeyRing } from '../../src/edge/auth.ts';
 import { PartnerDirectory, type Partner } from '../../src/service/partners.ts';
 import { createWebhookServices, webhookReadModelIndexes, type WebhookOptions, type WebhookServices } from '../../src/webhooks/index.ts';
 import { sendWebhook } from '../../src/webhooks/transport.ts';
-import type { MetricFamily } from '../../src/service/role-metrics.ts';
+import type { MetricFamily } from '../../src/lifecycle/metrics.ts';
 import { eventually } from '../support/eventually.ts';
 import { collectingLogger, commitWebhooks, newTransaction, startTarpit, startWebhookReceiver, type FedTransaction, type WebhookReceiver } from '../support/webhook-receiver.ts';
 
