@@ -26,6 +26,7 @@ import { eventually } from '../support/eventually.ts';
 import { LoadBalancer, type BalancedResponse } from '../support/load-balancer.ts';
 import { startServiceFleet, type FleetProcess, type FleetRole, type ServiceFleet } from '../support/service-fleet.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts';
+import { teardown } from '../support/teardown.ts';
 
 const long = process.env['CHAOS_LONG'] === '1';
 const shardCount = 8;
@@ -69,11 +70,11 @@ before(async () => {
   balancer = new LoadBalancer({ healthIntervalMs: 100, requestTimeoutMs: 20_000, noBackendWaitMs: 5_000 });
 });
 
-after(async () => {
-  await balancer?.stop();
-  await fleet?.stop();
-  await receiver?.close();
-});
+after(() => teardown(
+  () => balancer?.stop(),
+  () => fleet?.stop(),
+  () => receiver?.close(),
+));
 
 function colombianDay(nowMs: number): string {
   return new Date(nowMs - 5 * 60 * 60 * 1000).toISOString().slice(0, 10);
