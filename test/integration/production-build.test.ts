@@ -1,0 +1,99 @@
+// The production build as the image runs it (deploy/Dockerfile): in a temporary directory, the
+// production dependencies only (`npm ci --omit=dev --ignore-scripts`, as the image's run stage
+// installs them) and the build output (`npm run build`, compiled once into that directory's dist/),
+// with proto/ and config/ beside it. Every role then starts from there with plain `node
+// dist/main.js <role>` on a private Redis, and answers /healthz; the admin CLI runs with plain
+// `node dist/grpc/admin-cli.js`. tsx, TypeScript and every other dev dependency are absent from that
+// install, so anything that still needed them would fail here, as it would in the container.
+//
+// `npm ci --offline`: the install reads npm's cache only (CI's own `npm ci` of the checkout has just
+// filled it), so this test needs no network and costs seconds, not minutes.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { startServiceFleet, type FleetProcess, type FleetRole, type ServiceFleet } from '../support/service-fleet.ts';
+
+const run = promisify(execFile);
+const repoDir = join(import.meta.dirname, '../..');
+/** What the image holds besides node_modules and dist/ (deploy/Dockerfile's run stage copies the same). */
+const runtimeFiles = ['package.json', 'package-lock.json', 'proto', 'config'] as const;
+/** Bounds on the install and the build, on a shared CI machine. */
+const installTimeoutMs = 180_000;
+
+let installDir: string;
+let fleet: ServiceFleet | undefined;
+
+before(async () => {
+  installDir = mkdtempSync(join(tmpdir(), 'production-build-'));
+  for (const file of runtimeFiles) cpSync(join(repoDir, file), join(installDir, file), { recursive: true });
+  // The install and the build are independent: both at once.
+  await Promise.all([
+    run('npm', ['ci', '--omit=dev', '--ignore-scripts', '--offline', '--no-audit', '--no-fund'], { cwd: installDir, timeout: installTimeoutMs }),
+    run('npm', ['run', 'build', '--', '--outDir', join(installDir, 'dist')], { cwd: repoDir, timeout: installTimeoutMs }),
+  ]);
+  fleet = await startServiceFleet({
+    partners: [{ id: 'alpha', webhookUrl: 'http://127.0.0.1:9/webhooks' }],
+    shards: 4,
+    // Every process serves its health listener and is reported started once its /readyz answers
+    // 200. No NODE_OPTIONS from the test runner's environment (it could load a loader), and the
+    // working directory is the install, whose node_modules has no tsx.
+    env: { HEALTH_PORT: '0', NODE_OPTIONS: '' },
+    program: { args: [join(installDir, 'dist/main.js')], cwd: installDir },
+  });
+});
+
+after(async () => {
+  await fleet?.stop();
+  rmSync(installDir, { recursive: true, force: true });
+});
+
+test('the production install holds no dev dependency: no tsx, no TypeScript', () => {
+  const lock = JSON.parse(readFileSync(join(repoDir, 'package-lock.json'), 'utf8')) as { packages: Record<string, { dev?: boolean }> };
+  const devOnly = Object.entries(lock.packages)
+    .filter(([path, entry]) => path.startsWith('node_modules/') && entry.dev === true)
+    .map(([path]) => path);
+  assert.ok(devOnly.includes('node_modules/tsx') && devOnly.includes('node_modules/typescript'), 'tsx and typescript are dev dependencies in the lockfile');
+  const installed = devOnly.filter((path) => existsSync(join(installDir, path)));
+  assert.deepEqual(installed, []);
+  assert.ok(existsSync(join(installDir, 'node_modules/ioredis')), 'the production dependencies are installed');
+  assert.ok(existsSync(join(installDir, 'dist/main.js')) && existsSync(join(installDir, 'dist/grpc/admin-cli.js')));
+});
+
+test('every role starts from the build with plain node and answers /healthz', async (t) => {
+  assert.ok(fleet !== undefined);
+  // The shard worker first: an edge is ready only once every shard has a live worker.
+  const roles: FleetRole[] = ['shard', 'edge', 'watcher', 'payout', 'webhooks', 'all'];
+  const started: FleetProcess[] = [];
+  for (const role of roles) {
+    const startedAtMs = Date.now();
+    started.push(await fleet.start(role, `${role}-1`));
+    t.diagnostic(`${role}: ready in ${Date.now() - startedAtMs} ms`);
+  }
+  for (const member of started) {
+    for (const baseUrl of [member.healthUrl, member.baseUrl]) {
+      if (baseUrl === null) continue;
+      const response = await fetch(`${baseUrl}/healthz`, { signal: AbortSignal.timeout(5_000) });
+      await response.arrayBuffer();
+      assert.equal(response.status, 200, `${member.name} ${baseUrl}/healthz`);
+    }
+    assert.ok(member.healthUrl !== null, `${member.name} has a health listener`);
+  }
+});
+
+test('the admin CLI runs from the build with plain node', async (t) => {
+  assert.ok(fleet !== undefined);
+  const all = fleet.running().find((member) => member.role === 'all');
+  assert.ok(all?.adminAddress, 'the `all` process of the previous test serves the admin service');
+  const startedAtMs = Date.now();
+  const { stdout } = await run(process.execPath, [join(installDir, 'dist/grpc/admin-cli.js'), 'shards'], {
+    cwd: installDir,
+    timeout: 30_000,
+    env: { PATH: process.env['PATH'] ?? '', OPS_API_KEY: fleet.opsApiKey, ADMIN_ADDR: all.adminAddress, ADMIN_TLS_CA_FILE: fleet.certificates.caFile },
+  });
+  t.diagnostic(`admin-cli shards: ${Date.now() - startedAtMs} ms`);
+  assert.match(stdout, /^shard\s+owner\s+token/);
+});
