@@ -24,7 +24,7 @@ const repoDir = join(import.meta.dirname, '../..');
 /** What the image holds besides node_modules and dist/ (deploy/Dockerfile's run stage copies the same). */
 const runtimeFiles = ['package.json', 'package-lock.json', 'proto', 'config'] as const;
 /** Bounds on the install and the build, on a shared CI machine. */
-const installTimeoutMs = 180_000;
+const installTimeoutMs = 240_000;
 
 let installDir: string;
 let fleet: ServiceFleet | undefined;
@@ -75,15 +75,19 @@ test('the production install holds no dev-only package: no tsx, no esbuild', (t)
 });
 
 test('every role starts from the build with plain node and answers /healthz', async (t) => {
-  assert.ok(fleet !== undefined);
-  // The shard worker first: an edge is ready only once every shard has a live worker.
-  const roles: FleetRole[] = ['shard', 'edge', 'watcher', 'payout', 'webhooks', 'all'];
-  const started: FleetProcess[] = [];
-  for (const role of roles) {
+  const running = fleet;
+  assert.ok(running !== undefined);
+  const start = async (role: FleetRole): Promise<FleetProcess> => {
     const startedAtMs = Date.now();
-    started.push(await fleet.start(role, `${role}-1`));
+    const member = await running.start(role, `${role}-1`);
     t.diagnostic(`${role}: ready in ${Date.now() - startedAtMs} ms`);
-  }
+    return member;
+  };
+  // The shard worker first (an edge is ready only once every shard has a live worker), then the
+  // others at once.
+  const shard = await start('shard');
+  const others = await Promise.all((['edge', 'watcher', 'payout', 'webhooks', 'all'] as const).map(start));
+  const started = [shard, ...others];
   for (const member of started) {
     for (const baseUrl of [member.healthUrl, member.baseUrl]) {
       if (baseUrl === null) continue;
@@ -107,4 +111,28 @@ test('the admin CLI runs from the build with plain node', async (t) => {
   });
   t.diagnostic(`admin-cli shards: ${Date.now() - startedAtMs} ms`);
   assert.match(stdout, /^shard\s+owner\s+token/);
+});
+
+test('deploy/Dockerfile runs the steps this test runs: build stage, then production dependencies, dist/ and plain node', () => {
+  const dockerfile = readFileSync(join(repoDir, 'deploy/Dockerfile'), 'utf8');
+  const instructions = dockerfile
+    .split('\n')
+    .filter((line) => !line.startsWith('#'))
+    .join('\n')
+    .replaceAll('\\\n', ' ');
+  const stages = instructions.split(/^FROM /m).slice(1);
+  assert.equal(stages.length, 2, 'a build stage and a run stage');
+  const [buildStage = '', runStage = ''] = stages;
+  assert.match(buildStage, /^RUN npm ci --ignore-scripts\b/m);
+  assert.match(buildStage, /^RUN npm run build$/m);
+  assert.match(runStage, /^RUN npm ci --omit=dev --ignore-scripts\b/m);
+  for (const file of runtimeFiles) assert.match(runStage, new RegExp(`^COPY .*\\b${file}\\b`, 'm'), `the run stage copies ${file}`);
+  assert.match(runStage, /^COPY --from=build \/opt\/payments\/dist \.\/dist$/m);
+  assert.match(runStage, /^ENTRYPOINT \["node", "dist\/main\.js"\]$/m);
+  assert.doesNotMatch(runStage, /tsx|\.ts\b/);
+  // The build context carries what the build stage compiles.
+  const context = readFileSync(join(repoDir, 'deploy/Dockerfile.dockerignore'), 'utf8');
+  for (const file of ['tsconfig.json', 'tsconfig.build.json', 'src/**', ...runtimeFiles.map((name) => (name.includes('.') ? name : `${name}/**`))]) {
+    assert.ok(context.split('\n').includes(`!${file}`), `the build context includes ${file}`);
+  }
 });
