@@ -12,6 +12,7 @@ import { LmdbStore } from '../../src/store/lmdb-store.ts';
 import { OutboxJobs, type OutboxJobEntry } from '../../src/store/outbox-jobs.ts';
 import { outboxRowId, type CommitWrite } from '../../src/store/store.ts';
 import { eventually } from '../support/eventually.ts';
+import { teardown } from '../support/teardown.ts';
 
 let dir: string;
 let store: LmdbStore;
@@ -24,10 +25,10 @@ before(async () => {
   await store.init();
 });
 
-after(async () => {
-  await store.close();
-  rmSync(dir, { recursive: true, force: true });
-});
+after(() => teardown(
+  () => store.close(),
+  () => rmSync(dir, { recursive: true, force: true }),
+));
 
 /** One row of `topic`, written by its own actor as an actor's commit writes it. */
 async function row(topic: string, name: string): Promise<string> {
