@@ -33,6 +33,7 @@ import { eventually } from '../support/eventually.ts';
 import { startRedisCluster, type PrivateRedisCluster } from '../support/redis-cluster.ts';
 import { randomKeyPrefix } from '../support/redis-server.ts';
 import { acceptPayload } from '../support/accept-payload.ts';
+import { teardown } from '../support/teardown.ts';
 
 /** Resolves with the value, or rejects if it takes longer than `ms`. */
 async function within<T>(ms: number, promise: Promise<T>): Promise<T> {
@@ -89,10 +90,10 @@ describe('Redis Cluster', { timeout: 180_000 }, () => {
   before(async () => {
     cluster = await startRedisCluster();
   });
-  after(async () => {
-    await Promise.all(buses.map(async (bus) => bus.close()));
-    await cluster.stop();
-  });
+  after(() => teardown(
+    () => Promise.all(buses.map(async (bus) => bus.close())),
+    () => cluster?.stop(),
+  ));
 
   describe('configuration and slots', () => {
     test('REDIS_URL names the cluster by its seed nodes; bad URLs are refused without repeating them', () => {
@@ -449,12 +450,12 @@ describe('Redis Cluster', { timeout: 180_000 }, () => {
         assert.ok(workers.every((worker) => worker.worker.ownedShards().length > 0));
       }, 15_000);
     });
-    after(async () => {
-      for (const worker of workers) await worker.stop();
-      for (const close of closers) await close();
-      await store.close();
-      rmSync(dir, { recursive: true, force: true });
-    });
+    after(() => teardown(
+      ...[...workers].map((worker) => () => worker.stop()),
+      ...[...closers].map((close) => () => close()),
+      () => store?.close(),
+      () => { rmSync(dir, { recursive: true, force: true }); },
+    ));
 
     async function quoteBreb(partnerId: string, amountCop: number): Promise<Quote> {
       const quoteId = randomUUID();
