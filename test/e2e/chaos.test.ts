@@ -133,6 +133,7 @@ test('chaos: each role and Redis SIGKILLed once under load; nothing promised is 
         return null;
       }
       retries += 1;
+      // Kept: a careful client's pause between retries is part of the behaviour under test.
       await new Promise((resolve) => setTimeout(resolve, retryPauseMs));
     }
   };
@@ -192,6 +193,7 @@ test('chaos: each role and Redis SIGKILLed once under load; nothing promised is 
       } catch (error) {
         unexpected.push(error instanceof Error ? error.message : String(error));
       }
+      // Kept: the pause paces each flow's load (a steady trickle is the load under test).
       await new Promise((resolve) => setTimeout(resolve, flowPauseMs));
     }
   };
@@ -199,6 +201,7 @@ test('chaos: each role and Redis SIGKILLed once under load; nothing promised is 
 
   // ---- the crashes: one process at a time, then Redis ----
   const crashes: string[] = [];
+  // Kept (here and between crashes): the spacing of the crashes under load is the scenario itself.
   await new Promise((resolve) => setTimeout(resolve, betweenCrashesMs));
   for (const name of ['edge-1', 'shard-1', 'payout-1', 'watcher-1', 'webhooks-1', 'edge-2', 'shard-2']) {
     const victim = processes.get(name);
@@ -217,11 +220,13 @@ test('chaos: each role and Redis SIGKILLed once under load; nothing promised is 
     const window: Window = { fromMs: Date.now(), toMs: Number.POSITIVE_INFINITY };
     windows.push(window);
     await fleet.redis.crash();
+    // Kept: Redis stays down for a second of load, the outage under test.
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     await fleet.redis.restart();
     window.toMs = Date.now() + failoverGraceMs;
     crashes.push(`redis down ${window.toMs - failoverGraceMs - window.fromMs} ms`);
   }
+  // Kept: the load goes on for a while after the last crash, part of the scenario.
   await new Promise((resolve) => setTimeout(resolve, long ? 30_000 : 3_000));
   loadRunning = false;
   await load;
