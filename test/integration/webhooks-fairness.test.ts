@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { LmdbStore } from '../../src/store/lmdb-store.ts';
 import { defaultReadModelIndexes } from '../../src/store/store.ts';
 import { createKeyRing } from '../../src/edge/auth.ts';
-import { PartnerDirectory, type Partner } from '../../src/service/partners.ts';
+import { PartnerDirectory, type Partner } from '../../src/ports/partners.ts';
 import { createWebhookServices, webhookReadModelIndexes, type WebhookOptions, type WebhookServices } from '../../src/webhooks/index.ts';
 import { sendWebhook } from '../../src/webhooks/transport.ts';
 import type { MetricFamily } from '../../src/lifecycle/metrics.ts';

@@ -12,8 +12,9 @@ import { loadDefaultCorridors } from '../../src/config/corridors.ts';
 import type { QuoteUse } from '../../src/domain/quote-use.ts';
 import type { CommandEnvelope, JsonValue } from '../../src/actors/envelope.ts';
 import { toJsonValue } from '../../src/actors/state-codec.ts';
+import { earlyRefusalStage } from '../../src/domain/acceptance.ts';
 import {
-  earlyRefusalStage,
+  answerReply,
   transactionBehavior,
   type AcceptPayload,
   type AcceptReply,
@@ -98,7 +99,8 @@ function both(accept: AcceptPayload, state: (window: 'methodDay' | 'kyb') => Cou
     const value = state(window);
     if (value !== undefined) states.set(key, value);
   }
-  const early = stage === null ? null : stage.refusal((key) => states.get(key) ?? emptyCounter(), quoteUse);
+  const refusal = stage === null ? null : stage.refusal((key) => states.get(key) ?? emptyCounter(), quoteUse);
+  const early = refusal === null ? null : answerReply(refusal);
   return { keys, early, saga: runSaga(accept, states, quoteUse) };
 }
 
@@ -107,7 +109,7 @@ describe('early refusal at a spent method cap', () => {
     const { keys, early, saga } = both(acceptPayload(brebQuote), () => counterOf(subtract(methodCap, decimal(9_999_999n, 2))));
     assert.equal(keys?.length, 1, 'one counter read: the method × day counter');
     assert.ok(early !== null && !early.ok && early.code === 'method_daily_cap', JSON.stringify(early));
-    assert.equal(early.httpStatus, 400);
+    assert.equal(early.httpStatus, undefined, 'a reply carries no HTTP status: the edge maps the code');
     assert.deepEqual(early, saga.answer);
     assert.equal(saga.firstStage, true);
   });
