@@ -80,7 +80,7 @@ function colombianDay(nowMs: number): string {
   return new Date(nowMs - 5 * 60 * 60 * 1000).toISOString().slice(0, 10);
 }
 
-test('chaos: each role and Redis SIGKILLed once under load; nothing promised is lost', { timeout: long ? 900_000 : 420_000 }, async () => {
+test('chaos: each role and Redis SIGKILLed once under load; nothing promised is lost', { timeout: long ? 900_000 : 420_000 }, async (t) => {
   const startedAtMs = Date.now();
   const dayAtStart = colombianDay(startedAtMs);
   const processes = new Map<string, FleetProcess>();
@@ -184,7 +184,8 @@ test('chaos: each role and Redis SIGKILLed once under load; nothing promised is 
     const capPartner = partnerIds[flowIndex];
     const capUserId = capPartner === undefined ? null : `cap-user-${capPartner}`;
     const capLeft = (): boolean => capUserId !== null && capTries(capUserId) < capAttempts;
-    for (let round = 0; loadRunning || capLeft(); round += 1) {
+    // The load also ends when the test does (timed out): flows left running would keep the file alive.
+    for (let round = 0; (loadRunning || capLeft()) && !t.signal.aborted; round += 1) {
       const partnerId = partnerIds[(flowIndex + round) % partnerIds.length] ?? 'alpha';
       try {
         if (round % 2 === 0 && capLeft() && capPartner !== undefined && capUserId !== null) await onePayout(capPartner, 'BREB', capUserId, true);
