@@ -80,7 +80,7 @@ function colombianDay(nowMs: number): string {
   return new Date(nowMs - 5 * 60 * 60 * 1000).toISOString().slice(0, 10);
 }
 
-test('chaos: each role and Redis SIGKILLed once under load; nothing promised is lost', { timeout: long ? 900_000 : 420_000 }, async () => {
+test('chaos: each role and Redis SIGKILLed once under load; nothing promised is lost', { timeout: long ? 900_000 : 420_000 }, async (t) => {
   const startedAtMs = Date.now();
   const dayAtStart = colombianDay(startedAtMs);
   const processes = new Map<string, FleetProcess>();
@@ -133,6 +133,7 @@ test('chaos: each role and Redis SIGKILLed once under load; nothing promised is 
         return null;
       }
       retries += 1;
+      // Kept: a careful client's pause between retries is part of the behaviour under test.
       await new Promise((resolve) => setTimeout(resolve, retryPauseMs));
     }
   };
@@ -183,7 +184,8 @@ test('chaos: each role and Redis SIGKILLed once under load; nothing promised is 
     const capPartner = partnerIds[flowIndex];
     const capUserId = capPartner === undefined ? null : `cap-user-${capPartner}`;
     const capLeft = (): boolean => capUserId !== null && capTries(capUserId) < capAttempts;
-    for (let round = 0; loadRunning || capLeft(); round += 1) {
+    // The load also ends when the test does (timed out): flows left running would keep the file alive.
+    for (let round = 0; (loadRunning || capLeft()) && !t.signal.aborted; round += 1) {
       const partnerId = partnerIds[(flowIndex + round) % partnerIds.length] ?? 'alpha';
       try {
         if (round % 2 === 0 && capLeft() && capPartner !== undefined && capUserId !== null) await onePayout(capPartner, 'BREB', capUserId, true);
@@ -192,6 +194,7 @@ test('chaos: each role and Redis SIGKILLed once under load; nothing promised is 
       } catch (error) {
         unexpected.push(error instanceof Error ? error.message : String(error));
       }
+      // Kept: the pause paces each flow's load (a steady trickle is the load under test).
       await new Promise((resolve) => setTimeout(resolve, flowPauseMs));
     }
   };
@@ -199,6 +202,7 @@ test('chaos: each role and Redis SIGKILLed once under load; nothing promised is 
 
   // ---- the crashes: one process at a time, then Redis ----
   const crashes: string[] = [];
+  // Kept (here and between crashes): the spacing of the crashes under load is the scenario itself.
   await new Promise((resolve) => setTimeout(resolve, betweenCrashesMs));
   for (const name of ['edge-1', 'shard-1', 'payout-1', 'watcher-1', 'webhooks-1', 'edge-2', 'shard-2']) {
     const victim = processes.get(name);
@@ -217,11 +221,13 @@ test('chaos: each role and Redis SIGKILLed once under load; nothing promised is 
     const window: Window = { fromMs: Date.now(), toMs: Number.POSITIVE_INFINITY };
     windows.push(window);
     await fleet.redis.crash();
+    // Kept: Redis stays down for a second of load, the outage under test.
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     await fleet.redis.restart();
     window.toMs = Date.now() + failoverGraceMs;
     crashes.push(`redis down ${window.toMs - failoverGraceMs - window.fromMs} ms`);
   }
+  // Kept: the load goes on for a while after the last crash, part of the scenario.
   await new Promise((resolve) => setTimeout(resolve, long ? 30_000 : 3_000));
   loadRunning = false;
   await load;

@@ -24,6 +24,7 @@ import { deployTestDepositFactory } from '../support/celo-factory.ts';
 import { eventually } from '../support/eventually.ts';
 import { base58Encode, call, payoutQuoteBody } from './support.ts';
 import { teardown } from '../support/teardown.ts';
+import { runnerEnv } from '../support/processes.ts';
 
 function errorShape(json: Record<string, unknown>, code: string): void {
   assert.equal(json['code'], code, JSON.stringify(json));
@@ -209,7 +210,7 @@ describe('npm start', () => {
   test('with stdout not a terminal the generated keys are not printed but written to a 0600 file; the banner\'s example curl works with it', { timeout: 120_000 }, async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'banner-'));
     // ADMIN_TLS=off as the `npm start` script sets it (the one-process development mode, loopback only).
-    const env: NodeJS.ProcessEnv = { PATH: process.env['PATH'], HOME: process.env['HOME'], PORT: '0', DATA_DIR: dataDir, LOG_LEVEL: 'silent', ADMIN_TLS: 'off' };
+    const env: NodeJS.ProcessEnv = { PATH: process.env['PATH'], HOME: process.env['HOME'], ...runnerEnv(), PORT: '0', DATA_DIR: dataDir, LOG_LEVEL: 'silent', ADMIN_TLS: 'off' };
     const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));

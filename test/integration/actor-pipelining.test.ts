@@ -348,6 +348,7 @@ function slowCommits(store: SnapshotStore, delayMs: number, probe: (write: Commi
       if (property === 'commitBatch') {
         return async (writes: readonly CommitWrite[]) => {
           const results = await target.commitBatch(writes);
+          // Kept: a slow durable commit is the condition under test.
           await Promise.all([...writes.map(probe), new Promise((resolve) => setTimeout(resolve, delayMs))]);
           return results;
         };

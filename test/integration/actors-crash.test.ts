@@ -5,6 +5,7 @@
 // the state from snapshots and pending stream entries.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { eventually } from '../support/eventually.ts';
 import { once } from 'node:events';
 import { startWorkerFleet, type WorkerFleet } from '../support/worker-fleet.ts';
 
@@ -47,8 +48,9 @@ test('a worker that dies between a durable write and its reply: the next owner r
 test('all workers restarted: state is recovered from snapshots and pending entries, and keeps counting exactly', async () => {
   for (const child of fleet.running()) await fleet.kill(child);
   // Commands sent while no worker runs wait in the streams.
+  const sentBefore = fleet.sentCount();
   const waiting = fleet.sendMany(200, 20, 40);
-  await new Promise((resolve) => setTimeout(resolve, 300));
+  await eventually(() => assert.ok(fleet.sentCount() >= sentBefore + 20, 'the first 20 commands are sent'), 10_000);
   await fleet.startWorker('w3');
   await fleet.startWorker('w4');
   await waiting;

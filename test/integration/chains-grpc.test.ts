@@ -22,7 +22,7 @@ import { ChainsLinkClient, chainsProtoPath, LinkError } from '../../src/grpc/cha
 import { startService, type RunningService } from '../../src/service/service.ts';
 import { eventually } from '../support/eventually.ts';
 import { randomKeyPrefix, startRedis, type PrivateRedis } from '../support/redis-server.ts';
-import { stopChild } from '../support/processes.ts';
+import { runnerEnv, stopChild } from '../support/processes.ts';
 import { teardown } from '../support/teardown.ts';
 import { createTestCertificates, type TestCertificates } from '../support/dev-tls.ts';
 import type { ClientTls } from '../../src/grpc/link-security.ts';
@@ -54,7 +54,7 @@ async function freePort(): Promise<number> {
 async function startWatcherProcess(env: Record<string, string>): Promise<{ child: ChildProcess; output: () => string }> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'watcher'], {
     cwd: repoRoot,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? tmpdir(), ...env },
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? tmpdir(), ...runnerEnv(), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

@@ -23,7 +23,7 @@ import type { ServiceContext } from '../../src/ports/context.ts';
 import { startService, type RunningService } from '../../src/service/service.ts';
 import { createTestCertificates, type TestCertificates } from '../support/dev-tls.ts';
 import { listeningAddresses } from '../support/listening-sockets.ts';
-import { freePort, stopChild } from '../support/processes.ts';
+import { freePort, runnerEnv, stopChild } from '../support/processes.ts';
 import { teardown } from '../support/teardown.ts';
 
 const opsKey = `ops_${randomBytes(20).toString('hex')}`;
@@ -254,7 +254,7 @@ describe('start-up refuses a plaintext link or admin service on a non-loopback b
     const port = await freePort();
     const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'payout'], {
       cwd: repoRoot,
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? tmpdir(), DATA_DIR: dir, LOG_LEVEL: 'silent', INTERNAL_TLS: 'off', INTERNAL_LINK_KEY: linkKey, INTERNAL_HOST: '0.0.0.0', PAYOUT_GRPC_PORT: String(port) },
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? tmpdir(), ...runnerEnv(), DATA_DIR: dir, LOG_LEVEL: 'silent', INTERNAL_TLS: 'off', INTERNAL_LINK_KEY: linkKey, INTERNAL_HOST: '0.0.0.0', PAYOUT_GRPC_PORT: String(port) },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';

@@ -179,7 +179,7 @@ describe('Redis Cluster', { timeout: 180_000 }, () => {
         assert.ok(target !== undefined);
         const startedMs = Date.now();
         const reading = bus.read('g', 'c', streams, { count: 10, blockMs: 10_000 });
-        await sleep(100); // let the reads block first (the entry would be returned either way)
+        await sleep(100); // kept: let the reads block first (nothing observable says they have; the entry would be returned either way)
         await bus.append(target, `wake ${target}`);
         const entries = await within(3_000, reading);
         assert.deepEqual(entries.map((entry) => entry.payload), [`wake ${target}`]);
@@ -218,7 +218,7 @@ describe('Redis Cluster', { timeout: 180_000 }, () => {
         const burst = Math.min(total - sent, 1 + Math.floor(Math.random() * 12));
         await Promise.all(Array.from({ length: burst }, async (_, i) => bus.append(streams[Math.floor(Math.random() * streams.length)] ?? '', `m${sent + i}`)));
         sent += burst;
-        await sleep(Math.floor(Math.random() * 8));
+        await sleep(Math.floor(Math.random() * 8)); // kept: random gaps between bursts are the race under test
       }
       producing = false;
       await within(35_000, consuming);
@@ -242,7 +242,7 @@ describe('Redis Cluster', { timeout: 180_000 }, () => {
       for (const stream of streams) await producer.ensureGroup(stream, 'g'); // also connects the producer
       for (let round = 0; round < 10; round += 1) {
         const reading = bus.read('g', 'c', streams, { count: 10, blockMs: 10_000 });
-        await sleep(50); // both reads are blocked now
+        await sleep(50); // kept: both reads are blocked now (nothing observable says so)
         const appended = Promise.all(streams.map(async (stream) => producer.append(stream, `${stream}#${round}`)));
         await new Promise((resolve) => setImmediate(resolve)); // the appends are on the wire
         // Hold the event loop while both nodes serve their blocked reads: the two replies then
@@ -268,13 +268,13 @@ describe('Redis Cluster', { timeout: 180_000 }, () => {
       for (const stream of streams) await bus.ensureGroup(stream, 'g');
       const abort = new AbortController();
       const reading = bus.read('g', 'c', streams, { count: 10, blockMs: 30_000, signal: abort.signal });
-      await sleep(100);
+      await sleep(100); // kept: let the read block first (nothing observable says it has)
       abort.abort();
       assert.deepEqual(await within(1_000, reading), []);
       await bus.append(streams[3] ?? '', 'after-abort');
       assert.deepEqual((await bus.read('g', 'c', streams, { count: 10, blockMs: 1_000 })).map((entry) => entry.payload), ['after-abort']);
       const blocked = bus.read('g', 'c', streams, { count: 10, blockMs: 30_000 });
-      await sleep(100);
+      await sleep(100); // kept: let the read block first (nothing observable says it has)
       await within(1_000, bus.close());
       assert.deepEqual(await within(1_000, blocked), []);
       await assert.rejects(bus.append(streams[0] ?? '', 'x'), (error: unknown) => error instanceof BusError && error.code === 'closed');
@@ -359,7 +359,7 @@ describe('Redis Cluster', { timeout: 180_000 }, () => {
         assert.ok(first);
         assert.equal((await leases.owner(name))?.owner, first.owner);
         assert.equal(await leases.renew(name, first.owner, first.token, 300), true);
-        await sleep(320);
+        await sleep(320); // kept: the lease lapses by the cluster's own clock, which no test can move
         const next = await leases.acquire(name, 'other', 10_000);
         assert.ok(next !== null && next.token > first.token);
         assert.equal(await leases.renew(name, first.owner, first.token, 300), false);

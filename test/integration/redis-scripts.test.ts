@@ -10,6 +10,7 @@ import { RedisTokenBuckets } from '../../src/bus/redis-token-buckets.ts';
 import { createRedisClient, type RedisClient } from '../../src/bus/redis-connection.ts';
 import { RedisScript, defineScripts } from '../../src/bus/redis-scripts.ts';
 import { randomKeyPrefix, startRedis, type PrivateRedis } from '../support/redis-server.ts';
+import { teardown } from '../support/teardown.ts';
 
 let redis: PrivateRedis;
 const clients: RedisClient[] = [];
@@ -18,10 +19,10 @@ before(async () => {
   redis = await startRedis();
 });
 
-after(async () => {
-  for (const client of clients) await client.quit().catch(() => client.disconnect());
-  await redis.stop();
-});
+after(() => teardown(
+  ...clients.map((client) => () => client.quit().catch(() => client.disconnect())),
+  () => redis?.stop(),
+));
 
 function sharedClient(): RedisClient {
   const client = createRedisClient(redis.url, 'scripts-test');

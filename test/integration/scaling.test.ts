@@ -50,9 +50,12 @@ test('workers 1 → 3 → 2 under load: one owner per shard throughout, every co
     lastTimeouts = fleet.timeouts;
     phase = next;
   };
-  const load = fleet.sendMany(3_000, 16, 60);
+  let answered = 0;
+  const load = fleet.sendMany(3_000, 16, 60, (done) => {
+    answered = done;
+  });
 
-  await new Promise((resolve) => setTimeout(resolve, 1_000));
+  await eventually(() => assert.ok(answered >= 300, 'a tenth of the load answered by the one worker'), 60_000);
   notePhase('scale out to 3');
   const joinStartedMs = Date.now();
   const second = await fleet.startWorker('s2');

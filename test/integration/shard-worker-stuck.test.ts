@@ -53,9 +53,17 @@ before(async () => {
     stuckPendingMs: 500,
   });
   assert.equal(role.worker.ownedShards().length, shardCount);
-  // Let the start-up recovery of the newly owned shards finish: it would find the entry by itself.
-  await new Promise((resolve) => setTimeout(resolve, 1_000));
+  // Let the start-up recovery of the newly owned shards finish (it would find the entry by itself):
+  // recovery rounds come first (one clears every shard with nothing pending), then blocked reads of
+  // new entries; a few rounds of the read loop means it is past recovery.
+  await eventually(() => assert.ok(loopRounds('shard-commands') >= 3, 'the read loop is past recovery'), 10_000);
 });
+
+/** Rounds made so far by one of the worker's loops (`shard-leases`: renewals and sweeps; `shard-commands`: reads). */
+function loopRounds(check: 'shard-leases' | 'shard-commands'): number {
+  const report = role.worker.health().find((item) => item.name === check)?.report(Date.now(), 60_000);
+  return Number(report?.detail['rounds'] ?? 0);
+}
 
 after(() => teardown(
   () => role?.stop(),
@@ -85,7 +93,9 @@ test('an entry delivered to the worker whose read reply was lost is still applie
     const after = (await raw.xpending(stream, commandGroup)) as [number, ...unknown[]];
     assert.equal(after[0], 0, 'and acknowledged');
   }, 5_000);
-  // Later sweeps find nothing more: the command is not applied a second time.
-  await new Promise((resolve) => setTimeout(resolve, 1_200));
+  // Later sweeps find nothing more: the command is not applied a second time. Each lease round
+  // sweeps; three rounds (900 ms) outlast stuckPendingMs (500 ms) plus a round.
+  const roundsAcked = loopRounds('shard-leases');
+  await eventually(() => assert.ok(loopRounds('shard-leases') >= roundsAcked + 3, 'three more sweeps'), 10_000);
   assert.deepEqual(((await store.load(`tally/${key}`))?.state as unknown as TallyState).commandIds, [commandId]);
 });

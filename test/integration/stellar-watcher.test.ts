@@ -203,6 +203,7 @@ test('a stop that timed out on a hung hand-over leaves one loop: started again, 
   (release as (() => void) | null)?.();
   const b = await pay(account, '2', 'b');
   await eventually(() => assert.deepEqual(seenAgain, [b]));
+  // Kept: that B is not delivered a second time within a while is what is tested.
   await new Promise((resolve) => setTimeout(resolve, 300));
   assert.deepEqual(seenAgain, [b], 'B once: one loop for the account');
   assert.deepEqual(seenFirst, [a]);

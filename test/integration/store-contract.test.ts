@@ -352,6 +352,7 @@ function contract(adapter: Adapter): void {
       assert.deepEqual(await store.outboxBacklog('t', 1_000, 100), { rows: 0, claimed: 0, deferred: 0, parked: 0, capped: false, oldestCreatedAtMs: null });
       const before = Date.now();
       assert.equal(await store.commit(write('a', 0, { topics: ['t'] })), 'ok');
+      // Kept: the later commits must carry a later commit time (the store stamps it from the real clock).
       await new Promise((resolve) => setTimeout(resolve, 20));
       const secondAt = Date.now();
       for (let version = 1; version < 6; version += 1) assert.equal(await store.commit(write('a', version, { topics: ['t'] })), 'ok');

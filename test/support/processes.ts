@@ -1,6 +1,7 @@
 // Small process helpers for test harnesses that start real servers (redis-server, anvil, …).
 import type { ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
 
 /** Asks the OS for a free port. Another process may grab it before the server binds; callers retry. */
 export async function freePort(): Promise<number> {
@@ -42,4 +43,14 @@ export async function stopChild(child: ChildProcess, stopTimeoutMs = 5_000): Pro
     }
   }
   for (const stream of [child.stdin, child.stdout, child.stderr]) stream?.destroy();
+}
+
+/**
+ * What a child started with a minimal environment (no `...process.env`) must still carry from the
+ * test runner (scripts/test.ts): the file's private TMPDIR, whose leftovers the runner checks, and
+ * the run's marker, by which the runner finds a process that outlived its file.
+ */
+export function runnerEnv(): Record<string, string> {
+  const marker = process.env['PAYMENTS_TEST_RUN'];
+  return { TMPDIR: tmpdir(), ...(marker === undefined ? {} : { PAYMENTS_TEST_RUN: marker }) };
 }

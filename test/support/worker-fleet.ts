@@ -31,6 +31,8 @@ export interface WorkerFleet {
   terminate(child: ChildProcess): Promise<void>;
   running(): ChildProcess[];
   sendTally(actorKey: string): Promise<void>;
+  /** Commands handed to the client so far, answered or not. */
+  sentCount(): number;
   sendMany(count: number, inFlight: number, actors: number, onProgress?: (done: number) => Promise<void> | void): Promise<void>;
   /** Every command in the log applied exactly once, nothing else; returns the total applied. */
   assertExactlyOnce(): Promise<number>;
@@ -94,6 +96,7 @@ export async function startWorkerFleet(shardCount: number): Promise<WorkerFleet>
       await exited;
     },
     running: () => [...children],
+    sentCount: () => [...sent.values()].reduce((count, log) => count + log.length, 0),
     async sendTally(actorKey) {
       const commandId = randomUUID();
       const log = sent.get(actorKey) ?? [];
