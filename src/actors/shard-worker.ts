@@ -8,6 +8,7 @@
 import type { Bus, BusEntry } from '../bus/bus.ts';
 import type { Leases } from '../bus/leases.ts';
 import { commandStreamKey, shardLeaseName, shardOfCommandStream } from '../bus/shards.ts';
+import { RetryLog } from '../bus/outage-log.ts';
 import type { OutboxRowWrite } from './actor-store.ts';
 import { outboxBatchMax } from '../store/store.ts';
 import { decodeEnvelope } from './codec.ts';
@@ -73,6 +74,11 @@ export interface ShardWorkerOptions {
    */
   readonly timerRetryDelayMsMin?: number;
   readonly timerRetryDelayMsMax?: number;
+  /**
+   * While reads keep failing (Redis away), the failure is logged at once and then at most once
+   * per this many milliseconds, with a count (default 10 s): the retries every 100 ms are not.
+   */
+  readonly retryLogIntervalMs?: number;
 }
 
 const memberLeasePrefix = 'member:';
@@ -106,6 +112,8 @@ export class ShardWorker {
    * waiting on batches that never settle makes no reads: that is what the check catches.
    */
   private readonly readRounds: LoopHealth;
+  /** The consume loop's failed reads, logged with a back-off (src/bus/outage-log.ts). */
+  private readonly readFailures: RetryLog;
   private readonly renewEveryMs: number;
   private readonly readBlockMs: number;
   private readonly wakers = new Set<() => void>();
@@ -125,6 +133,13 @@ export class ShardWorker {
     this.leaseRounds = new LoopHealth(this.renewEveryMs);
     this.readBlockMs = options.readBlockMs ?? 1_000;
     this.readRounds = new LoopHealth(this.readBlockMs);
+    this.readFailures = new RetryLog({
+      log: (level, message, fields) => this.log(level, message, { ...fields }),
+      clock: options.clock,
+      failedMessage: 'reading commands failed; retrying',
+      recoveredMessage: 'reading commands recovered',
+      intervalMs: options.retryLogIntervalMs ?? 10_000,
+    });
     this.timerRetryDelayMsMin = options.timerRetryDelayMsMin ?? 1_000;
     this.timerRetryDelayMsMax = options.timerRetryDelayMsMax ?? 60_000;
     if (!(this.timerRetryDelayMsMin >= 1 && this.timerRetryDelayMsMax >= this.timerRetryDelayMsMin && this.timerRetryDelayMsMax <= timerDelayMsMax)) {
@@ -414,7 +429,7 @@ export class ShardWorker {
         if (this.needsRecovery.size > 0) {
           await this.settled();
           const entries = await this.nextRecoveryEntries();
-          this.readRounds.succeeded();
+          this.readSucceeded();
           // A recovery batch refused again (the shard is being taken over, say): do not spin.
           if (entries.length > 0 && (await this.launch(entries))) this.pauseBeforeNextRead = true;
           continue;
@@ -424,14 +439,19 @@ export class ShardWorker {
           continue;
         }
         const entries = await this.nextNewEntries();
-        this.readRounds.succeeded();
+        this.readSucceeded();
         if (entries.length > 0) void this.launch(entries);
       } catch (error) {
         this.readRounds.failed();
-        this.log('error', 'reading commands failed; retrying', { error: String(error) });
+        this.readFailures.failed({ error: String(error) });
         await this.sleep(failedBatchPauseMs);
       }
     }
+  }
+
+  private readSucceeded(): void {
+    this.readRounds.succeeded();
+    this.readFailures.succeeded();
   }
 
   /**

@@ -3,7 +3,10 @@
 // - OutageLog: one warning when the outage begins (with what its first failure was), nothing while
 //   it lasts but a count, and one line when it ends with how long it lasted and the count;
 // - RateLimitedLog: for failures with no "it is over" signal (requests answered 503 whatever the
-//   cause), one line at once and then at most one per interval, carrying how many were not logged.
+//   cause), one line at once and then at most one per interval, carrying how many were not logged;
+// - RetryLog: for a loop that retries what failed (a shard worker's reads every 100 ms while Redis
+//   is away): the first failure at once, then at most one line per interval with the count and
+//   the latest error, and one line when a round succeeds again, with the length and the count.
 // Durations come from the clock given, never from a clock read here.
 import type { Clock } from './bus.ts';
 
@@ -97,5 +100,48 @@ export class RateLimitedLog {
     this.options.log(this.options.level, this.options.message, { ...fields, notLoggedSinceLastLine: this.notLogged });
     this.lastLineAtMs = nowMs;
     this.notLogged = 0;
+  }
+}
+
+export interface RetryLogOptions {
+  readonly log: OutageLogFn;
+  readonly clock: Clock;
+  /** The failure line (level `error`): at the first failure, then at most once per interval. */
+  readonly failedMessage: string;
+  /** The line (info) when a round succeeds after failures. */
+  readonly recoveredMessage: string;
+  /** At most one failure line per this many milliseconds after the first. */
+  readonly intervalMs: number;
+}
+
+export class RetryLog {
+  private sinceMs: number | null = null;
+  private lastLineAtMs = 0;
+  private failures = 0;
+
+  constructor(private readonly options: RetryLogOptions) {
+    if (!Number.isSafeInteger(options.intervalMs) || options.intervalMs <= 0) throw new RangeError('intervalMs must be a positive integer');
+  }
+
+  /** One failed round: a line if it is the first of a run or an interval has passed since the last line. */
+  failed(fields: Readonly<Record<string, unknown>> = {}): void {
+    const nowMs = this.options.clock.nowMs();
+    this.failures += 1;
+    if (this.sinceMs === null) {
+      this.sinceMs = nowMs;
+    } else if (nowMs - this.lastLineAtMs < this.options.intervalMs) {
+      return;
+    }
+    this.lastLineAtMs = nowMs;
+    this.options.log('error', this.options.failedMessage, { ...fields, failures: this.failures, failingForMs: nowMs - this.sinceMs });
+  }
+
+  /** A round succeeded: the end line if rounds had failed (nothing otherwise). */
+  succeeded(): void {
+    if (this.sinceMs === null) return;
+    const outageMs = Math.max(0, this.options.clock.nowMs() - this.sinceMs);
+    this.options.log('info', this.options.recoveredMessage, { outageMs, failures: this.failures });
+    this.sinceMs = null;
+    this.failures = 0;
   }
 }
