@@ -9,6 +9,11 @@
 //     replay, never a second application);
 //   - nothing is given up silently: 'pending' and 'retry' are polled again with bounded
 //     exponential backoff for as long as it takes, with logs, counters and a "stuck" alarm.
+// The job loop is the one the outbox workers share (src/store/outbox-jobs.ts), over both topics:
+// claims renewed while held and attempts only under a live claim; a row that waits is handed back
+// to the store with its attempts, reason and next attempt time (it takes no slot while it waits,
+// and operations see it); a malformed row is parked for operations. Neither topic may hold more
+// than 3/4 of the slots, so stuck payouts never starve refunds.
 // Operations: docs/rails.md.
 import type { ActorClient } from '../actors/client.ts';
 import type { JsonValue, LogLevel } from '../actors/envelope.ts';
@@ -25,8 +30,8 @@ import type { Decimal } from '../domain/money.ts';
 import type { PayoutFailedCommand, PayoutSucceededCommand, RefundSettledCommand, TransactionState } from '../domain/transaction.ts';
 import type { OutboxRow, SnapshotStore } from '../store/store.ts';
 import type { PayoutRequest, PayoutResult, PixRefundRequest, PixRefundResult, Rail } from './rails.ts';
-import { settlesWithin } from '../lifecycle/shutdown.ts';
-import { LoopHealth, loopCheck, type HealthCheck } from '../lifecycle/health.ts';
+import type { HealthCheck } from '../lifecycle/health.ts';
+import { OutboxJobs, type OutboxJobEntry, type OutboxJobsLog } from '../store/outbox-jobs.ts';
 
 export const payoutTopics = [outboxTopicPayouts, outboxTopicRefundsPix] as const;
 
@@ -171,7 +176,7 @@ export interface PayoutWorkerOptions {
   readonly log?: (level: LogLevel, message: string, fields?: Record<string, unknown>) => void;
   /** Rows worked on at once. Default 32. */
   readonly inFlightMax?: number;
-  /** How long a claim keeps other workers off a row; must exceed one attempt plus the longest backoff. Default 120,000. */
+  /** How long a claim keeps other workers off a row (renewed while held); must exceed one attempt (rail call + report). Default 120,000. */
   readonly leaseMs?: number;
   /** How often to look for new rows. Default 200. */
   readonly pollIntervalMs?: number;
@@ -187,6 +192,7 @@ export interface PayoutWorkerOptions {
 }
 
 export interface PayoutWorkerStats {
+  /** Rows this worker holds, or handed back to the store until their next attempt. */
   inFlight: number;
   claimed: number;
   attempts: number;
@@ -199,8 +205,9 @@ export interface PayoutWorkerStats {
   reportErrors: number;
   /** Reports the actor refused (logged as errors; the row is done, operations follow up). */
   reportsRefused: number;
+  /** Rows this worker parked because it could not read them. */
   malformedRows: number;
-  /** Rows held now that have waited longer than stuckAfterMs. */
+  /** Of `inFlight`, the rows that have waited longer than stuckAfterMs. */
   stuck: number;
   oldestWaitingMs: number;
 }
@@ -214,26 +221,8 @@ export interface JobView {
   readonly heldHere: boolean;
 }
 
-interface Job {
-  row: OutboxRow;
-  readonly work: Work | null;
-  claimExpiresAtMs: number;
-  attempts: number;
-  nextAttemptAtMs: number;
-  readonly firstSeenAtMs: number;
-  lastOutcome: string | null;
-  running: boolean;
-}
-
-/** Backoff state of rows whose claim lapsed while waiting; restored if this worker claims them again. */
-interface Remembered {
-  readonly attempts: number;
-  readonly nextAttemptAtMs: number;
-  readonly firstSeenAtMs: number;
-  readonly lastOutcome: string | null;
-}
-
-const rememberedMax = 10_000;
+/** Rows whose first sighting this worker keeps, for the stuck alarm (oldest forgotten first). */
+const firstSeenRememberedMax = 10_000;
 
 class TimeoutError extends Error {
   override readonly name = 'TimeoutError';
@@ -251,11 +240,20 @@ async function within<T>(promise: Promise<T>, ms: number, what: string): Promise
   }
 }
 
+/** The worker's log function as the shared job loop's log (its lines keep the `component` the caller adds). */
+function jobsLog(log: PayoutWorkerOptions['log']): OutboxJobsLog {
+  return {
+    error: (fields, message) => log?.('error', message, fields),
+    warn: (fields, message) => log?.('warn', message, fields),
+  };
+}
+
 export class PayoutWorker {
-  private readonly jobs = new Map<string, Job>();
-  private readonly remembered = new Map<string, Remembered>();
-  private readonly running = new Set<Promise<void>>();
-  private readonly counters: Omit<PayoutWorkerStats, 'inFlight' | 'stuck' | 'oldestWaitingMs'> = {
+  /** The shared job loop, over the payouts and PIX refunds topics. */
+  private readonly jobs: OutboxJobs<Work>;
+  /** When this worker first saw each row it works on, for rows whose event carries no time. */
+  private readonly firstSeenAtMs = new Map<string, number>();
+  private readonly counters: Omit<PayoutWorkerStats, 'inFlight' | 'stuck' | 'oldestWaitingMs' | 'malformedRows'> = {
     claimed: 0,
     attempts: 0,
     payoutsSucceeded: 0,
@@ -265,41 +263,45 @@ export class PayoutWorker {
     railErrors: 0,
     reportErrors: 0,
     reportsRefused: 0,
-    malformedRows: 0,
   };
   private readonly inFlightMax: number;
   private readonly leaseMs: number;
   private readonly pollIntervalMs: number;
-  /** The tick loop's rounds (the health listener's check). */
-  private readonly rounds: LoopHealth;
   private readonly retryDelayMsMin: number;
   private readonly retryDelayMsMax: number;
   private readonly railCallTimeoutMs: number;
   private readonly reportTimeoutMs: number;
   private readonly stuckAfterMs: number;
-  private timer: NodeJS.Timeout | null = null;
-  private ticking: Promise<void> | null = null;
-  private stopped = true;
 
   constructor(private readonly options: PayoutWorkerOptions) {
     this.inFlightMax = options.inFlightMax ?? 32;
     this.leaseMs = options.leaseMs ?? 120_000;
     this.pollIntervalMs = options.pollIntervalMs ?? 200;
-    this.rounds = new LoopHealth(this.pollIntervalMs);
     this.retryDelayMsMin = options.retryDelayMsMin ?? 500;
     this.retryDelayMsMax = options.retryDelayMsMax ?? 60_000;
     this.railCallTimeoutMs = options.railCallTimeoutMs ?? 20_000;
     this.reportTimeoutMs = options.reportTimeoutMs ?? 10_000;
     this.stuckAfterMs = options.stuckAfterMs ?? 15 * 60_000;
-    if (this.leaseMs <= this.attemptBudgetMs()) {
+    if (this.leaseMs <= this.railCallTimeoutMs + this.reportTimeoutMs) {
       throw new RangeError('leaseMs must exceed railCallTimeoutMs + reportTimeoutMs');
     }
+    // Neither topic may take more than 3/4 of the slots, so stuck payouts never starve refunds.
+    const perTopicMax = Math.max(1, Math.floor((this.inFlightMax * 3) / 4));
+    this.jobs = new OutboxJobs<Work>({
+      store: options.store,
+      clock: options.clock,
+      log: jobsLog(options.log),
+      owner: options.owner,
+      topic: payoutTopics,
+      what: 'payout',
+      tuning: { claimLeaseMs: this.leaseMs, claimBatchMax: this.inFlightMax, inFlightMax: this.inFlightMax, topicShareMax: perTopicMax, tickMs: this.pollIntervalMs },
+      parse: (row) => this.parse(row),
+      attempt: (entry) => this.attempt(entry),
+    });
   }
 
   start(): void {
-    if (!this.stopped) return;
-    this.stopped = false;
-    this.scheduleTick(0);
+    this.jobs.start();
   }
 
   /**
@@ -309,60 +311,43 @@ export class PayoutWorker {
    * same report command id (the actor applies once), instead of waiting for the claim to lapse.
    */
   async stop(waitMs: number = Number.POSITIVE_INFINITY): Promise<void> {
-    this.stopped = true;
-    if (this.timer !== null) clearTimeout(this.timer);
-    this.timer = null;
-    const finished = await settlesWithin(this.attemptsDone(), waitMs);
-    const held = [...this.jobs.keys()];
-    this.jobs.clear();
-    if (!finished) {
-      this.log('warn', 'payout worker stopping with rail attempts in flight; their rows are handed back', { inFlight: this.running.size, waitMs });
-    }
-    if (held.length > 0) {
-      // Another worker may take them at once instead of waiting for the claims to lapse.
-      await this.options.store.outboxRelease(held, this.options.owner).catch((error: unknown) => {
-        this.log('warn', 'could not release claimed rows; their claims will lapse', { error: String(error) });
-      });
-    }
+    await this.jobs.stop(waitMs);
   }
 
-  /** Resolves once the current tick and every attempt it started have ended. */
-  private async attemptsDone(): Promise<void> {
-    await this.ticking;
-    await Promise.all([...this.running]);
-  }
-
-  /** The health listener's check: tick rounds, with the jobs held. */
+  /** The health listener's check (`payout-rounds`): the loop's rounds, with the jobs held and waiting. */
   health(): HealthCheck {
-    return loopCheck('payout-rounds', this.rounds, () => ({ jobsHeld: this.jobs.size }));
+    return this.jobs.health();
   }
 
   stats(): PayoutWorkerStats {
     const nowMs = this.options.clock.nowMs();
     let stuck = 0;
     let oldestWaitingMs = 0;
-    for (const job of this.jobs.values()) {
-      const waitingMs = nowMs - this.startedAtMs(job);
+    // A row waiting for its next attempt is still this worker's work, as one being attempted.
+    const rows = [...this.jobs.held(), ...this.jobs.waiting()];
+    for (const entry of rows) {
+      const waitingMs = nowMs - this.startedAtMs(entry);
       if (waitingMs > this.stuckAfterMs) stuck += 1;
       oldestWaitingMs = Math.max(oldestWaitingMs, waitingMs);
     }
-    return { ...this.counters, inFlight: this.jobs.size, stuck, oldestWaitingMs };
+    return { ...this.counters, malformedRows: this.jobs.malformedRows(), inFlight: rows.length, stuck, oldestWaitingMs };
   }
 
-  /** What this worker knows about the transaction's payout row (if it holds or held it). */
+  /**
+   * What this worker knows about the transaction's row of `topic`: held (claimed, being attempted
+   * or about to be) or handed back by it to wait for its next attempt (`heldHere` either way).
+   */
   jobOf(transactionId: string, topic: string = outboxTopicPayouts): JobView | null {
-    for (const job of this.jobs.values()) {
-      if (job.work?.transactionId === transactionId && job.row.topic === topic) {
-        return { rowId: job.row.id, topic, attempts: job.attempts, nextAttemptAtMs: job.nextAttemptAtMs, lastOutcome: job.lastOutcome, heldHere: true };
-      }
-    }
-    return null;
+    const entry = this.entryOf(transactionId, topic);
+    if (entry === null) return null;
+    return { rowId: entry.rowId, topic, attempts: entry.attempts, nextAttemptAtMs: entry.nextAttemptAtMs, lastOutcome: entry.lastError, heldHere: true };
   }
 
   /**
    * Ops: one payout attempt now for a transaction in PROCESSING_PAYMENT, with the worker's own key
-   * (so it can never pay twice), reporting a final outcome to the actor. The outbox row, wherever
-   * it is held, is finished by its holder's next attempt (same key, same report id).
+   * (so it can never pay twice), reporting a final outcome to the actor. The outbox row is finished
+   * by its holder's next attempt (same key, same report id); when this worker handed it back to
+   * wait, it is made due at once.
    */
   async executeNow(transactionId: string): Promise<{ readonly result: 'reported' | 'not_yet' | 'not_applicable'; readonly detail: string; readonly rail: PayoutResult | null }> {
     const tx = await this.loadTransaction(transactionId);
@@ -374,9 +359,8 @@ export class PayoutWorker {
     const rail = await within(this.options.rail.payout(work.request), this.railCallTimeoutMs, 'rail payout');
     const outcome = payoutOutcome(rail);
     if (!outcome.final) return { result: 'not_yet', detail: outcome.summary, rail };
-    const job = [...this.jobs.values()].find((candidate) => candidate.work?.transactionId === transactionId && candidate.row.topic === outboxTopicPayouts);
-    if (job !== undefined && !job.running) job.nextAttemptAtMs = this.options.clock.nowMs();
     await this.report(work, outcome.report);
+    await this.dueNow(transactionId);
     return { result: 'reported', detail: outcome.summary, rail };
   }
 
@@ -388,144 +372,72 @@ export class PayoutWorker {
     return state.phase === 'live' ? state.tx : null;
   }
 
-  // ---- the loop ----
+  // ---- the jobs ----
 
-  private scheduleTick(delayMs: number): void {
-    if (this.stopped) return;
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      this.ticking = this.tick()
-        .then(
-          () => this.rounds.succeeded(),
-          (error: unknown) => {
-            this.rounds.failed();
-            this.log('error', 'payout worker tick failed', { error: String(error) });
-          },
-        )
-        .finally(() => {
-          this.ticking = null;
-          this.scheduleTick(this.pollIntervalMs);
-        });
-    }, delayMs);
+  private entryOf(transactionId: string, topic: string): OutboxJobEntry<Work> | null {
+    return [...this.jobs.held(), ...this.jobs.waiting()].find((entry) => entry.topic === topic && entry.job.transactionId === transactionId) ?? null;
   }
 
-  private async tick(): Promise<void> {
-    this.dropLapsingJobs();
-    await this.claim();
+  /** The payout row of the transaction, held here or handed back to wait: attempted at the next round. */
+  private async dueNow(transactionId: string): Promise<void> {
     const nowMs = this.options.clock.nowMs();
-    for (const job of this.jobs.values()) {
-      if (this.stopped) break;
-      if (job.running || job.nextAttemptAtMs > nowMs) continue;
-      job.running = true;
-      const attempt = this.attempt(job)
-        .catch((error: unknown) => this.log('error', 'payout attempt failed unexpectedly', { rowId: job.row.id, error: String(error) }))
-        .finally(() => {
-          job.running = false;
-          this.running.delete(attempt);
-        });
-      this.running.add(attempt);
-    }
-  }
-
-  private attemptBudgetMs(): number {
-    return this.railCallTimeoutMs + this.reportTimeoutMs;
-  }
-
-  /**
-   * A row whose claim would lapse before its next attempt could finish is let go (its backoff is
-   * remembered): the claim expires and any worker, this one included, picks it up again.
-   */
-  private dropLapsingJobs(): void {
-    const nowMs = this.options.clock.nowMs();
-    for (const [id, job] of this.jobs) {
-      if (job.running) continue;
-      if (Math.max(nowMs, job.nextAttemptAtMs) + this.attemptBudgetMs() < job.claimExpiresAtMs) continue;
-      this.jobs.delete(id);
-      this.remember(id, job);
-    }
-  }
-
-  private remember(id: string, job: Job): void {
-    this.remembered.delete(id);
-    this.remembered.set(id, { attempts: job.attempts, nextAttemptAtMs: job.nextAttemptAtMs, firstSeenAtMs: job.firstSeenAtMs, lastOutcome: job.lastOutcome });
-    while (this.remembered.size > rememberedMax) {
-      const oldest = this.remembered.keys().next().value;
-      if (oldest === undefined) break;
-      this.remembered.delete(oldest);
-    }
-  }
-
-  private async claim(): Promise<void> {
-    // Neither topic may take more than 3/4 of the slots, so stuck payouts never starve refunds.
-    const perTopicMax = Math.max(1, Math.floor((this.inFlightMax * 3) / 4));
-    for (const topic of payoutTopics) {
-      let heldInTopic = 0;
-      for (const job of this.jobs.values()) if (job.row.topic === topic) heldInTopic += 1;
-      const room = Math.min(this.inFlightMax - this.jobs.size, perTopicMax - heldInTopic);
-      if (this.stopped) return;
-      if (room <= 0) continue;
-      const nowMs = this.options.clock.nowMs();
-      const rows = await this.options.store.outboxClaim(topic, this.options.owner, room, this.leaseMs, nowMs);
-      if (this.stopped) {
-        // stop() ran while we were claiming and may already have handed back what it held.
-        if (rows.length > 0) await this.options.store.outboxRelease(rows.map((row) => row.id), this.options.owner);
-        return;
-      }
-      for (const row of rows) {
-        this.counters.claimed += 1;
-        const before = this.remembered.get(row.id);
-        this.remembered.delete(row.id);
-        const work = decodeWork(row);
-        this.jobs.set(row.id, {
-          row,
-          work,
-          claimExpiresAtMs: row.claimExpiresAtMs,
-          attempts: before?.attempts ?? 0,
-          nextAttemptAtMs: before?.nextAttemptAtMs ?? nowMs,
-          firstSeenAtMs: before?.firstSeenAtMs ?? nowMs,
-          lastOutcome: before?.lastOutcome ?? null,
-          running: false,
-        });
-      }
-    }
-  }
-
-  private async attempt(job: Job): Promise<void> {
-    this.counters.attempts += 1;
-    job.attempts += 1;
-    const work = job.work;
-    if (work === null) {
-      // A row we cannot read is a bug; it is never dropped: it stays, loud, for operations.
-      this.counters.malformedRows += 1;
-      this.notYet(job, 'malformed row', 'error');
+    const isPayout = (entry: OutboxJobEntry<Work>): boolean => entry.topic === outboxTopicPayouts && entry.job.transactionId === transactionId;
+    const held = this.jobs.held().find(isPayout);
+    if (held !== undefined) {
+      if (!held.running) held.nextAttemptAtMs = nowMs;
       return;
     }
+    const waiting = this.jobs.waiting().find(isPayout);
+    if (waiting === undefined) return;
+    // `claimed`: another worker holds it now and its attempt decides; `not_found`: done already.
+    await this.options.store.outboxRetryNow(outboxTopicPayouts, waiting.rowId, nowMs);
+  }
+
+  private parse(row: OutboxRow): Work | 'malformed' {
+    this.counters.claimed += 1;
+    if (!this.firstSeenAtMs.has(row.id)) {
+      this.firstSeenAtMs.set(row.id, this.options.clock.nowMs());
+      while (this.firstSeenAtMs.size > firstSeenRememberedMax) {
+        const oldest = this.firstSeenAtMs.keys().next();
+        if (oldest.done === true) break;
+        this.firstSeenAtMs.delete(oldest.value);
+      }
+    }
+    // A row we cannot read is a bug; it is never dropped: the loop parks it, loud, for operations.
+    return decodeWork(row) ?? 'malformed';
+  }
+
+  /** One attempt (the loop's `attempt`): a final outcome is reported, then the row is done; else it waits. */
+  private async attempt(entry: OutboxJobEntry<Work>): Promise<void> {
+    this.counters.attempts += 1;
+    entry.attempts += 1;
+    const work = entry.job;
     let outcome: AttemptOutcome;
     try {
       outcome = await this.callRail(work);
     } catch (error) {
       this.counters.railErrors += 1;
-      this.notYet(job, `rail error: ${error instanceof Error ? error.message : String(error)}`, 'warn');
+      this.notYet(entry, `rail error: ${error instanceof Error ? error.message : String(error)}`, 'warn');
       return;
     }
     if (!outcome.final) {
-      this.notYet(job, outcome.summary, 'info');
+      this.notYet(entry, outcome.summary, 'info');
       return;
     }
     try {
       await this.report(work, outcome.report);
     } catch (error) {
       this.counters.reportErrors += 1;
-      this.notYet(job, `report not confirmed: ${error instanceof Error ? error.message : String(error)}`, 'warn');
+      this.notYet(entry, `report not confirmed: ${error instanceof Error ? error.message : String(error)}`, 'warn');
       return;
     }
     // Done only now: the actor has applied (or had already applied) the outcome.
-    await this.options.store.outboxMarkDone([job.row.id]);
-    this.jobs.delete(job.row.id);
+    await this.jobs.finish(entry);
+    this.firstSeenAtMs.delete(entry.rowId);
     if (outcome.report.kind === 'PayoutSucceeded') this.counters.payoutsSucceeded += 1;
     if (outcome.report.kind === 'PayoutFailed') this.counters.payoutsFailed += 1;
     if (outcome.report.kind === 'RefundSettled') this.counters.refundsSettled += 1;
-    this.log('info', 'rail outcome reported', { transactionId: work.transactionId, work: work.kind, outcome: outcome.summary, attempts: job.attempts });
+    this.log('info', 'rail outcome reported', { transactionId: work.transactionId, work: work.kind, outcome: outcome.summary, attempts: entry.attempts });
   }
 
   private async callRail(work: Work): Promise<AttemptOutcome> {
@@ -554,27 +466,29 @@ export class PayoutWorker {
     }
   }
 
-  private notYet(job: Job, summary: string, level: LogLevel): void {
+  /** Not final yet: the loop hands the row back until its next attempt (bounded exponential backoff). */
+  private notYet(entry: OutboxJobEntry<Work>, summary: string, level: LogLevel): void {
     this.counters.notYet += 1;
     const nowMs = this.options.clock.nowMs();
-    job.lastOutcome = summary;
-    job.nextAttemptAtMs = nowMs + retryDelayMs(job.attempts, this.retryDelayMsMin, this.retryDelayMsMax);
-    const waitingMs = nowMs - this.startedAtMs(job);
+    entry.lastError = summary;
+    entry.nextAttemptAtMs = nowMs + retryDelayMs(entry.attempts, this.retryDelayMsMin, this.retryDelayMsMax);
+    const waitingMs = nowMs - this.startedAtMs(entry);
     const stuck = waitingMs > this.stuckAfterMs;
     this.log(stuck ? 'error' : level, stuck ? 'rail work stuck: no final outcome yet' : 'rail work not final yet; will poll again', {
-      rowId: job.row.id,
-      transactionId: job.work?.transactionId ?? null,
-      work: job.work?.kind ?? null,
-      attempts: job.attempts,
+      rowId: entry.rowId,
+      transactionId: entry.job.transactionId,
+      work: entry.job.kind,
+      attempts: entry.attempts,
       outcome: summary,
       waitingMs,
-      nextAttemptInMs: job.nextAttemptAtMs - nowMs,
+      nextAttemptInMs: entry.nextAttemptAtMs - nowMs,
     });
   }
 
-  private startedAtMs(job: Job): number {
-    const requested = job.work?.requestedAtMs ?? 0;
-    return requested > 0 ? Math.min(requested, job.firstSeenAtMs) : job.firstSeenAtMs;
+  private startedAtMs(entry: OutboxJobEntry<Work>): number {
+    const firstSeen = this.firstSeenAtMs.get(entry.rowId) ?? this.options.clock.nowMs();
+    const requested = entry.job.requestedAtMs;
+    return requested > 0 ? Math.min(requested, firstSeen) : firstSeen;
   }
 
   private log(level: LogLevel, message: string, fields?: Record<string, unknown>): void {

@@ -35,8 +35,8 @@ export function payoutMetrics(stats: PayoutWorkerStats): MetricFamily[] {
         report_refused: stats.reportsRefused,
       },
     ),
-    gauge('payout_rows_held', 'Payout and refund outbox rows this worker holds.', stats.inFlight),
-    gauge('payout_rows_stuck', 'Rows held that have waited longer than the stuck bound (an alert).', stats.stuck),
+    gauge('payout_rows_held', 'Payout and refund outbox rows this worker holds, or deferred until their next attempt.', stats.inFlight),
+    gauge('payout_rows_stuck', 'Of those, rows that have waited longer than the stuck bound (an alert).', stats.stuck),
     gauge('payout_oldest_waiting_seconds', 'How long the oldest row held has waited.', stats.oldestWaitingMs / 1000),
     gauge('payout_malformed_rows', 'Rows this worker could not read (left in the outbox for operations).', stats.malformedRows),
   ];

@@ -1,5 +1,5 @@
 // The loop shared by the workers that execute outbox rows one job per row (chain refunds, onramp
-// deliveries): claim due rows of one topic for a lease, attempt each as a job, and hand every row
+// deliveries, sweeps, payouts and PIX refunds): claim due rows of its topics for a lease, attempt each as a job, and hand every row
 // that has to wait back to the store with its not-before time. Nothing waits while held, so a
 // worker's slots are only ever taken by attempts in progress: rows that keep failing cannot fill
 // them and stop the queue.
@@ -20,6 +20,10 @@
 // land; a second one beside it would rest on the adapter's journal alone): an attempt running
 // longer than the claim lease is logged as an error once and counted (`attemptsOverdue`).
 //
+// Topics: a loop of several topics (the payout worker's payouts and PIX refunds) claims them in
+// order, each round, and holds at most `topicShareMax` rows of one topic, so one topic's backlog
+// cannot take the slots the others need.
+//
 // Budget: with `budgetKey` (the job's network), one key holds at most `inFlightPerKeyMax` rows
 // (default half the slots). A claimed row over its key's budget is deferred for a second, without
 // counting as an attempt: one sick network cannot take every slot, and its rows step aside in the
@@ -33,13 +37,13 @@
 // A malformed row is never dropped silently nor marked done: it is logged the first time this
 // worker sees it, counted (`malformedRows`), and parked with the reason for operations. Due times
 // come from the injected clock; the loop itself ticks on a real timer every `tickMs`.
-import type { Logger } from 'pino';
 import { settlesWithin } from '../lifecycle/shutdown.ts';
 import { LoopHealth, loopCheck, type HealthCheck } from '../lifecycle/health.ts';
 import { outboxBatchMax, outboxReasonCharsMax, type OutboxDeferral, type OutboxRow, type SnapshotStore } from './store.ts';
 
 export interface OutboxJobEntry<Job> {
   readonly rowId: string;
+  readonly topic: string;
   readonly job: Job;
   attempts: number;
   nextAttemptAtMs: number;
@@ -68,19 +72,28 @@ export interface OutboxJobTuning {
   readonly inFlightMax?: number;
   /** Rows of one budget key held at most; default half of `inFlightMax`. */
   readonly inFlightPerKeyMax?: number;
+  /** Rows of one topic held at most, for a loop of several topics; default `inFlightMax`. */
+  readonly topicShareMax?: number;
   readonly tickMs?: number;
   /** How long a malformed row waits before it is read again; default 10 minutes. */
   readonly parkedRetryDelayMs?: number;
 }
 
+/** Where the loop's lines go (a pino Logger is one). */
+export interface OutboxJobsLog {
+  error(fields: Record<string, unknown>, message: string): void;
+  warn(fields: Record<string, unknown>, message: string): void;
+}
+
 export interface OutboxJobsOptions<Job> {
   readonly store: SnapshotStore;
   readonly clock: { nowMs(): number };
-  readonly log: Logger;
+  readonly log: OutboxJobsLog;
   /** Unique per worker process: the outbox claim owner. */
   readonly owner: string;
-  readonly topic: string;
-  /** What the jobs are, for log lines (`refund`, `delivery`). */
+  /** The outbox topic, or the topics in the order each round claims them. */
+  readonly topic: string | readonly string[];
+  /** What the jobs are, for log lines and the health check's name (`refund`, `delivery`, `payout`). */
   readonly what: string;
   /** Claim lease, batch, jobs held at most, tick; the workers' own options carry them as is. */
   readonly tuning?: OutboxJobTuning;
@@ -109,6 +122,8 @@ export class OutboxJobs<Job> {
   private readonly claimBatchMax: number;
   private readonly inFlightMax: number;
   private readonly inFlightPerKeyMax: number;
+  private readonly topicShareMax: number;
+  private readonly topics: readonly string[];
   private readonly tickMs: number;
   private readonly parkedRetryDelayMs: number;
   /** The loop's rounds (the health listener's check). */
@@ -120,6 +135,8 @@ export class OutboxJobs<Job> {
     this.claimBatchMax = tuning.claimBatchMax ?? 32;
     this.inFlightMax = tuning.inFlightMax ?? 256;
     this.inFlightPerKeyMax = tuning.inFlightPerKeyMax ?? Math.max(1, Math.floor(this.inFlightMax / 2));
+    this.topicShareMax = tuning.topicShareMax ?? this.inFlightMax;
+    this.topics = typeof options.topic === 'string' ? [options.topic] : [...options.topic];
     this.tickMs = tuning.tickMs ?? 250;
     this.parkedRetryDelayMs = tuning.parkedRetryDelayMs ?? 600_000;
     this.rounds = new LoopHealth(this.tickMs);
@@ -330,11 +347,19 @@ export class OutboxJobs<Job> {
   }
 
   private async claim(): Promise<void> {
-    const room = Math.min(this.claimBatchMax, this.inFlightMax - this.entries.size);
-    if (room <= 0 || this.stopRequested) return;
+    for (const topic of this.topics) {
+      if (this.stopRequested) return;
+      let heldInTopic = 0;
+      for (const entry of this.entries.values()) if (entry.topic === topic) heldInTopic += 1;
+      const room = Math.min(this.claimBatchMax, this.inFlightMax - this.entries.size, this.topicShareMax - heldInTopic);
+      if (room > 0) await this.claimTopic(topic, room);
+    }
+  }
+
+  private async claimTopic(topic: string, room: number): Promise<void> {
     const { store, owner } = this.options;
     const nowMs = this.options.clock.nowMs();
-    const rows = await store.outboxClaim(this.options.topic, owner, room, this.claimLeaseMs, nowMs);
+    const rows = await store.outboxClaim(topic, owner, room, this.claimLeaseMs, nowMs);
     if (this.stopRequested) {
       // stop() ran while we were claiming and may already have handed back what it held.
       if (rows.length > 0) await store.outboxRelease(rows.map((row) => row.id), owner).catch(() => undefined);
@@ -383,6 +408,7 @@ export class OutboxJobs<Job> {
     this.waitingHere.delete(row.id);
     return {
       rowId: row.id,
+      topic: row.topic,
       job: before?.job ?? parsed,
       attempts: Math.max(row.attempts ?? 0, before?.attempts ?? 0),
       nextAttemptAtMs: 0,

@@ -136,7 +136,7 @@ test('the health listener\'s /metrics: a payout paid shows in the payout numbers
   }, 10_000, 200);
 });
 
-test('the outbox backlog per topic: a payout held up by a rail outage shows as a claimed payouts row until it is paid', async () => {
+test('the outbox backlog per topic: a payout held up by a rail outage shows as a deferred payouts row (held by nobody until its next try) until it is paid', async () => {
   const rail = service.rail ?? assert.fail('the harness runs the sandbox rail');
   const key = service.apiKeys[testPartners.kycOff] ?? '';
   const edgeSeries = async (): Promise<Map<string, number>> => parse((await call(service.baseUrl, 'GET', '/metrics', { ops: service.opsApiKey })).text);
@@ -154,7 +154,7 @@ test('the outbox backlog per topic: a payout held up by a rail outage shows as a
     await eventually(async () => {
       const series = await edgeSeries();
       assert.ok((series.get('outbox_rows{topic="payouts"}') ?? 0) >= 1, 'the payout waits in the outbox');
-      assert.ok((series.get('outbox_rows_claimed{topic="payouts"}') ?? 0) >= 1, 'and the payout worker holds it');
+      assert.ok((series.get('outbox_rows_deferred{topic="payouts"}') ?? 0) >= 1, 'handed back by the payout worker until its next try');
       assert.equal(series.get('outbox_rows_capped{topic="payouts"}'), 0);
       assert.ok((series.get('outbox_oldest_row_age_seconds{topic="payouts"}') ?? -1) >= 0, 'with how long it has waited');
     }, 15_000, 250);

@@ -35,6 +35,7 @@ import type { PrivateAnvil } from '../support/anvil.ts';
 import { startLaggingRpc } from '../support/lagging-rpc.ts';
 import type { LaggingRpc } from '../support/lagging-rpc.ts';
 import { teardown } from '../support/teardown.ts';
+import { eventually } from '../support/eventually.ts';
 
 const decimals = 6;
 const confirmations = 3;
@@ -671,8 +672,15 @@ describe('sweep: tokens that bend ERC-20', () => {
       assert.equal(await forcedWrite(deployer, { address: token.address, abi: token.abi, functionName: 'mint', args: [address, 9_000_000n] }), 'success');
     }
     await mine(confirmations - 1);
-    const swept = await adapter.sweep(sweepOf(transactionId, `sweep-no-return-${transactionId}`, 'USDC'));
+    const sweepKey = `sweep-no-return-${transactionId}`;
+    const swept = await adapter.sweep(sweepOf(transactionId, sweepKey, 'USDC'));
     assert.notEqual(swept.status, 'failed', show(swept));
+    // Asked again with the same key once blocks are on top, the sweep reports what it did.
+    await eventually(async () => {
+      await mine(confirmations - 1);
+      const again = await adapter.sweep(sweepOf(transactionId, sweepKey, 'USDC'));
+      assert.equal(again.status, 'confirmed', show(again));
+    }, 20_000, 100);
     assert.equal(await balanceOf(noReturn.address, address), 0n);
     assert.equal(await balanceOf(noReturn.address, hotWallet.address), 9_000_000n);
 

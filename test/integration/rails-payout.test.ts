@@ -1,7 +1,8 @@
 // The payout role end to end with the real actor runtime (in-process bus, embedded store, the
 // service's composition): a funded transaction is paid out and completes; a provider failure ends in
 // PAYMENT_FAILED with the crypto refund requested (and left to the chains worker); an outage or a
-// pending provider is polled until the outcome is final; an onramp payer's PIX payment paid in the
+// pending provider is polled until the outcome is final (the row handed back to the store between
+// attempts); an onramp payer's PIX payment paid in the
 // wrong amount is returned through the rail and the partner sees the provider's refund id.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -118,6 +119,27 @@ test('an outage: the payout is retried with backoff, nothing is paid meanwhile, 
   }
   await eventually(async () => assert.equal((await transactionDoc(store(), transactionId)).status, 'PAYMENT_COMPLETED'), 10_000);
   assert.ok(payoutRole.worker.stats().notYet >= 3);
+});
+
+test('a payout waiting out an outage is handed back to the store between attempts: operations see it waiting, with its reason', async () => {
+  await sandbox.setOutage('PIX', true);
+  const quote = await createQuote(client, store(), { kind: 'payout', amount: 31, paymentMethod: 'PIX' });
+  const transactionId = await accept(client, quote, 'pix@example.com');
+  try {
+    await depositExact(client, transactionId, quote);
+    await eventually(async () => {
+      const waiting = await store().outboxWaiting(outboxTopicPayouts, 1_000);
+      const row = waiting.find((candidate) => fromJsonValue<{ transactionId?: string }>(candidate.payload).transactionId === transactionId);
+      assert.ok(row, 'the row waits in the store, held by nobody');
+      assert.ok((row.attempts ?? 0) >= 1);
+      assert.match(row.reason ?? '', /temporarily unavailable/);
+      assert.equal(row.parked, false, 'an outage is a passing failure, not a parked row');
+    }, 10_000);
+    assert.equal(await sandbox.ledgerEntry(payoutIdempotencyKey(transactionId)), null, 'nothing paid meanwhile');
+  } finally {
+    await sandbox.setOutage('PIX', false);
+  }
+  await eventually(async () => assert.equal((await transactionDoc(store(), transactionId)).status, 'PAYMENT_COMPLETED'), 10_000);
 });
 
 test('a pending provider is polled until the payout settles', async () => {
