@@ -15,12 +15,11 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { open } from 'lmdb';
 import type { Database, Key, RootDatabase } from 'lmdb';
+import { appliedRepliesPerActorDefault, defaultReadModelIndexes, outboxBacklogCountMax, outboxBatchMax, blobStagingStaleMsDefault } from './store.ts';
 import {
-  IndexCatalog, appliedRepliesPerActorDefault, assertBlob, assertCollection, assertFence,
-  assertCount, assertIdentifier, assertLimit, partitionValidWrites, assertNonNegativeInteger, assertReadModelDoc, defaultReadModelIndexes,
-  indexValuesOf, outboxBacklogCountMax, outboxBatchMax, planList, assertDeferral, deferredRow,
-  blobParts, blobStagingStaleMsDefault,
-} from './store.ts';
+  IndexCatalog, assertBlob, assertCollection, assertCount, assertDeferral, assertFence, assertIdentifier, assertLimit,
+  assertNonNegativeInteger, assertReadModelDoc, blobParts, deferredRow, indexValuesOf, partitionValidWrites, planList,
+} from './store-checks.ts';
 import type {
   ActorSnapshot, AppliedReply, BatchCommitResult, CommitResult, CommitWrite, FenceResult, IndexValue, JsonObject, JsonValue,
   ListItem, ListPage, ListQuery, OutboxBacklog, OutboxDeferral, OutboxRow, OutboxRowAction, PutIfAbsentResult, ReadModelIndex,
