@@ -5,7 +5,7 @@
 // owns is refused before it is sent, instead of waiting its whole timeout for a reply.
 import { randomUUID } from 'node:crypto';
 import type { Bus } from '../bus/bus.ts';
-import type { Reply as BusReply, Requester, RequestOptions } from '../bus/request-reply.ts';
+import type { Requester, RequestOptions } from '../bus/request-reply.ts';
 import type { ShardGate } from '../bus/shard-coverage.ts';
 import { commandStreamKey, commandStreamKeys, shardOf } from '../bus/shards.ts';
 import { encodeEnvelope } from './codec.ts';
@@ -27,10 +27,6 @@ export interface AskOptions {
   readonly timeoutMs?: number;
 }
 
-function parseReplyPayload(reply: BusReply): unknown {
-  return JSON.parse(reply.payload);
-}
-
 export class ActorClient {
   /** Every shard's command stream, named on first use (not once per ask). */
   private commandStreams: readonly string[] | null = null;
@@ -47,34 +43,20 @@ export class ActorClient {
     return this.commandStreams[shard] ?? commandStreamKey(keyPrefix, shard);
   }
 
-  /** Never throws: every failure is a rejection. Not `async`: the edge asks once per request. */
-  ask<Reply>(actorType: string, actorKey: string, kind: string, payload: JsonValue, options: AskOptions = {}): Promise<Reply> {
-    return this.askRaw(actorType, actorKey, kind, payload, options).then(parseReplyPayload) as Promise<Reply>;
-  }
-
-  /**
-   * `ask` without decoding the reply: the reply entry as the bus delivered it, its payload the
-   * actor's reply as JSON text. For a caller that can use the text as it is (the edge answers a
-   * quote with part of it). Never throws: every failure is a rejection.
-   */
-  askRaw(actorType: string, actorKey: string, kind: string, payload: JsonValue, options: AskOptions = {}): Promise<BusReply> {
-    let stream: string;
-    try {
-      const shard = shardOf(actorId(actorType, actorKey), this.options.shardCount);
-      const refusal = this.options.gate?.refusal(shard) ?? null;
-      if (refusal !== null) return Promise.reject(refusal);
-      stream = this.streamOfShard(shard);
-    } catch (error) {
-      return Promise.reject(error instanceof Error ? error : new Error(String(error)));
-    }
+  /** The actor's reply, decoded. Never throws: every failure is a rejection. */
+  async ask<Reply>(actorType: string, actorKey: string, kind: string, payload: JsonValue, options: AskOptions = {}): Promise<Reply> {
+    const shard = shardOf(actorId(actorType, actorKey), this.options.shardCount);
+    const refusal = this.options.gate?.refusal(shard) ?? null;
+    if (refusal !== null) throw refusal;
+    const stream = this.streamOfShard(shard);
     const commandId = options.commandId ?? randomUUID();
-    // One object shape for every ask (a conditional spread here made each call a slow-path literal).
     const requestOptions: RequestOptions = { timeoutMs: options.timeoutMs, maxLenApprox: this.options.streamLengthMax ?? 1_000_000 };
-    return this.options.requester.request(
+    const reply = await this.options.requester.request(
       stream,
       (replyTo) => encodeEnvelope({ commandId, actorType, actorKey, kind, payload, replyTo, sentAtMs: this.options.nowMs() }),
       requestOptions,
     );
+    return JSON.parse(reply.payload) as Reply;
   }
 
   async tell(actorType: string, actorKey: string, kind: string, payload: JsonValue, commandId: string): Promise<void> {

@@ -168,17 +168,10 @@ export class RedisBus implements Bus {
     defineScripts(this.client);
   }
 
-  // Not `async`: the edge appends once per request, and every promise layer costs. Failures are
-  // still rejections, never synchronous throws.
-  append(stream: string, payload: string, options: AppendOptions = {}): Promise<EntryId> {
-    let args: Array<string | number>;
-    try {
-      this.assertOpen();
-      args = appendArguments(stream, payload, options);
-    } catch (error) {
-      return Promise.reject(error instanceof Error ? error : new Error(String(error)));
-    }
-    return this.client.call('XADD', args).then(entryIdOf, throwBusError);
+  async append(stream: string, payload: string, options: AppendOptions = {}): Promise<EntryId> {
+    this.assertOpen();
+    const args = appendArguments(stream, payload, options);
+    return entryIdOf(await this.client.call('XADD', args).catch(throwBusError));
   }
 
   async ensureGroup(stream: string, group: string): Promise<void> {

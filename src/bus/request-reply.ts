@@ -219,20 +219,14 @@ export class Requester {
    * a function of the reply address, to embed it in the command body (e.g. a CommandEnvelope).
    * Never throws: every failure is a rejection.
    */
-  request(stream: string, payload: string | ((replyTo: ReplyAddress) => string), options: RequestOptions = {}): Promise<Reply> {
-    if (this.closed) return Promise.reject(new RequesterClosedError());
-    if (this.waiting.size >= this.pendingMax) return Promise.reject(new RequesterOverloadedError(this.pendingMax));
+  async request(stream: string, payload: string | ((replyTo: ReplyAddress) => string), options: RequestOptions = {}): Promise<Reply> {
+    if (this.closed) throw new RequesterClosedError();
+    if (this.waiting.size >= this.pendingMax) throw new RequesterOverloadedError(this.pendingMax);
     const timeoutMs = options.timeoutMs ?? this.timeoutMsDefault;
-    if (!Number.isSafeInteger(timeoutMs) || timeoutMs <= 0) return Promise.reject(new RangeError('timeoutMs must be a positive integer'));
-    let requestId: string;
-    let body: string;
-    try {
-      requestId = this.newRequestId();
-      if (this.waiting.has(requestId)) throw new Error(`duplicate request id ${requestId}`);
-      body = typeof payload === 'function' ? payload({ stream: this.replyStream, requestId }) : payload;
-    } catch (error) {
-      return Promise.reject(error instanceof Error ? error : new Error(String(error)));
-    }
+    if (!Number.isSafeInteger(timeoutMs) || timeoutMs <= 0) throw new RangeError('timeoutMs must be a positive integer');
+    const requestId = this.newRequestId();
+    if (this.waiting.has(requestId)) throw new Error(`duplicate request id ${requestId}`);
+    const body = typeof payload === 'function' ? payload({ stream: this.replyStream, requestId }) : payload;
     // Register before appending: a fast consumer may reply before append() returns.
     const replied = new Promise<Reply>((resolve, reject) => {
       const waiting = new Waiting(requestId, timeoutMs, resolve, reject);
@@ -243,13 +237,10 @@ export class Requester {
       options.headers === undefined
         ? { [headerReplyTo]: this.replyStream, [headerRequestId]: requestId }
         : { ...options.headers, [headerReplyTo]: this.replyStream, [headerRequestId]: requestId };
-    try {
-      this.bus
-        .append(stream, body, { headers, maxLenApprox: options.maxLenApprox ?? commandStreamMaxLenApprox })
-        .then(undefined, (error: unknown) => this.appendFailed(requestId, error));
-    } catch (error) {
-      this.appendFailed(requestId, error);
-    }
+    // Not awaited here: the reply may come before the append's own answer; a failed append rejects `replied`.
+    this.bus
+      .append(stream, body, { headers, maxLenApprox: options.maxLenApprox ?? commandStreamMaxLenApprox })
+      .then(undefined, (error: unknown) => this.appendFailed(requestId, error));
     return replied;
   }
 

@@ -28,13 +28,13 @@
 // The toolkit is five modules: http-types.ts (what routes declare and see), http-router.ts,
 // http-response.ts (helpers and the one writer), http-exchange.ts (one request's life) and this
 // one, which admits each request and wires the rest.
+import { randomUUID } from 'node:crypto';
 import uWS from 'uWebSockets.js';
 import type { HttpRequest as UwsRequest, HttpResponse as UwsResponse, us_listen_socket } from 'uWebSockets.js';
 import { jsonBodyBytesMax, parseContentLength, readBody } from './body.ts';
 import {
   anonymousShareKey, createFairShares, fairShareDefaults, isRefusal, type FairShareLimits, type FairShares,
 } from './fair-shares.ts';
-import { randomUuid } from './uuid.ts';
 import { errorResponse } from './errors.ts';
 import { RateLimitedLog } from '../bus/outage-log.ts';
 import { systemClock } from '../bus/bus.ts';
@@ -377,7 +377,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
   const shares = createFairShares(resolveFairShares(options));
   const state: AppState = { inFlight: 0, draining: false, listeners: 0 };
   const hooks = exchangeHooks(options, limits, state, errorReporter(options));
-  const dispatcher = new Dispatcher(options, limits, compileRoutes(options.routes), shares, hooks, state, options.generateRequestId ?? randomUuid);
+  const dispatcher = new Dispatcher(options, limits, compileRoutes(options.routes), shares, hooks, state, options.generateRequestId ?? randomUUID);
   const app = uWS.App();
   app.any('/*', dispatcher.safeHandle);
   return {

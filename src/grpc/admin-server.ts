@@ -34,9 +34,13 @@ import { persistPartner } from '../ports/partner-overrides.ts';
 import { serviceOutboxTopics } from '../actors/cluster-stats.ts';
 import type { OutboxRowAction } from '../store/store.ts';
 import { listParked, parkedListDefault, parkedListMax, parkedRowReply, resolveNoteCharsMax } from './admin-parked.ts';
+import { outboxTopicPayouts, outboxTopicRefundsPix } from '../actors/transaction-actor.ts';
 import { listenGrpc, loadProto, lookup } from './proto.ts';
 import { adminServerTls } from './link-security.ts';
 import { auditTarget, createAuditLog, operatorKeyId, type AuditLog, type AuditOutcome } from '../audit/operator-audit.ts';
+
+/** Outbox topics whose rows only the rail settles (see ResolveParked). */
+const fiatOutcomeTopics: ReadonlySet<string> = new Set([outboxTopicPayouts, outboxTopicRefundsPix]);
 
 // The admin service's view of the webhooks service and the sandbox rail: only what it calls, so
 // this module depends on their shapes, not on their modules.
@@ -314,6 +318,10 @@ export function adminHandlers(ctx: ServiceContext, capabilities: AdminCapabiliti
       const id = required(request, 'id');
       const note = required(request, 'note');
       if (note.length > resolveNoteCharsMax) throw new AdminError(grpcStatus.INVALID_ARGUMENT, `note must be at most ${resolveNoteCharsMax} characters`);
+      // A fiat row's outcome belongs to the rail: marking a payout (or a PIX refund) done by hand
+      // would leave its transaction without the report while the provider may still settle it.
+      // Such a row is retried (the rail's idempotency key makes that safe) or fixed at the provider.
+      if (fiatOutcomeTopics.has(topic)) throw new AdminError(grpcStatus.FAILED_PRECONDITION, `rows of ${topic} are not resolved by hand: their outcome comes from the rail; retry the row, or settle it at the provider and let the worker report it`);
       const nowMs = ctx.clock.nowMs();
       const row = actedOn(await ctx.store.outboxResolve(topic, id, nowMs), topic, id);
       // The audit trail: the row is gone, its work was never done by the service.

@@ -276,6 +276,10 @@ test('refunds a chain refuses: /metrics counts them parked, the listing shows wh
     await assert.rejects(admin.call('RetryParked', { topic: chainRefundTopic, id: toResolve.id }), (error: { code?: number }) => error.code === 5);
     await assert.rejects(admin.call('ResolveParked', { topic: chainRefundTopic, id: 'nobody:1:0', note }), (error: { code?: number }) => error.code === 5);
     await assert.rejects(admin.call('ListParked', { topic: 'no-such-topic' }), (error: { code?: number }) => error.code === 3);
+    // A payout's or a PIX refund's row is never marked done by hand: its outcome comes from the rail.
+    for (const topic of ['payouts', 'refunds.pix']) {
+      await assert.rejects(admin.call('ResolveParked', { topic, id: 'any:1:0', note }), (error: { code?: number; details?: string }) => error.code === 9 && /outcome comes from the rail/.test(error.details ?? ''));
+    }
   } finally {
     await chain.setKnobs('SOLANA', { sendRejects: false });
   }

@@ -1,7 +1,6 @@
 // What every route module of the partner edge shares: the edge's environment (context, optional
 // capabilities, actor client, idempotency, guards), JSON-object bodies, idempotent POST handling,
 // partner-scoped transaction lookups and the mapping of infrastructure failures to 503.
-import type { Reply as BusReply } from '../../bus/request-reply.ts';
 import type { CoverageSummary } from '../../bus/shard-coverage.ts';
 import type { ActorClient } from '../../actors/client.ts';
 import type { JsonValue } from '../../actors/envelope.ts';
@@ -35,8 +34,6 @@ export interface EdgeActorsOptions {
 /** The actor client as the edge uses it: counts requests waiting for a reply (a metric). */
 export interface EdgeActors {
   ask<Reply>(actorType: string, actorKey: string, kind: string, payload: JsonValue, commandId: string): Promise<Reply>;
-  /** `ask`, resolving with the actor's reply as the JSON text it was sent in (not decoded). */
-  askText(actorType: string, actorKey: string, kind: string, payload: JsonValue, commandId: string): Promise<string>;
   pending(): number;
 }
 
@@ -44,28 +41,17 @@ export function edgeActors(client: ActorClient, options: EdgeActorsOptions = {})
   const timeoutMs = options.timeoutMs ?? actorReplyTimeoutMs;
   const onFailure = options.onFailure ?? (() => undefined);
   let pending = 0;
-  // Shared by every ask (no closures or async frames per request).
-  const answered = <Reply>(reply: Reply): Reply => {
-    pending -= 1;
-    return reply;
-  };
-  const answeredText = (reply: BusReply): string => {
-    pending -= 1;
-    return reply.payload;
-  };
-  const failed = (error: unknown): never => {
-    pending -= 1;
-    onFailure(error);
-    throw error;
-  };
   return {
-    ask<Reply>(actorType: string, actorKey: string, kind: string, payload: JsonValue, commandId: string): Promise<Reply> {
+    async ask<Reply>(actorType: string, actorKey: string, kind: string, payload: JsonValue, commandId: string): Promise<Reply> {
       pending += 1;
-      return client.ask<Reply>(actorType, actorKey, kind, payload, { commandId, timeoutMs }).then(answered, failed);
-    },
-    askText(actorType: string, actorKey: string, kind: string, payload: JsonValue, commandId: string): Promise<string> {
-      pending += 1;
-      return client.askRaw(actorType, actorKey, kind, payload, { commandId, timeoutMs }).then(answeredText, failed);
+      try {
+        return await client.ask<Reply>(actorType, actorKey, kind, payload, { commandId, timeoutMs });
+      } catch (error) {
+        onFailure(error);
+        throw error;
+      } finally {
+        pending -= 1;
+      }
     },
     pending: () => pending,
   };

@@ -5,6 +5,7 @@
 // toolkit's catalogue codes (docs/api.md), and so does a quote we cannot compute because the
 // service is not reachable (Redis down, no shard worker, no reply in time): 503
 // `service_unavailable` with Retry-After, as on every other endpoint — not a quote outcome.
+import { randomUUID } from 'node:crypto';
 import { quoteActorType, type CreateQuotePayload, type QuoteReply } from '../../actors/quote-actor.ts';
 import type { JsonValue } from '../../actors/envelope.ts';
 import type { QuoteRequest } from '../../domain/pricing.ts';
@@ -12,11 +13,9 @@ import type { QuoteKind } from '../../domain/quote.ts';
 import { cryptoAssets, isOneOf, networks } from '../../domain/assets.ts';
 import { quoteError, quoteErrorCodes, type QuoteErrorCode } from '../../domain/quote-errors.ts';
 import { knownFields, type Ids } from '../idempotency.ts';
-import { jsonResponse, jsonTextResponse } from '../http-response.ts';
+import { jsonResponse } from '../http-response.ts';
 import type { HttpResponse, RequestContext, Route } from '../http-types.ts';
-import { lastObjectMemberText } from '../json-text.ts';
 import { parseQuoteRoute } from '../schemas.ts';
-import { randomUuid } from '../uuid.ts';
 import { rejectionResponse, unavailableResponse } from '../errors.ts';
 import { idOf, idempotentPost, jsonObjectBody, partnerOf, type EdgeEnv } from './common.ts';
 
@@ -60,47 +59,37 @@ function quoteRequest(kind: QuoteKind, body: Record<string, unknown>): { ok: tru
   };
 }
 
-// Not `async`: it only returns the ask's promise (one promise layer less per quote); a throw is a
-// bug and becomes the toolkit's 500 either way.
-function createQuote(env: EdgeEnv, kind: QuoteKind, request: RequestContext): Promise<HttpResponse> {
+async function createQuote(env: EdgeEnv, kind: QuoteKind, request: RequestContext): Promise<HttpResponse> {
   const partnerId = partnerOf(request);
   const body = jsonObjectBody(request);
-  if (!body.ok) return Promise.resolve(body.response);
+  if (!body.ok) return body.response;
   const parsed = quoteRequest(kind, body.value);
-  if (!parsed.ok) return Promise.resolve(parsed.response);
+  if (!parsed.ok) return parsed.response;
   const quoteRequestValue = parsed.request;
   // A network/asset without a deposit setup is not listed in /public/corridors; quoting it is the
   // same `corridor_unavailable` as any other route that is not enabled.
   const { network, cryptoCurrency } = quoteRequestValue;
   const availability = env.deps.chainAvailability;
   if (availability && isOneOf(networks, network) && isOneOf(cryptoAssets, cryptoCurrency) && !availability.active(network, cryptoCurrency)) {
-    return Promise.resolve(quoteErrorResponse('corridor_unavailable', `${cryptoCurrency} on ${network} is not available`));
+    return quoteErrorResponse('corridor_unavailable', `${cryptoCurrency} on ${network} is not available`);
   }
-  return idempotentPost(env, request, partnerId, knownFields(body.value, quoteFields[kind]), newQuoteIds, (ids) => {
+  return idempotentPost(env, request, partnerId, knownFields(body.value, quoteFields[kind]), newQuoteIds, async (ids) => {
     const payload: CreateQuotePayload = { partnerId, request: quoteRequestValue };
-    // One promise step from the reply text to the response (no decoded reply in between).
-    return env.actors
-      .askText(quoteActorType, idOf(ids, 'quoteId'), 'create', payload as unknown as JsonValue, idOf(ids, 'commandId'))
-      .then(quoteReplyResponse, quoteAskFailed);
+    try {
+      const reply = await env.actors.ask<QuoteReply>(quoteActorType, idOf(ids, 'quoteId'), 'create', payload as unknown as JsonValue, idOf(ids, 'commandId'));
+      return quoteReplyResponse(reply);
+    } catch (error) {
+      return quoteAskFailed(error);
+    }
   });
 }
 
 function newQuoteIds(): Ids {
-  return { quoteId: randomUuid(), commandId: randomUuid() };
+  return { quoteId: randomUUID(), commandId: randomUUID() };
 }
 
-/** How a created quote's reply starts when the quote actor's `{ ok: true, quote }` is JSON text. */
-const quoteCreatedPrefix = '{"ok":true,"quote":';
-
-/**
- * The HTTP answer to the quote actor's reply text. A created quote is answered with the reply's
- * `quote` text as it is: the runtime writes replies with JSON.stringify, so decoding and encoding
- * it again would give the same bytes. Anything else is decoded and mapped.
- */
-export function quoteReplyResponse(replyText: string): HttpResponse {
-  const quoteText = lastObjectMemberText(replyText, quoteCreatedPrefix);
-  if (quoteText !== null) return jsonTextResponse(200, quoteText);
-  const reply = JSON.parse(replyText) as QuoteReply;
+/** The HTTP answer to the quote actor's reply: the quote, or its refusal (an unknown code is a server_error). */
+export function quoteReplyResponse(reply: QuoteReply): HttpResponse {
   if (reply.ok) return jsonResponse(200, reply.quote);
   const code = isOneOf(quoteErrorCodes, reply.error.code) ? reply.error.code : 'server_error';
   return rejectionResponse(code, reply.error.reason, reply.error.retryable);

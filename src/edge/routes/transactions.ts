@@ -12,6 +12,7 @@
 // (two acceptances racing both pass this read). Before asking, the edge answers a refusal the saga
 // is certain to give from the counters' committed state (a spent method cap: `early-refusal.ts`),
 // writing nothing.
+import { randomUUID } from 'node:crypto';
 import type { JsonValue } from '../../actors/envelope.ts';
 import { kycCollection, kycKey } from '../../actors/kyc-actor.ts';
 import { loadQuoteRecord } from '../../actors/quote-actor.ts';
@@ -31,7 +32,6 @@ import { errorResponse, isPartnerErrorCode, rejectionResponse } from '../errors.
 import { jsonResponse } from '../http-response.ts';
 import type { HttpResponse, RequestContext, Route } from '../http-types.ts';
 import { listQuerySchema, parseWith, transactionBodySchema, type TransactionBody } from '../schemas.ts';
-import { randomUuid } from '../uuid.ts';
 import { checkWallet } from './chain-formats.ts';
 import {
   acceptanceRejection,
@@ -225,7 +225,7 @@ async function acceptTransaction(env: EdgeEnv, refusals: EarlyRefusals, request:
     request,
     partnerId,
     input,
-    () => ({ transactionId: randomUuid(), commandId: randomUuid() }),
+    () => ({ transactionId: randomUUID(), commandId: randomUUID() }),
     (ids) => accept(env, refusals, partnerId, input, ids),
   );
 }
