@@ -19,23 +19,23 @@
 // the previous write made durable (and dedupes against it). An actor whose write was refused (or
 // threw) is blocked: its commands in later batches are not applied but left pending, until the
 // worker recovers the shard and re-reads every pending entry in stream order.
+//
+// An actor's step (its in-memory record, the write its commands make, the rules for a repeated
+// command) is built by the pure functions of actor-step.ts.
 import type { Bus, BusEntry } from '../bus/bus.ts';
 import { replyTo } from '../bus/request-reply.ts';
 import { shardOf, commandStreamKey } from '../bus/shards.ts';
-import {
-  actorId,
-  timerCommandKind,
-  type ActorBehavior,
-  type CommandEnvelope,
-  type JsonValue,
-  type LogLevel,
-  type OutboxMessage,
-  type ReadModelWrite,
-  type ReplyTarget,
-} from './envelope.ts';
+import { actorId, timerCommandKind, type ActorBehavior, type CommandEnvelope, type JsonValue, type LogLevel, type OutboxMessage, type ReadModelWrite } from './envelope.ts';
 import { decodeEnvelope, encodeEnvelope } from './codec.ts';
-import type { ActorCommit, ActorStore, BatchCommitResult, OutboxRowWrite } from './actor-store.ts';
+import type { ActorStore, BatchCommitResult, OutboxRowWrite } from './actor-store.ts';
 import { ActorFault, errorText, releaseWrites, replayCommandKind, replayDeadLettersMax, type DeadLetter, type QuarantineRecord, type QuarantineStore } from './quarantine.ts';
+import {
+  activeActor, asksAgain, buildWrite, dedupesByState, firedDueAtMs, handleOrFault, isRefusal, rememberCommand, sentCommands, timerCommandId,
+  type ActiveActor, type ActorOutcome, type PendingReply, type PreparedStep, type PreparedWrite,
+} from './actor-step.ts';
+
+// Kept importable from here: the shard worker, the store adapter and tests name them so.
+export { outboxTopicCommands, timerCommandId } from './actor-step.ts';
 
 export interface RuntimeClock {
   nowMs(): number;
@@ -78,62 +78,6 @@ export interface RuntimeOptions {
   readonly onTimerRefused?: (actorId: string, dueAtMs: number) => void;
 }
 
-interface ActiveActor {
-  readonly id: string;
-  readonly behavior: ActorBehavior<unknown>;
-  state: unknown;
-  version: number;
-  lastUsedMs: number;
-  /** Command ids applied since activation (a fast path before asking the store). */
-  readonly recentCommandIds: Set<string>;
-  /**
-   * Replies of recent commands that wrote nothing (a refusal, a read): the store keeps no reply
-   * for them, so a repeat of the same id is answered from here (else its asker would wait for a
-   * reply that never comes). Bounded with `recentCommandIds`.
-   */
-  readonly unwrittenReplies: Map<string, JsonValue>;
-  /**
-   * The actor's row in the `timers` read model as of `version`: a due time, null (no row), or
-   * undefined when not known (activated from a snapshot). A write that leaves it unchanged skips it.
-   */
-  storedTimerAtMs: number | null | undefined;
-}
-
-interface PendingReply {
-  readonly to: ReplyTarget;
-  readonly payload: JsonValue;
-}
-
-/** What became of one actor's commands in a batch. */
-type ActorOutcome =
-  | { readonly kind: 'applied'; readonly replies: PendingReply[]; readonly outbox: OutboxRowWrite[] }
-  /**
-   * Not applied: the actor is quarantined; these commands go to its dead letters. `error` is set
-   * when this batch put it there (null: it already was).
-   */
-  | { readonly kind: 'quarantined'; readonly error: string | null }
-  /** Not applied (write refused, actor blocked, shard not owned): the entries stay pending. */
-  | { readonly kind: 'retry' }
-  /** Not applied because applying threw (a bug or broken infrastructure): the entries stay pending. */
-  | { readonly kind: 'failed'; readonly error: unknown };
-
-/** An actor's part of a batch once applied in memory: a write to make durable, or done already. */
-interface PreparedWrite {
-  readonly kind: 'write';
-  readonly actor: ActiveActor;
-  readonly commit: ActorCommit;
-  /** The state the actor takes once the write is durable. */
-  readonly state: unknown;
-  readonly timerAtMs: number | null | undefined;
-  /** A timer this batch fired and the actor still wants at the same time (see onTimerRefused). */
-  readonly refusedTimerAtMs: number | null;
-  readonly replies: PendingReply[];
-  readonly outboxRows: OutboxRowWrite[];
-  /** Set when this write applies a quarantined actor's dead letters: it is released once durable. */
-  readonly releases?: true;
-}
-type PreparedStep = PreparedWrite | { readonly kind: 'done'; readonly outcome: ActorOutcome };
-
 export interface BatchResult {
   /** Entries whose outcome is durable (and were replied to and acknowledged). */
   readonly applied: number;
@@ -144,27 +88,6 @@ export interface BatchResult {
   /** The entries left pending (retried or failed), for the worker to recover their shards. */
   readonly pending: readonly BusEntry[];
 }
-
-/**
- * The stable id of an actor's timer command for a due time: redelivery never double-fires. A
- * timer armed again after a refusal (`attempt` ≥ 1) needs an id of its own: the refusal wrote
- * nothing, but the actor remembers the first id for a while and would answer it from memory.
- */
-export function timerCommandId(id: string, dueAtMs: number, attempt = 0): string {
-  return attempt === 0 ? `${id}:timer:${dueAtMs}` : `${id}:timer:${dueAtMs}:retry:${attempt}`;
-}
-
-/** The due time a `timer` command fired for (its payload), or null when it carries none. */
-function firedDueAtMs(command: CommandEnvelope): number | null {
-  if (command.kind !== timerCommandKind) return null;
-  const payload = command.payload;
-  if (payload === null || typeof payload !== 'object' || Array.isArray(payload)) return null;
-  const dueAtMs = payload['dueAtMs'];
-  return typeof dueAtMs === 'number' && Number.isSafeInteger(dueAtMs) ? dueAtMs : null;
-}
-
-export const outboxTopicCommands = 'commands';
-const recentCommandIdsMax = 256;
 
 export class ActorRuntime {
   private readonly behaviors = new Map<string, ActorBehavior<unknown>>();
@@ -496,22 +419,7 @@ export class ActorRuntime {
       return cached;
     }
     const snapshot = await this.options.store.load(id);
-    const actor: ActiveActor = {
-      id,
-      behavior,
-      // A snapshot may hold no state: an actor that had none yet and did something durable all the
-      // same (a counter refusing a first reservation sends its answer, and that send is written
-      // with the actor) is written with `state: null`. That means "no state yet", exactly as no
-      // snapshot does, and is never handed to `decode`: a behavior decodes only what its own
-      // `encode` wrote (docs/actors.md, "Snapshots without a state").
-      state: snapshot === null || snapshot.state === null ? null : decodeOrFault(behavior, id, snapshot.state),
-      version: snapshot?.version ?? 0,
-      lastUsedMs: this.options.clock.nowMs(),
-      recentCommandIds: new Set(),
-      unwrittenReplies: new Map(),
-      // A never-written actor has no timer row; one loaded from a snapshot may have one.
-      storedTimerAtMs: snapshot === null ? null : undefined,
-    };
+    const actor = activeActor(id, behavior, snapshot, this.options.clock.nowMs());
     this.actors.set(id, actor);
     return actor;
   }
@@ -557,7 +465,7 @@ export class ActorRuntime {
           const known = applied ? await this.storedReply(actor, command, appliedCommands) : stored;
           if (!asksAgain(behavior, command, known)) {
             if (command.replyTo && known !== undefined && known !== null) replies.push({ to: command.replyTo, payload: known });
-            if (!applied) this.remember(actor, command.commandId);
+            if (!applied) rememberCommand(actor, command.commandId);
             continue;
           }
           repeat = true;
@@ -582,18 +490,7 @@ export class ActorRuntime {
         this.log('warn', 'a command with no one to answer was refused; check it by hand', { actorId: id, kind: command.kind, commandId: command.commandId, reply: outcome.reply });
       }
       for (const deferred of outcome.replies ?? []) replies.push(deferred);
-      for (const [index, send] of (outcome.send ?? []).entries()) {
-        const envelope: CommandEnvelope = {
-          commandId: `${command.commandId}>${index}`,
-          actorType: send.actorType,
-          actorKey: send.actorKey,
-          kind: send.kind,
-          payload: send.payload,
-          ...(send.replyTo ? { replyTo: send.replyTo } : {}),
-          sentAtMs: nowMs,
-        };
-        outbox.push({ topic: outboxTopicCommands, payload: envelope as unknown as JsonValue });
-      }
+      outbox.push(...sentCommands(command, outcome.send ?? [], nowMs));
       outbox.push(...(outcome.outbox ?? []));
       for (const write of outcome.readModels ?? []) readModels.set(`${write.collection}\u0000${write.id}`, write);
     }
@@ -606,43 +503,12 @@ export class ActorRuntime {
     // Read-only commands (no state change, no effects) need no write: re-applying them after a
     // crash yields the same reply from the same state.
     if (!changed && outbox.length === 0 && readModels.size === 0) {
-      for (const appliedCommand of appliedCommands) this.remember(actor, appliedCommand.commandId, appliedCommand.reply);
+      for (const appliedCommand of appliedCommands) rememberCommand(actor, appliedCommand.commandId, appliedCommand.reply);
       if (refusedTimerAtMs !== null) this.options.onTimerRefused?.(id, refusedTimerAtMs);
       return { kind: 'done', outcome: { kind: 'applied', replies, outbox: [] } };
     }
 
-    const newVersion = actor.version + 1;
-    const outboxRows: OutboxRowWrite[] = outbox.map((message, index) => ({
-      id: `${id}:${newVersion}:${index}`,
-      topic: message.topic,
-      payload: message.payload,
-      ...(message.partitionKey !== undefined ? { partitionKey: message.partitionKey } : {}),
-    }));
-    const wantedTimerAtMs = changed && state !== null && behavior.timerAtMs ? behavior.timerAtMs(state) : undefined;
-    // Most writes (a saga step, a refusal) leave the timer as it was: no read-model write for it.
-    const timerAtMs = wantedTimerAtMs === actor.storedTimerAtMs ? undefined : wantedTimerAtMs;
-    const commit: ActorCommit = {
-      actorId: id,
-      expectedVersion: actor.version,
-      newVersion,
-      state: state === null ? null : behavior.encode(state),
-      fence: { shard: fence.shard, token: fence.token },
-      appliedCommands,
-      outbox: outboxRows,
-      readModels: [
-        ...readModels.values(),
-        ...(timerAtMs === undefined
-          ? []
-          : [
-              {
-                collection: 'timers',
-                id,
-                doc: timerAtMs === null ? null : { actorId: id, shard: fence.shard, dueAtMs: timerAtMs },
-              },
-            ]),
-      ],
-    };
-    return { kind: 'write', actor, commit, state, timerAtMs, refusedTimerAtMs, replies, outboxRows };
+    return buildWrite({ actor, behavior, fence, state, changed, appliedCommands, outbox, readModels: [...readModels.values()], replies, refusedTimerAtMs });
   }
 
   /** The actor moves to its new state only once its write is durable; otherwise it is reloaded. */
@@ -664,7 +530,7 @@ export class ActorRuntime {
     actor.state = step.state;
     actor.version = commit.newVersion;
     actor.lastUsedMs = this.options.clock.nowMs();
-    for (const appliedCommand of commit.appliedCommands) this.remember(actor, appliedCommand.commandId);
+    for (const appliedCommand of commit.appliedCommands) rememberCommand(actor, appliedCommand.commandId);
     if (step.timerAtMs !== undefined) actor.storedTimerAtMs = step.timerAtMs;
     // A refused timer is re-armed under a new command id (the first one is remembered by the
     // actor); arming it as a plain timer would fire that remembered id again and be skipped.
@@ -683,19 +549,6 @@ export class ActorRuntime {
     const inBatch = appliedCommands.find((item) => item.commandId === command.commandId);
     if (inBatch) return inBatch.reply;
     return actor.unwrittenReplies.get(command.commandId) ?? (await this.options.store.getAppliedReply(actor.id, command.commandId));
-  }
-
-  /** `unwrittenReply`: the reply of a command that wrote nothing (the store has none to replay). */
-  private remember(actor: ActiveActor, commandId: string, unwrittenReply?: JsonValue): void {
-    actor.recentCommandIds.add(commandId);
-    if (unwrittenReply !== undefined) actor.unwrittenReplies.set(commandId, unwrittenReply);
-    if (actor.recentCommandIds.size > recentCommandIdsMax) {
-      const oldest = actor.recentCommandIds.values().next();
-      if (!oldest.done) {
-        actor.recentCommandIds.delete(oldest.value);
-        actor.unwrittenReplies.delete(oldest.value);
-      }
-    }
   }
 
   private async sendReply(reply: PendingReply): Promise<void> {
@@ -741,39 +594,4 @@ export class ActorRuntime {
   private log(level: LogLevel, message: string, fields?: Record<string, unknown>): void {
     this.options.log?.(level, message, fields);
   }
-}
-
-function decodeOrFault(behavior: ActorBehavior<unknown>, id: string, json: JsonValue): unknown {
-  try {
-    return behavior.decode(json);
-  } catch (error) {
-    throw new ActorFault('decode', id, error);
-  }
-}
-
-function handleOrFault(behavior: ActorBehavior<unknown>, id: string, state: unknown, command: CommandEnvelope, nowMs: number): ReturnType<ActorBehavior<unknown>['handle']> {
-  try {
-    return behavior.handle(state, command, { nowMs, commandId: command.commandId });
-  } catch (error) {
-    throw new ActorFault('handle', id, error);
-  }
-}
-
-/**
- * Whether a repeat of an applied command goes back to `handle`: its first handling recorded no
- * reply because the reply comes later (a saga), and someone waits for this repeat. Answered from
- * the empty record, the repeat would wait forever though the first one's outcome exists.
- */
-function asksAgain(behavior: ActorBehavior<unknown>, command: CommandEnvelope, stored: JsonValue | null | undefined): boolean {
-  return command.replyTo !== undefined && stored === null && behavior.deferredReplyKinds?.has(command.kind) === true;
-}
-
-function dedupesByState(behavior: ActorBehavior<unknown>, kind: string): boolean {
-  const rule = behavior.dedupeByState;
-  return typeof rule === 'function' ? rule(kind) : rule === true;
-}
-
-/** A domain refusal (`{ ok: false, … }`, the shape the transaction actor answers). */
-function isRefusal(reply: JsonValue | undefined): boolean {
-  return typeof reply === 'object' && reply !== null && !Array.isArray(reply) && reply['ok'] === false;
 }

@@ -1,7 +1,9 @@
 // Pure EVM helpers for the Celo adapter: hash and address checks, the ERC-20 Transfer topic, the
-// hot wallet key, and a small mutex that serialises nonce allocation inside one process.
+// hot wallet key and its loading from the environment, bounded settings, and a small mutex that serialises nonce allocation inside one process.
 import { getAddress, isAddress } from 'viem';
 import type { Address, Hex } from 'viem';
+import { privateKeyToAccount } from 'viem/accounts';
+import type { PrivateKeyAccount } from 'viem/accounts';
 
 /** keccak256("Transfer(address,address,uint256)") (FACTS.md). */
 export const erc20TransferTopic: Hex = '0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef';
@@ -37,5 +39,30 @@ export class SerialQueue {
     const result = this.tail.then(task, task);
     this.tail = result.catch(() => undefined);
     return result;
+  }
+}
+
+export function maxBigInt(a: bigint, b: bigint): bigint {
+  return a > b ? a : b;
+}
+
+/** A configuration integer in [min, max], or an error naming the setting. */
+export function boundedInteger(value: number, min: number, max: number, name: string): number {
+  if (!Number.isInteger(value) || value < min || value > max) throw new Error(`CELO ${name} must be an integer in [${min}, ${max}]`);
+  return value;
+}
+
+/** The hot wallet from the environment variable named `envName`; null when unset or empty. */
+export function loadSigner(envName: string | undefined, env: Readonly<Record<string, string | undefined>>): PrivateKeyAccount | null {
+  if (envName === undefined) return null;
+  const secret = env[envName];
+  if (secret === undefined || secret === '') return null;
+  const key = privateKeyFromSecret(secret);
+  // The message names the variable, never its content.
+  if (key === null) throw new Error(`${envName} does not hold a 32-byte hex private key`);
+  try {
+    return privateKeyToAccount(key);
+  } catch {
+    throw new Error(`${envName} does not hold a valid secp256k1 private key`);
   }
 }

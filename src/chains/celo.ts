@@ -17,26 +17,28 @@
 // can never be mined (its nonce was used by another transaction at confirmation depth, and its
 // receipt stayed unfound for the settle window every chain shares, src/chains/send-settle.ts) or
 // it reverted at depth.
+// Beside it: reading Transfer logs (celo-transfers.ts), the factory check (celo-factory-check.ts),
+// the adapter from its CHAINS_FILE section (celo-config.ts).
 import {
-  BaseError, ContractFunctionRevertedError, ContractFunctionZeroDataError, ExecutionRevertedError, TransactionReceiptNotFoundError,
-  createPublicClient, decodeEventLog, encodeFunctionData, erc20Abi, getAbiItem, http, keccak256,
+  BaseError, ExecutionRevertedError, TransactionReceiptNotFoundError, createPublicClient, encodeFunctionData, erc20Abi, getAbiItem, http, keccak256,
 } from 'viem';
 import type { Address, Hex, PublicClient, TransactionReceipt } from 'viem';
-import { privateKeyToAccount } from 'viem/accounts';
 import type { PrivateKeyAccount } from 'viem/accounts';
 import { celo } from 'viem/chains';
 import type { CryptoAsset } from '../domain/assets.ts';
 import { isCanonicalUuid } from '../domain/ids.ts';
-import { fromBaseUnits, rescale } from '../domain/money.ts';
+import { rescale } from '../domain/money.ts';
 import type { JsonObject } from '../store/store.ts';
-import type { ChainAdapter, ObservedTransfer, SendJournal, SendRequest, SendResult, VerifyResult } from './chains.ts';
-import type { CeloChainConfig } from './config.ts';
-import { DepositSetupError, type PerTransactionDeposits, type SweepRequest } from './deposit-addresses.ts';
+import type { ChainAdapter, SendJournal, SendRequest, SendResult, VerifyResult } from './chains.ts';
+import type { PerTransactionDeposits, SweepRequest } from './deposit-addresses.ts';
+import { DepositFactoryError, checkForwarderFactory } from './celo-factory-check.ts';
 import { depositForwarderFactoryAbi } from './celo-contracts.ts';
-import { depositSalt, forwarderAddress, forwarderInitCodeHash, sweepCallData } from './celo-forwarders.ts';
+import { depositSalt, forwarderAddress, sweepCallData } from './celo-forwarders.ts';
 import {
-  SerialQueue, erc20TransferTopic, isTransactionHash, parseAddress, privateKeyFromSecret, sameAddress, uint256Max, zeroAddress,
+  SerialQueue, boundedInteger, isTransactionHash, loadSigner, maxBigInt, parseAddress, sameAddress, uint256Max, zeroAddress,
 } from './celo-helpers.ts';
+import { assetContracts, transactionsNewestFirst, transfersOfReceipt } from './celo-transfers.ts';
+import type { AssetContract } from './celo-transfers.ts';
 import {
   acknowledgeFailure, describeError, failed, fingerprintOf, loadAttempts, numberField, recordAttempt, sameFingerprint,
   sendAttemptsMaxDefault, stringField, unseenKey,
@@ -86,12 +88,6 @@ export interface CeloAdapterOptions {
   readonly nowMs?: () => number;
 }
 
-interface AssetContract {
-  readonly asset: CryptoAsset;
-  readonly contract: Address;
-  readonly decimals: number;
-}
-
 /**
  * One journaled, idempotent transaction from the hot wallet: a send (the token's `transfer`) or a
  * sweep (the factory's `sweep`). Both go through the same attempt machinery.
@@ -117,12 +113,6 @@ type BuiltAttempt =
   | { readonly kind: 'recorded'; readonly record: JsonObject }
   /** Refused before signing: nothing was recorded or sent. */
   | { readonly kind: 'refused'; readonly result: SendResult };
-
-type Mismatch = 'wrong_token' | 'wrong_recipient';
-const mismatchReasons: ReadonlyArray<readonly [Mismatch, string]> = [
-  ['wrong_token', 'the token contract is not an accepted asset'],
-  ['wrong_recipient', 'the transfer goes to another address than the deposit address'],
-];
 
 const rpcTimeoutMsDefault = 10_000;
 const confirmationsDefault = 3;
@@ -176,15 +166,7 @@ export class CeloAdapter implements ChainAdapter, PerTransactionDeposits {
     this.depositScanBlocks = BigInt(boundedInteger(scanBlocks, 1, depositScanBlocksMax, 'depositScanBlocks'));
     const perRequest = options.logBlocksPerRequestMax ?? logBlocksPerRequestMaxDefault;
     this.logBlocksPerRequestMax = BigInt(boundedInteger(perRequest, 1, depositScanBlocksMax, 'logBlocksPerRequestMax'));
-    this.tokens = Object.entries(options.assets).map(([asset, config]) => {
-      const contract = config === undefined ? null : parseAddress(config.contract);
-      if (config === undefined || contract === null) throw new Error(`CELO assets.${asset}.contract is not an address`);
-      if (!Number.isInteger(config.decimals) || config.decimals < 0 || config.decimals > 18) {
-        throw new Error(`CELO assets.${asset}.decimals must be an integer in [0, 18]`);
-      }
-      return { asset: asset as CryptoAsset, contract, decimals: config.decimals };
-    });
-    if (this.tokens.length === 0) throw new Error('CELO needs at least one asset');
+    this.tokens = assetContracts(options.assets);
     const confirmations = options.confirmations ?? confirmationsDefault;
     if (!Number.isInteger(confirmations) || confirmations < 0 || confirmations > 1_000) {
       throw new Error('CELO confirmations must be an integer in [0, 1000]');
@@ -242,23 +224,7 @@ export class CeloAdapter implements ChainAdapter, PerTransactionDeposits {
   async checkDepositFactory(): Promise<void> {
     this.factoryChecked ??= (async () => {
       await this.ensureChain();
-      const factory = this.depositFactory;
-      const code = await this.client.getCode({ address: factory });
-      if (code === undefined || code === '0x') {
-        throw new DepositFactoryError(`CELO depositFactory ${factory} has no code on chain ${this.chainId} (deploy it: npm run celo:deploy-factory)`);
-      }
-      let reported: Hex | null = null;
-      try {
-        reported = await this.client.readContract({ address: factory, abi: depositForwarderFactoryAbi, functionName: 'forwarderInitCodeHash' });
-      } catch (error) {
-        // A contract without that function reverts or answers nothing; anything else is the network.
-        const notOurs = (cause: unknown): boolean =>
-          cause instanceof ExecutionRevertedError || cause instanceof ContractFunctionRevertedError || cause instanceof ContractFunctionZeroDataError;
-        if (!(error instanceof BaseError && error.walk(notOurs) !== null)) throw error;
-      }
-      if (reported !== forwarderInitCodeHash) {
-        throw new DepositFactoryError(`CELO depositFactory ${factory} does not deploy this build's forwarder: its addresses would not be ours`);
-      }
+      await checkForwarderFactory(this.client, this.depositFactory, this.chainId);
     })();
     try {
       await this.factoryChecked;
@@ -297,52 +263,8 @@ export class CeloAdapter implements ChainAdapter, PerTransactionDeposits {
     const block = await this.client.getBlock({ blockNumber: receipt.blockNumber });
     if (block.hash !== receipt.blockHash) return { status: 'not_found', reason: 'the block was reorganised away; ask again' };
     if (receipt.status !== 'success') return { status: 'invalid', reason: 'the transaction reverted' };
-    const mismatches = new Set<Mismatch>();
-    const transfers: ObservedTransfer[] = [];
-    const observedAtMs = Number(block.timestamp) * 1000;
-    for (const log of receipt.logs) {
-      const transfer = this.transferOf(log, recipients, mismatches);
-      if (transfer === null) continue;
-      transfers.push({
-        network: 'CELO',
-        onChainId: receipt.transactionHash,
-        asset: transfer.token.asset,
-        amount: fromBaseUnits(transfer.value, transfer.token.decimals),
-        sender: transfer.from,
-        memo: null,
-        observedAtMs,
-      });
-    }
-    if (transfers.length === 0) {
-      const reason = mismatchReasons.find(([kind]) => mismatches.has(kind))?.[1] ?? 'no ERC-20 transfer to the deposit address';
-      return { status: 'invalid', reason };
-    }
-    return { status: 'found', transfers };
-  }
-
-  /** An accepted token's Transfer to one of `recipients`, or null (noting why not). */
-  private transferOf(
-    log: TransactionReceipt['logs'][number], recipients: readonly Address[], mismatches: Set<Mismatch>,
-  ): { token: AssetContract; from: Address; value: bigint } | null {
-    // ERC-721 shares the event signature but indexes the token id: 4 topics, not 3.
-    if (log.topics[0]?.toLowerCase() !== erc20TransferTopic || log.topics.length !== 3) return null;
-    let args: { from: Address; to: Address; value: bigint };
-    try {
-      args = decodeEventLog({ abi: erc20Abi, eventName: 'Transfer', topics: log.topics, data: log.data, strict: true }).args;
-    } catch {
-      return null;
-    }
-    const token = this.tokens.find((candidate) => sameAddress(candidate.contract, log.address));
-    const toDeposit = recipients.some((address) => sameAddress(args.to, address));
-    if (token === undefined) {
-      if (toDeposit) mismatches.add('wrong_token');
-      return null;
-    }
-    if (!toDeposit) {
-      mismatches.add('wrong_recipient');
-      return null;
-    }
-    return { token, from: args.from, value: args.value };
+    const found = transfersOfReceipt(receipt, this.tokens, recipients, Number(block.timestamp) * 1000);
+    return 'reason' in found ? { status: 'invalid', reason: found.reason } : { status: 'found', transfers: found.transfers };
   }
 
   private async receiptOrNull(hash: Hex): Promise<TransactionReceipt | null> {
@@ -389,12 +311,7 @@ export class CeloAdapter implements ChainAdapter, PerTransactionDeposits {
         toBlock,
         strict: true,
       });
-      const positions = logs.flatMap((log) => (
-        // ERC-721's Transfer has 4 topics; a removed log was reorganised away.
-        log.removed || log.topics.length !== 3 ? [] : [{ block: log.blockNumber, index: log.logIndex, hash: log.transactionHash }]
-      ));
-      positions.sort((a, b) => (a.block === b.block ? b.index - a.index : a.block < b.block ? 1 : -1));
-      for (const { hash } of positions) {
+      for (const hash of transactionsNewestFirst(logs)) {
         if (!hashes.includes(hash)) hashes.push(hash);
       }
     }
@@ -658,63 +575,5 @@ export class CeloAdapter implements ChainAdapter, PerTransactionDeposits {
     return depth >= this.confirmations
       ? { status: 'confirmed', onChainId: receipt.transactionHash }
       : { status: 'pending', onChainId: receipt.transactionHash };
-  }
-}
-
-/** What a live Celo adapter needs besides its CHAINS_FILE section. */
-export interface CeloAdapterDependencies {
-  readonly journal: SendJournal;
-  readonly env?: Readonly<Record<string, string | undefined>>;
-  readonly nowMs?: () => number;
-}
-
-/** The adapter for the CELO section of CHAINS_FILE (src/chains/config.ts). */
-export function celoAdapterFromConfig(config: CeloChainConfig, dependencies: CeloAdapterDependencies): CeloAdapter {
-  const assets: Partial<Record<CryptoAsset, CeloAssetConfig>> = {};
-  for (const asset of ['USDC', 'USDT'] as const) {
-    const token = config.assets[asset];
-    if (token !== undefined) assets[asset] = { contract: token.contract, decimals: token.decimals };
-  }
-  return new CeloAdapter({
-    rpcUrl: config.rpcUrl,
-    chainId: config.chainId,
-    depositAddress: config.depositAddress,
-    ...(config.previousDepositAddresses === undefined ? {} : { previousDepositAddresses: config.previousDepositAddresses }),
-    depositFactory: config.depositFactory,
-    ...(config.depositScanBlocks === undefined ? {} : { depositScanBlocks: config.depositScanBlocks }),
-    confirmations: config.confirmations,
-    assets,
-    signerSecretEnv: config.signerSecretEnv,
-    journal: dependencies.journal,
-    ...(dependencies.env === undefined ? {} : { env: dependencies.env }),
-    ...(dependencies.nowMs === undefined ? {} : { nowMs: dependencies.nowMs }),
-  });
-}
-
-/** The configured depositFactory is not a factory this build can use (nothing deployed, another forwarder). */
-export class DepositFactoryError extends DepositSetupError {
-  override readonly name = 'DepositFactoryError';
-}
-
-function maxBigInt(a: bigint, b: bigint): bigint {
-  return a > b ? a : b;
-}
-
-function boundedInteger(value: number, min: number, max: number, name: string): number {
-  if (!Number.isInteger(value) || value < min || value > max) throw new Error(`CELO ${name} must be an integer in [${min}, ${max}]`);
-  return value;
-}
-
-function loadSigner(envName: string | undefined, env: Readonly<Record<string, string | undefined>>): PrivateKeyAccount | null {
-  if (envName === undefined) return null;
-  const secret = env[envName];
-  if (secret === undefined || secret === '') return null;
-  const key = privateKeyFromSecret(secret);
-  // The message names the variable, never its content.
-  if (key === null) throw new Error(`${envName} does not hold a 32-byte hex private key`);
-  try {
-    return privateKeyToAccount(key);
-  } catch {
-    throw new Error(`${envName} does not hold a valid secp256k1 private key`);
   }
 }

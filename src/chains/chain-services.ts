@@ -1,17 +1,13 @@
 // The crypto side, assembled for the composition root: one adapter per offered network (live from
 // CHAINS_FILE through the factories the root passes, or the sandbox chain), the per-transaction
 // deposit addresses of Solana and Celo, payment_context, the deposit intake (notify, reconcile,
-// watched transfers), chain availability, the onramp destination check, the sandbox test helpers,
+// watched transfers), chain availability, the onramp destination check, the sandbox test helpers (sandbox-driver.ts),
 // and the watcher role (the Stellar-style watchers and the deposit pollers under the watcher lease;
 // the chain refund and sweep workers).
 import { randomUUID } from 'node:crypto';
 import { networks, type Network } from '../domain/assets.ts';
-import { compare, rescale, toJsonNumber } from '../domain/money.ts';
-import type { Quote } from '../domain/quote.ts';
-import { fromJsonValue } from '../actors/state-codec.ts';
-import { transactionsCollection } from '../actors/transaction-actor.ts';
-import { transactionReference } from '../domain/reference.ts';
-import type { ChainAvailability, DepositVerifier, PaymentContexts, Reconciler, SandboxDriver, SandboxResult } from '../ports/ports.ts';
+import type { ActorClient } from '../actors/client.ts';
+import type { ChainAvailability, DepositVerifier, PaymentContexts, Reconciler, SandboxDriver } from '../ports/ports.ts';
 import type { ServiceContext } from '../ports/context.ts';
 import type { AccountLookup, ChainAdapter, TransferWatcher, WatcherStatus } from './chains.ts';
 import { loadChainsFile, resolveChainSetups, type ChainSetup, type ChainSetups, type ChainsFile } from './config.ts';
@@ -24,6 +20,7 @@ import { createChainAvailability, createPaymentContexts, type PerTransactionPort
 import { RefundWorker, type RefundWorkerOptions, type RefundWorkerStatus } from './refunds.ts';
 import { SweepWorker, type SweepWorkerOptions, type SweepWorkerStatus } from './sweeps.ts';
 import { SandboxChain } from './sandbox-chain.ts';
+import { createSandboxDriver } from './sandbox-driver.ts';
 import { WatcherLease } from './watcher-lease.ts';
 import { settlesWithin } from '../lifecycle/shutdown.ts';
 import { watchersCheck, type HealthCheck } from '../lifecycle/health.ts';
@@ -97,16 +94,20 @@ export interface ChainServices {
 /** A well-formed transaction id, only to check at start that a network derives addresses. */
 const addressProbeTransactionId = '00000000-0000-4000-8000-000000000000';
 
-function sandboxError(status: 400 | 404, code: string, reason: string): SandboxResult {
-  return { ok: false, status, code, reason };
+/** What each offered network contributes: its adapter, deposit addresses, watcher, lookups, hot wallet. */
+interface NetworkWiring {
+  readonly adapters: Map<Network, ChainAdapter>;
+  readonly perTransaction: Map<Network, PerTransactionDeposits>;
+  readonly watchers: TransferWatcher[];
+  readonly accountLookups: Map<Network, AccountLookup>;
+  readonly hotWallets: Partial<Record<Network, string[]>>;
 }
 
-export async function createChainServices(ctx: ServiceContext, options: ChainServicesOptions = {}): Promise<ChainServices> {
-  const file = options.chainsFile !== undefined ? options.chainsFile : ctx.env.CHAINS_FILE ? loadChainsFile(ctx.env.CHAINS_FILE) : null;
-  const setups = resolveChainSetups(file, { sandbox: ctx.env.sandbox, corridors: ctx.config.corridors() });
-  const sandboxSetups = networks.map((network) => setups[network]).filter((setup): setup is ChainSetup => setup?.mode === 'sandbox');
-  const sandboxChain = sandboxSetups.length > 0 ? new SandboxChain({ store: ctx.store, clock: ctx.clock, setups: sandboxSetups }) : null;
-
+/**
+ * Each network of `setups`, from the sandbox chain or from its live factory. A live network
+ * without a factory, or whose per-transaction addresses cannot be derived, stops start-up.
+ */
+function wireNetworks(ctx: ServiceContext, setups: ChainSetups, sandboxChain: SandboxChain | null, options: ChainServicesOptions): NetworkWiring {
   const adapters = new Map<Network, ChainAdapter>();
   const perTransaction = new Map<Network, PerTransactionDeposits>();
   const watchers: TransferWatcher[] = [];
@@ -147,61 +148,22 @@ export async function createChainServices(ctx: ServiceContext, options: ChainSer
       ctx.log.warn({ network }, 'this network\'s adapter has no per-transaction deposit addresses: new transactions get the shared address, bound by notify under the legacy rule');
     }
   }
+  return { adapters, perTransaction, watchers, accountLookups, hotWallets };
+}
+
+export async function createChainServices(ctx: ServiceContext, options: ChainServicesOptions = {}): Promise<ChainServices> {
+  const file = options.chainsFile !== undefined ? options.chainsFile : ctx.env.CHAINS_FILE ? loadChainsFile(ctx.env.CHAINS_FILE) : null;
+  const setups = resolveChainSetups(file, { sandbox: ctx.env.sandbox, corridors: ctx.config.corridors() });
+  const sandboxSetups = networks.map((network) => setups[network]).filter((setup): setup is ChainSetup => setup?.mode === 'sandbox');
+  const sandboxChain = sandboxSetups.length > 0 ? new SandboxChain({ store: ctx.store, clock: ctx.clock, setups: sandboxSetups }) : null;
+
+  const { adapters, perTransaction, watchers, accountLookups, hotWallets } = wireNetworks(ctx, setups, sandboxChain, options);
   const destinations = createDestinationCheck({ setups, hotWallets, lookups: accountLookups });
 
   const actors = await ctx.actorClient('chains');
   const intake = new DepositIntake({ store: ctx.store, adapters, perTransaction, actors, log: ctx.log.child({ component: 'deposits' }) });
 
-  const sandbox: SandboxDriver = {
-    async deposit(request) {
-      const doc = await ctx.store.get(transactionsCollection, request.transactionId);
-      if (doc === null || doc.partnerId !== request.partnerId) return sandboxError(404, 'not_found', 'Transaction not found');
-      if (doc.direction !== 'payout') return sandboxError(404, 'not_found', 'Not a payout transaction; use /sandbox/pix-payments');
-      const quote = fromJsonValue<Quote>(doc.quote ?? null);
-      const setup = setups[quote.network];
-      if (sandboxChain === null || setup?.mode !== 'sandbox') {
-        return sandboxError(400, 'invalid_request', `${quote.network} is a live network here; fund it on chain`);
-      }
-      const decimals = setup.assets[quote.cryptoCurrency]?.decimals;
-      if (decimals === undefined) return sandboxError(400, 'invalid_request', `${quote.cryptoCurrency} has no token on the sandbox ${quote.network}`);
-      const amount = request.amount ?? quote.sourceAmount;
-      if (amount.units <= 0n) return sandboxError(400, 'invalid_request', 'amount must be positive');
-      const exact = rescale(amount, Math.max(decimals, amount.scale), 'floor');
-      if (compare(rescale(amount, decimals, 'floor'), exact) !== 0) {
-        return sandboxError(400, 'invalid_request', `amount has more than ${decimals} decimals`);
-      }
-      const stellar = quote.network === 'STELLAR';
-      // The address the transaction's payment_context gave (its own on Solana and Celo).
-      const frozenAddress = typeof doc.depositAddress === 'string' ? doc.depositAddress : null;
-      const transfer = await sandboxChain.deposit({
-        network: quote.network,
-        asset: quote.cryptoCurrency,
-        amount: rescale(amount, decimals, 'floor'),
-        memo: stellar ? transactionReference(request.transactionId) : null,
-        ...(frozenAddress !== null && !stellar ? { destination: frozenAddress } : {}),
-      });
-      return {
-        ok: true,
-        body: {
-          blockchain: quote.network,
-          on_chain_tx: transfer.onChainId,
-          amount: toJsonNumber(transfer.amount),
-          crypto_currency: transfer.asset,
-          sender: transfer.sender,
-          deposit_address: transfer.destination,
-          memo: transfer.memo,
-          notify: stellar ? { endpoint: null, required: false } : { endpoint: '/payments/notify', required: true },
-        },
-      };
-    },
-    async pixPayment(request) {
-      const doc = await ctx.store.get(transactionsCollection, request.transactionId);
-      if (doc === null || doc.partnerId !== request.partnerId) return sandboxError(404, 'not_found', 'Transaction not found');
-      if (doc.direction !== 'onramp') return sandboxError(404, 'not_found', 'Not an onramp transaction');
-      // The PIX side of the sandbox belongs to the rails; the composition root wires it there.
-      return sandboxError(400, 'invalid_request', 'Sandbox PIX payments are not available in this build yet');
-    },
-  };
+  const sandbox = createSandboxDriver(ctx.store, setups, sandboxChain);
 
   // Addresses of a network are handed out only once we know we can sweep them (Celo's factory).
   const setupGate = new DepositSetupGate(perTransaction, { nowMs: () => ctx.clock.nowMs(), log: ctx.log.child({ component: 'deposit-setup' }) });
@@ -221,87 +183,103 @@ export async function createChainServices(ctx: ServiceContext, options: ChainSer
     sandboxChain,
     intake,
     destinations,
-    async startWatcherRole() {
-      const log = ctx.log.child({ component: 'watcher' });
-      const started: TransferWatcher[] = [];
-      const pollers = [...perTransaction.values()].map((port) => new DepositPoller({
-        port,
-        store: ctx.store,
-        intake,
-        clock: ctx.clock,
-        log: ctx.log.child({ component: 'deposit-poller', network: port.network }),
-        roundMs: ctx.env.DEPOSIT_POLL_INTERVAL_MS,
-        lateWatchMs: ctx.env.DEPOSIT_LATE_WATCH_MS,
-        ...options.depositPoller,
-      }));
-      const sweeps = new SweepWorker({
-        store: ctx.store,
-        ports: perTransaction,
-        clock: ctx.clock,
-        log: ctx.log.child({ component: 'sweeps' }),
-        owner: `sweeps-${ctx.processId}-${randomUUID().slice(0, 8)}`,
-        ...options.sweeps,
-      });
-      const refunds = new RefundWorker({
-        store: ctx.store,
-        adapters,
-        actors,
-        clock: ctx.clock,
-        log: ctx.log.child({ component: 'refunds' }),
-        owner: `refunds-${ctx.processId}-${randomUUID().slice(0, 8)}`,
-        ...options.refunds,
-      });
-      // How long stopping may wait for a watcher handing over a transfer: the role's stop sets it.
-      let stopWaitMs = Number.POSITIVE_INFINITY;
-      const stopWatchers = async (): Promise<void> => {
-        await Promise.all(
-          [...started.splice(0), ...pollers].map(async (watcher) => {
-            // A watcher still handing over a transfer when the time is up has not moved its
-            // cursor past it: the next watcher hands it over again (deposits are deduplicated).
-            if (!(await settlesWithin(watcher.stop(), stopWaitMs))) log.warn({ network: watcher.network, waitMs: stopWaitMs }, 'watcher did not stop in time');
-          }),
-        );
-      };
-      // The watchers run in one process at a time (the lease holder); see watcher-lease.ts.
-      const lease = new WatcherLease({
-        leases: ctx.leases,
-        owner: `watcher-${ctx.processId}-${randomUUID().slice(0, 8)}`,
-        ...(options.watcherLeaseTtlMs !== undefined ? { ttlMs: options.watcherLeaseTtlMs } : {}),
-        log,
-        activate: async () => {
-          for (const watcher of watchers) {
-            await watcher.start(async (transfer) => intake.onWatchedTransfer(transfer));
-            started.push(watcher);
-            log.info({ network: watcher.network }, 'watcher started');
-          }
-          for (const poller of pollers) {
-            poller.start();
-            log.info({ network: poller.network }, 'deposit poller started');
-          }
-        },
-        deactivate: stopWatchers,
-      });
-      refunds.start();
-      if (perTransaction.size > 0) sweeps.start();
-      const leased = watchers.length + pollers.length > 0;
-      if (leased) await lease.start();
-      const statuses = (): WatcherStatus[] => [...watchers.map((watcher) => watcher.status()), ...pollers.map((poller) => poller.status())];
-      return {
-        watchers: statuses,
-        active: () => lease.active(),
-        refunds: () => refunds.status(),
-        sweeps: () => sweeps.status(),
-        health: () => [
-          watchersCheck(statuses, () => lease.active()),
-          ...(leased ? [lease.health()] : []),
-          refunds.health(),
-          ...(perTransaction.size > 0 ? [sweeps.health()] : []),
-        ],
-        async stop(waitMs = Number.POSITIVE_INFINITY) {
-          stopWaitMs = waitMs;
-          await Promise.all([refunds.stop(waitMs), sweeps.stop(waitMs), lease.stop()]);
-        },
-      };
+    startWatcherRole: async () => runWatcherRole(ctx, options, { watchers, perTransaction, adapters, intake, actors }),
+  };
+}
+
+/** What the watcher role runs on, built once by createChainServices. */
+interface WatcherRoleParts {
+  readonly watchers: readonly TransferWatcher[];
+  readonly perTransaction: ReadonlyMap<Network, PerTransactionDeposits>;
+  readonly adapters: ReadonlyMap<Network, ChainAdapter>;
+  readonly intake: DepositIntake;
+  readonly actors: ActorClient;
+}
+
+/**
+ * The watcher role: the watchers and deposit pollers under the `watchers` lease (one process at a
+ * time), the chain refund worker, and the sweep worker when a network has per-transaction addresses.
+ */
+async function runWatcherRole(ctx: ServiceContext, options: ChainServicesOptions, parts: WatcherRoleParts): Promise<WatcherRole> {
+  const { watchers, perTransaction, adapters, intake, actors } = parts;
+  const log = ctx.log.child({ component: 'watcher' });
+  const started: TransferWatcher[] = [];
+  const pollers = [...perTransaction.values()].map((port) => new DepositPoller({
+    port,
+    store: ctx.store,
+    intake,
+    clock: ctx.clock,
+    log: ctx.log.child({ component: 'deposit-poller', network: port.network }),
+    roundMs: ctx.env.DEPOSIT_POLL_INTERVAL_MS,
+    lateWatchMs: ctx.env.DEPOSIT_LATE_WATCH_MS,
+    ...options.depositPoller,
+  }));
+  const sweeps = new SweepWorker({
+    store: ctx.store,
+    ports: perTransaction,
+    clock: ctx.clock,
+    log: ctx.log.child({ component: 'sweeps' }),
+    owner: `sweeps-${ctx.processId}-${randomUUID().slice(0, 8)}`,
+    ...options.sweeps,
+  });
+  const refunds = new RefundWorker({
+    store: ctx.store,
+    adapters,
+    actors,
+    clock: ctx.clock,
+    log: ctx.log.child({ component: 'refunds' }),
+    owner: `refunds-${ctx.processId}-${randomUUID().slice(0, 8)}`,
+    ...options.refunds,
+  });
+  // How long stopping may wait for a watcher handing over a transfer: the role's stop sets it.
+  let stopWaitMs = Number.POSITIVE_INFINITY;
+  const stopWatchers = async (): Promise<void> => {
+    await Promise.all(
+      [...started.splice(0), ...pollers].map(async (watcher) => {
+        // A watcher still handing over a transfer when the time is up has not moved its
+        // cursor past it: the next watcher hands it over again (deposits are deduplicated).
+        if (!(await settlesWithin(watcher.stop(), stopWaitMs))) log.warn({ network: watcher.network, waitMs: stopWaitMs }, 'watcher did not stop in time');
+      }),
+    );
+  };
+  // The watchers run in one process at a time (the lease holder); see watcher-lease.ts.
+  const lease = new WatcherLease({
+    leases: ctx.leases,
+    owner: `watcher-${ctx.processId}-${randomUUID().slice(0, 8)}`,
+    ...(options.watcherLeaseTtlMs !== undefined ? { ttlMs: options.watcherLeaseTtlMs } : {}),
+    log,
+    activate: async () => {
+      for (const watcher of watchers) {
+        await watcher.start(async (transfer) => intake.onWatchedTransfer(transfer));
+        started.push(watcher);
+        log.info({ network: watcher.network }, 'watcher started');
+      }
+      for (const poller of pollers) {
+        poller.start();
+        log.info({ network: poller.network }, 'deposit poller started');
+      }
+    },
+    deactivate: stopWatchers,
+  });
+  refunds.start();
+  if (perTransaction.size > 0) sweeps.start();
+  const leased = watchers.length + pollers.length > 0;
+  if (leased) await lease.start();
+  const statuses = (): WatcherStatus[] => [...watchers.map((watcher) => watcher.status()), ...pollers.map((poller) => poller.status())];
+  return {
+    watchers: statuses,
+    active: () => lease.active(),
+    refunds: () => refunds.status(),
+    sweeps: () => sweeps.status(),
+    health: () => [
+      watchersCheck(statuses, () => lease.active()),
+      ...(leased ? [lease.health()] : []),
+      refunds.health(),
+      ...(perTransaction.size > 0 ? [sweeps.health()] : []),
+    ],
+    async stop(waitMs = Number.POSITIVE_INFINITY) {
+      stopWaitMs = waitMs;
+      await Promise.all([refunds.stop(waitMs), sweeps.stop(waitMs), lease.stop()]);
     },
   };
 }

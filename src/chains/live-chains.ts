@@ -6,7 +6,7 @@ import type { LiveChainFactory } from './chain-services.ts';
 import { createStellarChain } from './stellar.ts';
 import { sendJournalOnStore } from './chains.ts';
 import { solanaAdapterFromConfig } from './solana.ts';
-import { celoAdapterFromConfig } from './celo.ts';
+import { celoAdapterFromConfig } from './celo-config.ts';
 import { celoAccountLookup } from './celo-accounts.ts';
 import { solanaAccountLookup } from './solana-accounts.ts';
 

@@ -22,6 +22,7 @@
 //   hot wallet is the network's shared deposit address, which refunds are sent from too).
 // - Knobs (stored, so they apply to every process): verify outage, send outage, permanent send
 //   failure, sends that stay pending for N polls, watcher outage, lookup outage.
+// - `watcher(network)` streams the network's feed (sandbox-watcher.ts).
 //
 // Ledger documents (ids are prefixed by kind):
 //   tx:<network>:<onChainId>        a transfer (deposit, send or sweep)
@@ -36,9 +37,10 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { CryptoAsset, Network } from '../domain/assets.ts';
 import { decimalFromExactString, rescale, toFixedString, type Decimal } from '../domain/money.ts';
 import type { JsonObject, SnapshotStore } from '../store/store.ts';
-import type { AccountKind, AccountLookup, ChainAdapter, ObservedTransfer, SendRequest, SendResult, TransferWatcher, VerifyResult, WatcherStatus } from './chains.ts';
+import type { AccountKind, AccountLookup, ChainAdapter, ObservedTransfer, SendRequest, SendResult, TransferWatcher, VerifyResult } from './chains.ts';
 import { base58Encode, isAddressOf, stellarAccountFromPublicKey, type ChainSetup } from './config.ts';
 import type { PerTransactionDeposits, SweepRequest, SweepResult } from './deposit-addresses.ts';
+import { SandboxTransferWatcher, type SandboxFeed } from './sandbox-watcher.ts';
 
 export const sandboxChainCollection = 'sandbox_chain';
 
@@ -487,7 +489,17 @@ export class SandboxChain {
 
   watcher(network: Network, options: { readonly pollMs?: number; readonly retryDelayMsMax?: number } = {}): TransferWatcher {
     this.setupOf(network);
-    return new SandboxTransferWatcher(this, network, options.pollMs ?? 200, options.retryDelayMsMax ?? 5_000, this.options.clock);
+    const feed: SandboxFeed = {
+      network,
+      watcherOutage: async () => (await this.knobs(network)).watcherOutage,
+      next: async (cursor) => {
+        const next = await this.nextInFeed(network, cursor);
+        return next === null ? null : { seq: next.seq, transfer: observed(next.transfer) };
+      },
+      cursor: () => this.cursor(network),
+      saveCursor: (seq) => this.saveCursor(network, seq),
+    };
+    return new SandboxTransferWatcher(feed, options.pollMs ?? 200, options.retryDelayMsMax ?? 5_000, this.options.clock);
   }
 }
 
@@ -510,92 +522,4 @@ function observed(transfer: SandboxTransfer): ObservedTransfer {
     memo: transfer.memo,
     observedAtMs: transfer.atMs,
   };
-}
-
-/**
- * Streams the network's feed from the persisted cursor, one transfer at a time; the cursor moves
- * only after `onTransfer` resolved. A failing handler is retried (bounded backoff) with the same
- * transfer: nothing is skipped, and the status says so.
- */
-class SandboxTransferWatcher implements TransferWatcher {
-  private running = false;
-  private loop: Promise<void> | null = null;
-  private wake: (() => void) | null = null;
-  private current: WatcherStatus;
-
-  constructor(
-    private readonly chain: SandboxChain,
-    readonly network: Network,
-    private readonly pollMs: number,
-    private readonly retryDelayMsMax: number,
-    private readonly clock: { nowMs(): number },
-  ) {
-    this.current = { network, state: 'stopped', cursor: null, lastEventAtMs: null, reconnects: 0, lastError: null };
-  }
-
-  status(): WatcherStatus {
-    return this.current;
-  }
-
-  async start(onTransfer: (transfer: ObservedTransfer, cursor: string) => Promise<void>): Promise<void> {
-    if (this.running) return;
-    this.running = true;
-    const cursor = await this.chain.cursor(this.network);
-    this.current = { ...this.current, state: 'starting', cursor: String(cursor) };
-    this.loop = this.run(onTransfer, cursor);
-  }
-
-  async stop(): Promise<void> {
-    this.running = false;
-    this.wake?.();
-    await this.loop;
-    this.loop = null;
-    this.current = { ...this.current, state: 'stopped' };
-  }
-
-  private async run(onTransfer: (transfer: ObservedTransfer, cursor: string) => Promise<void>, from: number): Promise<void> {
-    let cursor = from;
-    let failures = 0;
-    while (this.running) {
-      try {
-        if ((await this.chain.knobs(this.network)).watcherOutage) {
-          this.current = { ...this.current, state: 'reconnecting', lastError: 'sandbox watcher outage (knob)' };
-          await this.sleep(this.pollMs);
-          continue;
-        }
-        this.current = { ...this.current, state: 'streaming' };
-        const next = await this.chain.nextInFeed(this.network, cursor);
-        if (next === null) {
-          await this.sleep(this.pollMs);
-          continue;
-        }
-        await onTransfer(observed(next.transfer), String(next.seq));
-        cursor = next.seq;
-        await this.chain.saveCursor(this.network, cursor);
-        failures = 0;
-        this.current = { ...this.current, cursor: String(cursor), lastEventAtMs: this.clock.nowMs(), lastError: null };
-      } catch (error) {
-        failures += 1;
-        this.current = {
-          ...this.current,
-          state: 'reconnecting',
-          reconnects: this.current.reconnects + 1,
-          lastError: error instanceof Error ? error.message : String(error),
-        };
-        await this.sleep(Math.min(this.retryDelayMsMax, this.pollMs * 2 ** Math.min(failures, 10)));
-      }
-    }
-  }
-
-  private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      const wake = (): void => done();
-      function done(): void {
-        clearTimeout(timer);
-        resolve();
-      }
-      this.wake = wake;
-    });
-  }
 }

@@ -16,6 +16,7 @@
 // transaction is built only when the recorded one can never land (blockhash expired and the
 // signature absent at a finalized height past it, for the whole settle window every chain shares,
 // src/chains/send-settle.ts) or failed finally on chain.
+// Which instructions of a fetched transaction count as deposits is decided in solana-transfers.ts.
 import { Connection, Transaction } from '@solana/web3.js';
 import type { Keypair, MessageAccountKeys, PublicKey, SignatureStatus, TransactionInstruction, VersionedTransactionResponse } from '@solana/web3.js';
 import type { CryptoAsset } from '../domain/assets.ts';
@@ -32,11 +33,13 @@ import {
 import type { SendFingerprint } from './send-helpers.ts';
 import { checkedSettleMs, unseenLongEnough } from './send-settle.ts';
 import {
-  associatedTokenAddress, base58Decode, base58Encode, closeAccountInstruction, commitmentReached, createAssociatedTokenAccountIdempotentInstruction,
-  decodeTokenAccount, decodeTransferChecked, isPlainTransfer, isSignatureText, keypairFromSecret, parsePublicKey,
-  setComputeUnitLimitInstruction, setComputeUnitPriceInstruction, token2022ProgramId, tokenAmountMax, tokenProgramId,
+  associatedTokenAddress, base58Encode, closeAccountInstruction, commitmentReached, createAssociatedTokenAccountIdempotentInstruction,
+  decodeTokenAccount, isSignatureText, keypairFromSecret, parsePublicKey,
+  setComputeUnitLimitInstruction, setComputeUnitPriceInstruction, tokenAmountMax, tokenProgramId,
   transferCheckedInstruction,
 } from './solana-helpers.ts';
+import { accountKeysOf, matchTransfers } from './solana-transfers.ts';
+import type { AssetAccounts, DepositTarget, MatchedTransfer } from './solana-transfers.ts';
 
 export interface SolanaAssetConfig {
   /** The active mint (base58). Only classic SPL Token mints are supported. */
@@ -82,14 +85,6 @@ export interface SolanaAdapterOptions {
   readonly nowMs?: () => number;
 }
 
-interface AssetAccounts {
-  readonly asset: CryptoAsset;
-  readonly mint: PublicKey;
-  readonly decimals: number;
-  /** The shared deposit wallet's associated token account for this mint (sends never go here). */
-  readonly depositAccount: PublicKey;
-}
-
 interface PreparedSend {
   readonly request: SendRequest;
   readonly accounts: AssetAccounts;
@@ -112,41 +107,6 @@ interface JournaledRun {
   readonly feePayer: Keypair;
   /** The instructions of a new attempt (after the compute budget) and its other signers; null: nothing to sign. */
   build(): Promise<{ readonly instructions: TransactionInstruction[]; readonly signers: Keypair[]; readonly details?: JsonObject } | null>;
-}
-
-/** One instruction, top-level or inner, with indexes into the transaction's account keys. */
-interface IndexedInstruction {
-  readonly programIdIndex: number;
-  readonly accountIndexes: readonly number[];
-  readonly data: Uint8Array;
-}
-
-interface MatchedTransfer {
-  readonly accounts: AssetAccounts;
-  readonly amountBaseUnits: bigint;
-  readonly sourceIndex: number;
-  readonly authorityIndex: number;
-}
-
-type Mismatch = 'wrong_mint' | 'wrong_destination' | 'unchecked_transfer' | 'token_2022' | 'decimals';
-
-/** Where verified deposits must go: the owners, and their token account for each configured asset. */
-interface DepositTarget {
-  readonly owners: readonly PublicKey[];
-  readonly accounts: ReadonlyMap<CryptoAsset, readonly PublicKey[]>;
-  /** How a reason names it: the shared "deposit account" or "this transaction's deposit account". */
-  readonly label: string;
-}
-
-// Most specific first: the reason an operator or partner can act on.
-function mismatchReasons(label: string): ReadonlyArray<readonly [Mismatch, string]> {
-  return [
-    ['decimals', 'transferChecked decimals differ from the configured decimals of the mint'],
-    ['wrong_mint', 'the transferred mint is not an accepted asset'],
-    ['wrong_destination', `the transfer goes to another token account than ${label}`],
-    ['unchecked_transfer', 'only SPL Token transferChecked is accepted (this is an unchecked transfer)'],
-    ['token_2022', 'Token-2022 transfers are not accepted'],
-  ];
 }
 
 const rpcTimeoutMsDefault = 10_000;
@@ -241,20 +201,11 @@ export class SolanaAdapter implements ChainAdapter, PerTransactionDeposits {
     if (meta === null) return { status: 'not_found', reason: 'the RPC node has no status for this transaction' };
     if (meta.err !== null) return { status: 'invalid', reason: 'the transaction failed on chain' };
     const keys = accountKeysOf(response);
-    const mismatches = new Set<Mismatch>();
-    const matched: MatchedTransfer[] = [];
-    for (const instruction of instructionsOf(response)) {
-      const match = this.classify(instruction, keys, target, mismatches);
-      if (match !== null) matched.push(match);
-    }
-    if (matched.length === 0) {
-      const reason = mismatchReasons(target.label).find(([kind]) => mismatches.has(kind))?.[1] ??
-        `no SPL Token transferChecked into ${target.label}`;
-      return { status: 'invalid', reason };
-    }
+    const found = matchTransfers(response, keys, this.assets, target);
+    if ('reason' in found) return { status: 'invalid', reason: found.reason };
     const observedAtMs = response.blockTime == null ? this.nowMs() : response.blockTime * 1000;
     const transfers: ObservedTransfer[] = [];
-    for (const transfer of matched) {
+    for (const transfer of found.matched) {
       transfers.push({
         network: 'SOLANA',
         onChainId,
@@ -273,50 +224,6 @@ export class SolanaAdapter implements ChainAdapter, PerTransactionDeposits {
     const status = value[0] ?? null;
     if (status === null) return { status: 'not_found', reason: 'transaction not found' };
     return { status: 'not_found', reason: `not yet ${this.commitment} (${status.confirmationStatus ?? 'processed'})` };
-  }
-
-  /** A transferChecked of an accepted mint into its deposit account, or null (noting why not). */
-  private classify(instruction: IndexedInstruction, keys: MessageAccountKeys, target: DepositTarget, mismatches: Set<Mismatch>): MatchedTransfer | null {
-    const program = keys.get(instruction.programIdIndex);
-    if (program === undefined) return null;
-    const accountAt = (position: number): PublicKey | undefined => {
-      const index = instruction.accountIndexes[position];
-      return index === undefined ? undefined : keys.get(index);
-    };
-    if (program.equals(token2022ProgramId)) {
-      if (decodeTransferChecked(instruction.data) !== null) mismatches.add('token_2022');
-      return null;
-    }
-    if (!program.equals(tokenProgramId)) return null;
-    if (isPlainTransfer(instruction.data)) {
-      const destination = accountAt(1);
-      if (destination !== undefined && [...target.accounts.values()].some((accounts) => accounts.some((account) => account.equals(destination)))) {
-        mismatches.add('unchecked_transfer');
-      }
-      return null;
-    }
-    const decoded = decodeTransferChecked(instruction.data);
-    const mint = accountAt(1);
-    const destination = accountAt(2);
-    const sourceIndex = instruction.accountIndexes[0];
-    const authorityIndex = instruction.accountIndexes[3];
-    if (decoded === null || mint === undefined || destination === undefined || sourceIndex === undefined || authorityIndex === undefined) {
-      return null;
-    }
-    const accounts = this.assets.find((asset) => asset.mint.equals(mint));
-    if (accounts === undefined) {
-      if (target.owners.some((owner) => destination.equals(associatedTokenAddress(owner, mint)))) mismatches.add('wrong_mint');
-      return null;
-    }
-    if (!(target.accounts.get(accounts.asset) ?? []).some((account) => account.equals(destination))) {
-      mismatches.add('wrong_destination');
-      return null;
-    }
-    if (decoded.decimals !== accounts.decimals) {
-      mismatches.add('decimals');
-      return null;
-    }
-    return { accounts, amountBaseUnits: decoded.amount, sourceIndex, authorityIndex };
   }
 
   /**
@@ -660,24 +567,3 @@ function loadSigner(envName: string | undefined, env: Readonly<Record<string, st
   return keypair;
 }
 
-function accountKeysOf(response: VersionedTransactionResponse): MessageAccountKeys {
-  const message = response.transaction.message;
-  if (message.version === 'legacy') return message.getAccountKeys();
-  const loaded = response.meta?.loadedAddresses;
-  return loaded === undefined ? message.getAccountKeys() : message.getAccountKeys({ accountKeysFromLookups: loaded });
-}
-
-/** Top-level instructions, then every inner (CPI) instruction: a smart wallet's transfer counts too. */
-function instructionsOf(response: VersionedTransactionResponse): IndexedInstruction[] {
-  const outer = response.transaction.message.compiledInstructions.map((instruction) => ({
-    programIdIndex: instruction.programIdIndex,
-    accountIndexes: instruction.accountKeyIndexes,
-    data: instruction.data,
-  }));
-  const inner = (response.meta?.innerInstructions ?? []).flatMap((group) => group.instructions.map((instruction) => ({
-    programIdIndex: instruction.programIdIndex,
-    accountIndexes: instruction.accounts,
-    data: base58Decode(instruction.data) ?? new Uint8Array(0),
-  })));
-  return [...outer, ...inner];
-}

@@ -86,6 +86,12 @@ function refused(retryAfterSeconds: number): AdmissionDecision {
 
 const allowedDecision: AdmissionDecision = Object.freeze({ allowed: true, retryAfterSeconds: 0 });
 
+/**
+ * The limiter over the shared buckets. Long because its small named helpers (allowanceOf, settle,
+ * failed, lease) share one closure's mutable state: the per-partner allowances, the fallback
+ * window and the counters. Apart, each would take and hand back that state, or a class would move
+ * it to `this`; either way the reader follows the same steps with more indirection.
+ */
 export function createSharedRateLimit(options: SharedRateLimitOptions): SharedRateLimit {
   let config = options.config;
   assertValidConfig(config);

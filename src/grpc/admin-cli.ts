@@ -45,6 +45,11 @@ function option(args: string[], name: string): string | undefined {
   return index >= 0 ? args[index + 1] : undefined;
 }
 
+/**
+ * Runs one CLI command against the admin service. Long because it is the command table: one short
+ * `case` per command (the ones `usage` lists, in the same order), each a call and its printing;
+ * an operator reading what `npm run admin -- x` does finds it in one place.
+ */
 export async function runCli(argv: string[], env: NodeJS.ProcessEnv, print: (text: string) => void): Promise<number> {
   const [command, ...args] = argv;
   const opsKey = env.OPS_API_KEY;

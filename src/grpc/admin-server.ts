@@ -139,6 +139,11 @@ function actedOn(action: OutboxRowAction, topic: string, id: string): Extract<Ou
   return action.row;
 }
 
+/**
+ * The admin service's handlers by gRPC method. Long because it is the method table: one short
+ * entry per RPC of proto/admin.proto, sharing the few lookups above them (the partner asked about, the
+ * webhooks capability); the table read top to bottom is the admin surface.
+ */
 export function adminHandlers(ctx: ServiceContext, capabilities: AdminCapabilities): Record<string, Handler> {
   const partnerOf = (request: Record<string, unknown>) => {
     const partnerId = required(request, 'partner_id');

@@ -79,6 +79,44 @@ export async function createContext(env: EnvConfig, overrides: ContextOverrides 
   await store.init();
 
   const corridors = env.CORRIDORS_FILE ? loadCorridorsFile(env.CORRIDORS_FILE) : loadDefaultCorridors();
+  const { keyRing, partners, generatedKeys } = partnerAccess(env, log);
+
+  const authThrottle = createAuthThrottle({
+    config: { ratePerSecond: env.AUTH_FAILURES_PER_MINUTE / 60, burst: env.AUTH_FAILURES_BURST },
+    log: (fields, message) => log.warn(fields, message),
+  });
+
+  const requesters: Requester[] = [];
+  return {
+    env,
+    processId,
+    clock,
+    log,
+    bus,
+    leases,
+    store,
+    keyPrefix: env.KEY_PREFIX,
+    shardCount: env.SHARDS,
+    config: liveConfig(corridors, defaultLimitsConfig),
+    partners,
+    keyRing,
+    authThrottle,
+    generatedKeys,
+    actorClient: actorClientFactory({ bus, log, processId, keyPrefix: env.KEY_PREFIX, shardCount: env.SHARDS, clock }, requesters),
+    async close() {
+      for (const requester of requesters) await requester.close();
+      await bus.close();
+      await leases.close();
+      await store.close();
+    },
+  };
+}
+
+/**
+ * The partner directory (from PARTNERS_FILE) and the key ring with the ops key and, in sandbox
+ * mode only, the demo partner's key; a key the process had to generate is handed back to print.
+ */
+function partnerAccess(env: EnvConfig, log: Logger): Pick<ServiceContext, 'keyRing' | 'partners' | 'generatedKeys'> {
   const keyRing = createKeyRing();
   const partners = new PartnerDirectory(keyRing);
   for (const partner of env.PARTNERS_FILE ? loadPartnersFile(env.PARTNERS_FILE) : []) partners.set(partnerFromConfig(partner));
@@ -106,60 +144,46 @@ export async function createContext(env: EnvConfig, overrides: ContextOverrides 
       });
     }
   }
+  return { keyRing, partners, generatedKeys };
+}
 
-  const authThrottle = createAuthThrottle({
-    config: { ratePerSecond: env.AUTH_FAILURES_PER_MINUTE / 60, burst: env.AUTH_FAILURES_BURST },
-    log: (fields, message) => log.warn(fields, message),
-  });
+/** What the context's actor clients are built on. */
+interface ActorClientParts {
+  readonly bus: Bus;
+  readonly log: Logger;
+  readonly processId: string;
+  readonly keyPrefix: string;
+  readonly shardCount: number;
+  readonly clock: { nowMs(): number };
+}
 
-  const requesters: Requester[] = [];
-  return {
-    env,
-    processId,
-    clock,
-    log,
-    bus,
-    leases,
-    store,
-    keyPrefix: env.KEY_PREFIX,
-    shardCount: env.SHARDS,
-    config: liveConfig(corridors, defaultLimitsConfig),
-    partners,
-    keyRing,
-    authThrottle,
-    generatedKeys,
-    async actorClient(name, options = {}) {
-      // The reply loop retries every ≤ 2 s while Redis is away: one line when it starts failing,
-      // one when it reads again (not one per retry).
-      const replyOutage = new OutageLog({
-        log: outageLogTo(log),
-        clock: systemClock,
-        beganMessage: 'reply loop cannot read its reply stream; retrying',
-        endedMessage: 'reply loop reads its reply stream again',
-        fields: { client: name },
-        countName: 'failures',
-      });
-      const requester = await Requester.start({
-        bus,
-        replyStream: replyStreamKey(env.KEY_PREFIX, `${name}-${processId}`),
-        onError: (error) => replyOutage.failed({ error: String(error) }),
-        onRecovered: () => replyOutage.recovered(),
-      });
-      requesters.push(requester);
-      return new ActorClient({
-        bus,
-        requester,
-        keyPrefix: env.KEY_PREFIX,
-        shardCount: env.SHARDS,
-        nowMs: clock.nowMs,
-        ...(options.gate === undefined ? {} : { gate: options.gate }),
-      });
-    },
-    async close() {
-      for (const requester of requesters) await requester.close();
-      await bus.close();
-      await leases.close();
-      await store.close();
-    },
+/** `ctx.actorClient`: each client gets its own reply stream; its requester is kept to close with the context. */
+function actorClientFactory(parts: ActorClientParts, requesters: Requester[]): ServiceContext['actorClient'] {
+  return async (name, options = {}) => {
+    // The reply loop retries every ≤ 2 s while Redis is away: one line when it starts failing,
+    // one when it reads again (not one per retry).
+    const replyOutage = new OutageLog({
+      log: outageLogTo(parts.log),
+      clock: systemClock,
+      beganMessage: 'reply loop cannot read its reply stream; retrying',
+      endedMessage: 'reply loop reads its reply stream again',
+      fields: { client: name },
+      countName: 'failures',
+    });
+    const requester = await Requester.start({
+      bus: parts.bus,
+      replyStream: replyStreamKey(parts.keyPrefix, `${name}-${parts.processId}`),
+      onError: (error) => replyOutage.failed({ error: String(error) }),
+      onRecovered: () => replyOutage.recovered(),
+    });
+    requesters.push(requester);
+    return new ActorClient({
+      bus: parts.bus,
+      requester,
+      keyPrefix: parts.keyPrefix,
+      shardCount: parts.shardCount,
+      nowMs: parts.clock.nowMs,
+      ...(options.gate === undefined ? {} : { gate: options.gate }),
+    });
   };
 }

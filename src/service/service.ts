@@ -70,6 +70,12 @@ async function liveChains(env: EnvConfig): Promise<NonNullable<ChainServicesOpti
   return (await import('../chains/live-chains.ts')).liveChainFactories;
 }
 
+/**
+ * Starts the roles `env.ROLE` names on one context. Long because it is the composition root: each
+ * role's wiring in start-up order, which matters (the liquidity view before the edge, the health
+ * listener last, the roles stopped again if any start fails); read top to bottom it is what a
+ * process runs, and the wiring of each role already lives in its own module (edge-role.ts, …).
+ */
 export async function startService(env: EnvConfig, overrides: ContextOverrides = {}): Promise<RunningService> {
   // Read once, before anything is opened: every role refuses sandbox mode next to a mainnet chain
   // (without the operator's consent), not only those that build the chain services.

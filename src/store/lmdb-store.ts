@@ -10,20 +10,25 @@
 // ([topic, notBeforeMs, seq]). So a claim reads fresh rows in commit order and then only the
 // deferred rows that are due, whatever the number of rows waiting for a later time; and a process
 // of an earlier release, which knows `outbox` only, still writes rows every claimer finds.
+//
+// The sub-databases, their records and the functions that keep them consistent are in lmdb-records.ts.
 import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { open } from 'lmdb';
-import type { Database, Key, RootDatabase } from 'lmdb';
+import type { Key, RootDatabase } from 'lmdb';
+import { appliedRepliesPerActorDefault, defaultReadModelIndexes, outboxBacklogCountMax, outboxBatchMax, blobStagingStaleMsDefault } from './store.ts';
 import {
-  IndexCatalog, appliedRepliesPerActorDefault, assertBlob, assertCollection, assertFence,
-  assertCount, assertIdentifier, assertLimit, partitionValidWrites, assertNonNegativeInteger, assertReadModelDoc, defaultReadModelIndexes,
-  indexValuesOf, outboxBacklogCountMax, outboxBatchMax, planList, assertDeferral, deferredRow,
-  blobParts, blobStagingStaleMsDefault,
-} from './store.ts';
+  IndexCatalog, assertBlob, assertCollection, assertCount, assertDeferral, assertFence, assertIdentifier, assertLimit,
+  assertNonNegativeInteger, assertReadModelDoc, blobParts, deferredRow, partitionValidWrites, planList,
+} from './store-checks.ts';
+import {
+  prefixEnd, outboxSeqKey, removeBlob, removeStaging, locate, putLocated, moveToDeferred, removeLocated, mergeBySeq, orderedRange, openSubDatabases, upsertDoc, removeIndexEntries, reconcileIndexes,
+  type BlobManifest, type BlobStaging, type OutboxRecord, type OutboxKey, type LocatedRow, type SubDatabases,
+} from './lmdb-records.ts';
 import type {
-  ActorSnapshot, AppliedReply, BatchCommitResult, CommitResult, CommitWrite, FenceResult, IndexValue, JsonObject, JsonValue,
-  ListItem, ListPage, ListQuery, OutboxBacklog, OutboxDeferral, OutboxRow, OutboxRowAction, PutIfAbsentResult, ReadModelIndex,
+  ActorSnapshot, AppliedReply, BatchCommitResult, CommitResult, CommitWrite, FenceResult, JsonObject,
+  ListItem, ListPage, ListQuery, OutboxBacklog, OutboxDeferral, OutboxRow, OutboxRowAction, PutIfAbsentResult,
   SnapshotStore, StoredEvent, StoreOptions,
 } from './store.ts';
 
@@ -40,62 +45,10 @@ export interface LmdbStoreOptions extends StoreOptions {
   plainMaps?: boolean;
 }
 
-/**
- * How values are encoded (msgpack, lmdb-js's default). By default objects are written as msgpack
- * records: their key lists are shared structures saved in the database, at most 32 per database;
- * past that (the actors' many state shapes use them up) every value carries its own key lists,
- * which makes encoding and decoding about twice as slow as plain maps. Plain maps cost ≈ 7 % more
- * bytes. Reading always turns maps into plain objects (`mapsAsObjects`): every value we store is
- * JSON, so no value was ever a `Map`, and a reader of this release reads both kinds — which is
- * what makes switching writers to plain maps safe once every reader is of this release or later.
- */
-function valueEncoding(plainMaps: boolean): { mapsAsObjects: true; useRecords?: false } {
-  return plainMaps ? { mapsAsObjects: true, useRecords: false } : { mapsAsObjects: true };
-}
-
 /** DATA_DIR (default ./data) + /store: where the embedded store lives. */
 export function lmdbDirFromEnv(env: NodeJS.ProcessEnv = process.env): string {
   return join(env.DATA_DIR ?? './data', 'store');
 }
-
-/** A streamed blob: its parts are `blobChunks` [stagingId, 0 … parts-1]. */
-interface BlobManifest {
-  stagingId: string;
-  parts: number;
-  bytes: number;
-}
-
-/** A blob stream being written (removed when it is committed or abandoned). */
-interface BlobStaging {
-  startedAtMs: number;
-}
-
-interface ActorRecord {
-  version: number;
-  state: JsonValue;
-  /** Sequence of the last applied command of this actor (dedupe log position). */
-  appliedSeq: number;
-}
-
-interface AppliedRecord {
-  seq: number;
-  reply: JsonValue;
-}
-
-type OutboxRecord = OutboxRow;
-type OutboxKey = [string, number];
-
-/** Where a row is: `outbox` (never deferred) or `outboxDeferred`, both keyed [topic, seq]. */
-interface LocatedRow {
-  readonly deferred: boolean;
-  readonly key: OutboxKey;
-  readonly row: OutboxRecord;
-}
-
-// Sorts after every primitive that ordered-binary produces: the exclusive end of a key prefix.
-const prefixEnd = Buffer.from([0xff]);
-const outboxSeqKey = 'outboxSeq';
-const indexDefinitionKey = 'indexDefinition';
 
 export class LmdbStore implements SnapshotStore {
   private readonly indexes: IndexCatalog;
@@ -118,27 +71,9 @@ export class LmdbStore implements SnapshotStore {
     if (this.root !== null) return;
     mkdirSync(this.options.dir, { recursive: true });
     const root = open({ path: this.options.dir, compression: false, overlappingSync: false, noSync: false, maxDbs: 32 });
-    const values = valueEncoding(this.options.plainMaps === true);
     this.root = root;
-    this.dbs = {
-      actors: root.openDB<ActorRecord, string>({ name: 'actors', ...values }),
-      fences: root.openDB<number, number>({ name: 'fences', ...values }),
-      applied: root.openDB<AppliedRecord, Key>({ name: 'applied', ...values }),
-      appliedOrder: root.openDB<string, Key>({ name: 'appliedOrder', ...values }),
-      events: root.openDB<JsonValue, Key>({ name: 'events', ...values }),
-      outbox: root.openDB<OutboxRecord, Key>({ name: 'outbox', ...values }),
-      outboxIds: root.openDB<OutboxKey, string>({ name: 'outboxIds', ...values }),
-      outboxDeferred: root.openDB<OutboxRecord, Key>({ name: 'outboxDeferred', ...values }),
-      outboxDeferredIds: root.openDB<OutboxKey, string>({ name: 'outboxDeferredIds', ...values }),
-      outboxDue: root.openDB<true, Key>({ name: 'outboxDue', ...values }),
-      docs: root.openDB<JsonObject, Key>({ name: 'docs', ...values }),
-      docIndex: root.openDB<true, Key>({ name: 'docIndex', ...values }),
-      meta: root.openDB<number | string, Key>({ name: 'meta', ...values }),
-      blobs: root.openDB<Buffer, string>({ name: 'blobs', encoding: 'binary' }),
-      blobChunks: root.openDB<Buffer, Key>({ name: 'blobChunks', encoding: 'binary' }),
-      blobMeta: root.openDB<BlobManifest | BlobStaging, Key>({ name: 'blobMeta', ...values }),
-    };
-    await this.write((dbs) => this.reconcileIndexes(dbs));
+    this.dbs = openSubDatabases(root, this.options.plainMaps === true);
+    await this.write((dbs) => reconcileIndexes(dbs, this.indexes));
     await this.sweepStaleBlobStreams(Date.now() - this.blobStagingStaleMs);
   }
 
@@ -244,7 +179,7 @@ export class LmdbStore implements SnapshotStore {
     this.appendOutbox(dbs, write);
     for (const model of write.readModels) {
       if (model.doc === null) this.removeDoc(dbs, model.collection, model.id);
-      else this.upsertDoc(dbs, model.collection, model.id, model.doc);
+      else upsertDoc(dbs, this.indexes, model.collection, model.id, model.doc);
     }
     return 'ok';
   }
@@ -482,7 +417,7 @@ export class LmdbStore implements SnapshotStore {
 
   async put(collection: string, id: string, doc: JsonObject): Promise<void> {
     assertReadModelDoc(this.indexes, collection, id, doc);
-    return this.write((dbs) => this.upsertDoc(dbs, collection, id, doc));
+    return this.write((dbs) => upsertDoc(dbs, this.indexes, collection, id, doc));
   }
 
   async putIfAbsent(collection: string, id: string, doc: JsonObject): Promise<PutIfAbsentResult> {
@@ -490,7 +425,7 @@ export class LmdbStore implements SnapshotStore {
     return this.write((dbs): PutIfAbsentResult => {
       const existing = dbs.docs.get([collection, id]);
       if (existing !== undefined) return { status: 'exists', doc: existing };
-      this.upsertDoc(dbs, collection, id, doc);
+      upsertDoc(dbs, this.indexes, collection, id, doc);
       return { status: 'inserted' };
     });
   }
@@ -504,7 +439,7 @@ export class LmdbStore implements SnapshotStore {
   private removeDoc(dbs: SubDatabases, collection: string, id: string): boolean {
     const existing = dbs.docs.get([collection, id]);
     if (existing === undefined) return false;
-    this.removeIndexEntries(dbs, collection, id, existing);
+    removeIndexEntries(dbs, this.indexes, collection, id, existing);
     dbs.docs.removeSync([collection, id]);
     return true;
   }
@@ -537,64 +472,6 @@ export class LmdbStore implements SnapshotStore {
       items.push({ id, doc });
     }
     return { total, items };
-  }
-
-  /** Doc and its index entries change together: stale entries of the old doc are removed first. */
-  private upsertDoc(dbs: SubDatabases, collection: string, id: string, doc: JsonObject): void {
-    const indexes = this.indexes.of(collection);
-    // Only an indexed collection needs the previous doc (to remove its stale index entries).
-    if (indexes.length > 0) {
-      const previous = dbs.docs.get([collection, id]);
-      if (previous !== undefined) this.removeIndexEntries(dbs, collection, id, previous);
-    }
-    dbs.docs.putSync([collection, id], doc);
-    for (const index of indexes) {
-      const key = indexKey(index, doc, id);
-      if (key === null) throw new Error(`${collection}/${id} lacks fields of index ${index.name}`); // validated before
-      dbs.docIndex.putSync(key, true);
-    }
-  }
-
-  private removeIndexEntries(dbs: SubDatabases, collection: string, id: string, doc: JsonObject): void {
-    for (const index of this.indexes.of(collection)) {
-      const key = indexKey(index, doc, id);
-      if (key !== null) dbs.docIndex.removeSync(key);
-    }
-  }
-
-  /**
-   * Index definitions are remembered in `meta`; an index that is new or changed since the last
-   * start is rebuilt from its collection, and one no longer declared is dropped. One transaction.
-   */
-  private reconcileIndexes(dbs: SubDatabases): void {
-    const declared = new Map(this.indexes.all().map((index) => [`${index.collection}\n${index.name}`, index]));
-    const storedKeys = [...dbs.meta.getKeys({ start: [indexDefinitionKey], end: [indexDefinitionKey, prefixEnd] })];
-    for (const storedKey of storedKeys) {
-      const [, collection, name] = storedKey as [string, string, string];
-      const index = declared.get(`${collection}\n${name}`);
-      if (index !== undefined && dbs.meta.get(storedKey) === JSON.stringify(index)) {
-        declared.delete(`${collection}\n${name}`);
-        continue;
-      }
-      this.dropIndexEntries(dbs, collection, name);
-      dbs.meta.removeSync(storedKey);
-    }
-    for (const index of declared.values()) {
-      this.dropIndexEntries(dbs, index.collection, index.name);
-      const docs = [...dbs.docs.getRange({ start: [index.collection], end: [index.collection, prefixEnd] })];
-      for (const { key, value } of docs) {
-        const id = String((key as [string, string])[1]);
-        const entry = indexKey(index, value, id);
-        if (entry === null) throw new Error(`cannot build index ${index.name}: ${index.collection}/${id} lacks its fields`);
-        dbs.docIndex.putSync(entry, true);
-      }
-      dbs.meta.putSync([indexDefinitionKey, index.collection, index.name], JSON.stringify(index));
-    }
-  }
-
-  private dropIndexEntries(dbs: SubDatabases, collection: string, name: string): void {
-    const keys = [...dbs.docIndex.getKeys({ start: [collection, name], end: [collection, name, prefixEnd] })];
-    for (const key of keys) dbs.docIndex.removeSync(key);
   }
 
   // ---- blobs ----
@@ -698,124 +575,6 @@ export class LmdbStore implements SnapshotStore {
     const dbs = this.open();
     return this.openRoot().childTransaction(() => action(dbs));
   }
-}
-
-interface SubDatabases {
-  actors: Database<ActorRecord, string>;
-  fences: Database<number, number>;
-  applied: Database<AppliedRecord, Key>;
-  appliedOrder: Database<string, Key>;
-  events: Database<JsonValue, Key>;
-  outbox: Database<OutboxRecord, Key>;
-  outboxIds: Database<OutboxKey, string>;
-  outboxDeferred: Database<OutboxRecord, Key>;
-  outboxDeferredIds: Database<OutboxKey, string>;
-  /** [topic, notBeforeMs, seq] of every deferred row: claims read the due ones in due order. */
-  outboxDue: Database<true, Key>;
-  docs: Database<JsonObject, Key>;
-  docIndex: Database<true, Key>;
-  meta: Database<number | string, Key>;
-  blobs: Database<Buffer, string>;
-  /** [stagingId, index] → one part of a streamed blob. */
-  blobChunks: Database<Buffer, Key>;
-  /** ['manifest', key] → BlobManifest; ['staging', stagingId] → BlobStaging. */
-  blobMeta: Database<BlobManifest | BlobStaging, Key>;
-}
-
-/** Removes the key's blob, whole or streamed (with its parts); true when there was one. */
-function removeBlob(dbs: SubDatabases, key: string): boolean {
-  const whole = dbs.blobs.get(key) !== undefined;
-  if (whole) dbs.blobs.removeSync(key);
-  const manifest = dbs.blobMeta.get(['manifest', key]) as BlobManifest | undefined;
-  if (manifest === undefined) return whole;
-  removeParts(dbs, manifest.stagingId);
-  dbs.blobMeta.removeSync(['manifest', key]);
-  return true;
-}
-
-/** An uncommitted stream's parts and its staging entry. */
-function removeStaging(dbs: SubDatabases, stagingId: string): void {
-  removeParts(dbs, stagingId);
-  dbs.blobMeta.removeSync(['staging', stagingId]);
-}
-
-function removeParts(dbs: SubDatabases, stagingId: string): void {
-  const keys = [...dbs.blobChunks.getKeys({ start: [stagingId], end: [stagingId, prefixEnd] })];
-  for (const key of keys) dbs.blobChunks.removeSync(key);
-}
-
-// ---- outbox rows in their two homes (see the header) ----
-
-function locate(dbs: SubDatabases, id: string): LocatedRow | null {
-  const freshKey = dbs.outboxIds.get(id);
-  const fresh = freshKey === undefined ? undefined : dbs.outbox.get(freshKey);
-  if (freshKey !== undefined && fresh !== undefined) return { deferred: false, key: freshKey, row: fresh };
-  const deferredKey = dbs.outboxDeferredIds.get(id);
-  const deferred = deferredKey === undefined ? undefined : dbs.outboxDeferred.get(deferredKey);
-  return deferredKey !== undefined && deferred !== undefined ? { deferred: true, key: deferredKey, row: deferred } : null;
-}
-
-/** Writes the row back where it is (its due time unchanged). */
-function putLocated(dbs: SubDatabases, located: LocatedRow): void {
-  (located.deferred ? dbs.outboxDeferred : dbs.outbox).putSync(located.key, located.row);
-}
-
-/** Writes `row` (which carries its new notBeforeMs) as a deferred row, moving it there if fresh. */
-function moveToDeferred(dbs: SubDatabases, located: LocatedRow, row: OutboxRecord): void {
-  const [topic, seq] = located.key;
-  if (located.deferred) {
-    dbs.outboxDue.removeSync([topic, located.row.notBeforeMs ?? 0, seq]);
-  } else {
-    dbs.outbox.removeSync(located.key);
-    dbs.outboxIds.removeSync(row.id);
-    dbs.outboxDeferredIds.putSync(row.id, located.key);
-  }
-  dbs.outboxDeferred.putSync(located.key, row);
-  dbs.outboxDue.putSync([topic, row.notBeforeMs ?? 0, seq], true);
-}
-
-function removeLocated(dbs: SubDatabases, located: LocatedRow): void {
-  const [topic, seq] = located.key;
-  if (located.deferred) {
-    dbs.outboxDeferred.removeSync(located.key);
-    dbs.outboxDue.removeSync([topic, located.row.notBeforeMs ?? 0, seq]);
-    dbs.outboxDeferredIds.removeSync(located.row.id);
-  } else {
-    dbs.outbox.removeSync(located.key);
-    dbs.outboxIds.removeSync(located.row.id);
-  }
-}
-
-/** The first `limit` rows of two seq-ordered lists, in seq order. */
-function mergeBySeq(a: readonly OutboxRecord[], b: readonly OutboxRecord[], limit: number): OutboxRecord[] {
-  const merged: OutboxRecord[] = [];
-  let i = 0;
-  let j = 0;
-  while (merged.length < limit) {
-    const left = a[i];
-    const right = b[j];
-    if (left === undefined && right === undefined) break;
-    if (right === undefined || (left !== undefined && left.seq < right.seq)) {
-      if (left !== undefined) merged.push(left);
-      i += 1;
-    } else {
-      merged.push(right);
-      j += 1;
-    }
-  }
-  return merged;
-}
-
-function indexKey(index: ReadModelIndex, doc: JsonObject, id: string): Key[] | null {
-  const values: IndexValue[] | null = indexValuesOf(index, doc);
-  return values === null ? null : [index.collection, index.name, ...values, id];
-}
-
-/** The range of keys that start with `prefix`, forwards or backwards. */
-function orderedRange(prefix: Key[], descending: boolean): { start: Key; end: Key; reverse: boolean } {
-  const low: Key = prefix;
-  const high: Key = [...prefix, prefixEnd];
-  return descending ? { start: high, end: low, reverse: true } : { start: low, end: high, reverse: false };
 }
 
 export async function openLmdbStore(options: LmdbStoreOptions): Promise<LmdbStore> {

@@ -10,92 +10,25 @@
 // so fresh rows come first in commit order, then the due deferred rows, and rows deferred into the
 // future are outside the index bounds: never read by a claim, however many there are.
 import { randomUUID } from 'node:crypto';
-import { Binary, MongoClient, MongoServerError, ReadConcern, WriteConcern } from 'mongodb';
+import { MongoClient, MongoServerError, ReadConcern, WriteConcern } from 'mongodb';
 import type { ClientSession, Collection, Db, Document, Filter, TransactionOptions } from 'mongodb';
+import { appliedRepliesPerActorDefault, defaultReadModelIndexes, outboxBacklogCountMax, outboxBatchMax, blobStagingStaleMsDefault } from './store.ts';
 import {
-  IndexCatalog, appliedRepliesPerActorDefault, assertBlob, assertCollection, assertCommitWrite, assertFence,
-  assertIdentifier, assertLimit, assertNonNegativeInteger, assertReadModelDoc, defaultReadModelIndexes,
-  outboxBacklogCountMax, outboxBatchMax, planList, assertDeferral, blobParts, blobStagingStaleMsDefault,
-} from './store.ts';
+  IndexCatalog, assertCollection, assertCommitWrite, assertDeferral, assertFence, assertIdentifier, assertLimit,
+  assertNonNegativeInteger, assertReadModelDoc, planList,
+} from './store-checks.ts';
 import type {
   ActorSnapshot, AppliedReply, BatchCommitResult, CommitResult, CommitWrite, FenceResult, JsonObject, JsonValue, ListPage,
   ListQuery, OutboxBacklog, OutboxDeferral, OutboxRow, OutboxRowAction, PutIfAbsentResult, SnapshotStore, StoredEvent, StoreOptions,
 } from './store.ts';
+import { MongoBlobs } from './mongo-blobs.ts';
+import { toOutboxRow, type ActorDoc, type AppliedDoc, type CounterDoc, type EventDoc, type FenceDoc, type OutboxDoc, type ReadModelDoc } from './mongo-docs.ts';
 
 export interface MongoStoreOptions extends StoreOptions {
   /** e.g. mongodb://host1,host2/?replicaSet=rs0 */
   url: string;
   /** Database name; default `payments`. Tests use a random one each. */
   dbName?: string;
-}
-
-interface ActorDoc {
-  _id: string;
-  version: number;
-  state: JsonValue;
-  appliedSeq: number;
-}
-interface FenceDoc {
-  _id: number;
-  token: number;
-}
-interface AppliedDoc {
-  _id: { actorKey: string; commandId: string };
-  actorKey: string;
-  seq: number;
-  reply: JsonValue;
-}
-interface EventDoc {
-  _id: { actorKey: string; version: number; index: number };
-  actorKey: string;
-  version: number;
-  index: number;
-  event: JsonValue;
-}
-interface OutboxDoc {
-  _id: string;
-  topic: string;
-  seq: number;
-  actorKey: string;
-  version: number;
-  payload: JsonValue;
-  partitionKey?: string;
-  claimOwner: string | null;
-  claimExpiresAtMs: number;
-  /** Set by the claim that holds the row, so the claimer can read back exactly what it won. */
-  claimId: string | null;
-  createdAtMs?: number;
-  /** Set by outboxDefer (with the three below); absent on rows never deferred: due. */
-  notBeforeMs?: number;
-  attempts?: number;
-  reason?: string;
-  parked?: boolean;
-}
-interface CounterDoc {
-  _id: string;
-  seq: number;
-}
-interface ReadModelDoc {
-  _id: string;
-  doc: JsonObject;
-}
-/** A whole blob carries `bytes`; a streamed one `parts`, its manifest (see `putBlobStream`). */
-interface BlobDoc {
-  _id: string;
-  bytes?: Binary;
-  parts?: { stagingId: string; count: number; bytes: number };
-}
-/** One part of a streamed blob, `_id` = `<stagingId>:<index>`. */
-interface BlobChunkDoc {
-  _id: string;
-  stagingId: string;
-  index: number;
-  bytes: Binary;
-}
-/** A blob stream being written (removed when it is committed or abandoned). */
-interface BlobStagingDoc {
-  _id: string;
-  startedAtMs: number;
 }
 
 const duplicateKeyCode = 11000;
@@ -125,9 +58,7 @@ export class MongoStore implements SnapshotStore {
   private readonly events: Collection<EventDoc>;
   private readonly outbox: Collection<OutboxDoc>;
   private readonly counters: Collection<CounterDoc>;
-  private readonly blobs: Collection<BlobDoc>;
-  private readonly blobChunks: Collection<BlobChunkDoc>;
-  private readonly blobStaging: Collection<BlobStagingDoc>;
+  private readonly blobStore: MongoBlobs;
   private readonly blobStagingStaleMs: number;
 
   constructor(options: MongoStoreOptions) {
@@ -145,9 +76,7 @@ export class MongoStore implements SnapshotStore {
     this.events = this.db.collection<EventDoc>('events');
     this.outbox = this.db.collection<OutboxDoc>('outbox');
     this.counters = this.db.collection<CounterDoc>('counters');
-    this.blobs = this.db.collection<BlobDoc>('blobs');
-    this.blobChunks = this.db.collection<BlobChunkDoc>('blobChunks');
-    this.blobStaging = this.db.collection<BlobStagingDoc>('blobStaging');
+    this.blobStore = new MongoBlobs(this.db, async (work) => this.inTransaction(work));
     this.blobStagingStaleMs = options.blobStagingStaleMs ?? blobStagingStaleMsDefault;
     assertNonNegativeInteger('blobStagingStaleMs', this.blobStagingStaleMs);
   }
@@ -172,14 +101,14 @@ export class MongoStore implements SnapshotStore {
     // Key patterns differ from every other index's, as MongoDB requires of two indexes.
     await this.outbox.createIndex({ topic: 1, seq: 1, notBeforeMs: 1 }, { name: 'by_topic_seq_deferred', partialFilterExpression: { notBeforeMs: { $exists: true } } });
     await this.outbox.createIndex({ topic: 1, parked: 1 }, { name: 'by_topic_parked', partialFilterExpression: { parked: true } });
-    await this.blobChunks.createIndex({ stagingId: 1, index: 1 }, { name: 'by_staging_index' });
+    await this.blobStore.createIndexes();
     for (const index of this.indexes.all()) {
       const keys: Record<string, 1> = {};
       for (const field of [...index.equal, index.orderBy]) keys[`doc.${field}`] = 1;
       keys._id = 1;
       await this.readModels(index.collection).createIndex(keys, { name: index.name });
     }
-    await this.sweepStaleBlobStreams(Date.now() - this.blobStagingStaleMs);
+    await this.blobStore.sweepStaleStreams(Date.now() - this.blobStagingStaleMs);
   }
 
   private async createCollection(name: string): Promise<void> {
@@ -578,92 +507,22 @@ export class MongoStore implements SnapshotStore {
     return { total, items: docs.map((doc) => ({ id: doc._id, doc: doc.doc })) };
   }
 
-  // ---- blobs ----
+  // ---- blobs (mongo-blobs.ts) ----
 
-  // A whole blob is one `blobs` document with its bytes. A streamed one is parts in `blobChunks`
-  // under a random staging id, one insert per part as they arrive, with a `blobStaging` document
-  // while it is written; committing it is one transaction that replaces the key's `blobs` document
-  // with the manifest (`parts`), drops the staging document and removes the parts of what the key
-  // held before. Readers find a key's blob through its `blobs` document, never half a stream.
-
-  async putBlob(key: string, bytes: Uint8Array): Promise<void> {
-    assertBlob(key, bytes);
-    const copy = new Binary(Buffer.from(bytes));
-    await this.inTransaction(async (session) => {
-      const previous = await this.blobs.findOneAndReplace({ _id: key }, { bytes: copy }, { upsert: true, session });
-      if (previous?.parts !== undefined) await this.blobChunks.deleteMany({ stagingId: previous.parts.stagingId }, { session });
-    });
+  putBlob(key: string, bytes: Uint8Array): Promise<void> {
+    return this.blobStore.putBlob(key, bytes);
   }
 
-  async putBlobStream(key: string, chunks: AsyncIterable<Uint8Array>): Promise<number> {
-    assertIdentifier('blob key', key);
-    const stagingId = randomUUID();
-    await this.blobStaging.insertOne({ _id: stagingId, startedAtMs: Date.now() });
-    let count = 0;
-    let bytes = 0;
-    try {
-      for await (const part of blobParts(chunks)) {
-        await this.blobChunks.insertOne({ _id: `${stagingId}:${count}`, stagingId, index: count, bytes: new Binary(part) });
-        count += 1;
-        bytes += part.byteLength;
-      }
-      const manifest = { parts: { stagingId, count, bytes } };
-      await this.inTransaction(async (session) => {
-        const previous = await this.blobs.findOneAndReplace({ _id: key }, manifest, { upsert: true, session });
-        if (previous?.parts !== undefined) await this.blobChunks.deleteMany({ stagingId: previous.parts.stagingId }, { session });
-        await this.blobStaging.deleteOne({ _id: stagingId }, { session });
-      });
-      return bytes;
-    } catch (error) {
-      await this.removeStaging(stagingId);
-      throw error;
-    }
+  putBlobStream(key: string, chunks: AsyncIterable<Uint8Array>): Promise<number> {
+    return this.blobStore.putBlobStream(key, chunks);
   }
 
-  async getBlob(key: string): Promise<Uint8Array | null> {
-    assertIdentifier('blob key', key);
-    // A streamed blob is read in a snapshot transaction, so a replacement committed meanwhile
-    // (which removes the old parts) cannot leave this read with half of them.
-    return this.inTransaction(async (session) => {
-      const doc = await this.blobs.findOne({ _id: key }, { session });
-      if (doc === null) return null;
-      if (doc.bytes !== undefined) return new Uint8Array(doc.bytes.value());
-      if (doc.parts === undefined) throw new Error('a blob document has neither bytes nor parts');
-      const whole = new Uint8Array(doc.parts.bytes);
-      let offset = 0;
-      let expected = 0;
-      const cursor = this.blobChunks.find({ stagingId: doc.parts.stagingId }, { session }).sort({ index: 1 });
-      for await (const part of cursor) {
-        const partBytes = part.bytes.value();
-        if (part.index !== expected || offset + partBytes.byteLength > whole.byteLength) throw new Error('a streamed blob has a missing or extra part');
-        whole.set(partBytes, offset);
-        offset += partBytes.byteLength;
-        expected += 1;
-      }
-      if (expected !== doc.parts.count || offset !== whole.byteLength) throw new Error('a streamed blob is shorter than its manifest says');
-      return whole;
-    });
+  getBlob(key: string): Promise<Uint8Array | null> {
+    return this.blobStore.getBlob(key);
   }
 
-  async deleteBlob(key: string): Promise<boolean> {
-    assertIdentifier('blob key', key);
-    return this.inTransaction(async (session) => {
-      const previous = await this.blobs.findOneAndDelete({ _id: key }, { session });
-      if (previous === null) return false;
-      if (previous.parts !== undefined) await this.blobChunks.deleteMany({ stagingId: previous.parts.stagingId }, { session });
-      return true;
-    });
-  }
-
-  private async removeStaging(stagingId: string): Promise<void> {
-    await this.blobChunks.deleteMany({ stagingId });
-    await this.blobStaging.deleteOne({ _id: stagingId });
-  }
-
-  /** Removes the parts of blob streams begun before `startedBeforeMs` and never committed (a crash). */
-  private async sweepStaleBlobStreams(startedBeforeMs: number): Promise<void> {
-    const stale = await this.blobStaging.find({ startedAtMs: { $lt: startedBeforeMs } }).limit(outboxBatchMax).toArray();
-    for (const staging of stale) await this.removeStaging(staging._id);
+  deleteBlob(key: string): Promise<boolean> {
+    return this.blobStore.deleteBlob(key);
   }
 
   // ---- plumbing ----
@@ -692,20 +551,6 @@ function assertWaitingRef(topic: string, id: string, nowMs: number): void {
 /** A deferred row of the topic that no worker holds a live claim on at `nowMs`. */
 function waitingUnclaimed(topic: string, id: string, nowMs: number): Filter<OutboxDoc> {
   return { _id: id, topic, notBeforeMs: { $exists: true }, claimExpiresAtMs: { $lte: nowMs } };
-}
-
-function toOutboxRow(doc: OutboxDoc): OutboxRow {
-  const row: OutboxRow = {
-    id: doc._id, topic: doc.topic, seq: doc.seq, actorKey: doc.actorKey, version: doc.version,
-    payload: doc.payload, claimOwner: doc.claimOwner, claimExpiresAtMs: doc.claimExpiresAtMs,
-  };
-  if (doc.partitionKey !== undefined) row.partitionKey = doc.partitionKey;
-  if (doc.createdAtMs !== undefined) row.createdAtMs = doc.createdAtMs;
-  if (typeof doc.notBeforeMs === 'number') row.notBeforeMs = doc.notBeforeMs;
-  if (typeof doc.attempts === 'number') row.attempts = doc.attempts;
-  if (typeof doc.reason === 'string') row.reason = doc.reason;
-  if (typeof doc.parked === 'boolean') row.parked = doc.parked;
-  return row;
 }
 
 export async function openMongoStore(options: MongoStoreOptions): Promise<MongoStore> {

@@ -27,6 +27,8 @@
 // one partner's backlog to the other partners' rows instead of claiming the same rows again. They
 // are released as soon as their partner has room again (the next claim takes them first: they are
 // the oldest), or when their claim runs out, and on stop.
+//
+// Every bound of a dispatcher, with its default and its check, is in dispatcher-limits.ts.
 import type { OutboxRow, SnapshotStore } from '../store/store.ts';
 import { recordPartnerRows, type RowToRecord } from './event-log.ts';
 import { classify, nextStep, type AttemptResult, type DeliveryPolicy } from './policy.ts';
@@ -52,54 +54,10 @@ import type { ResolvedDestination } from './destinations.ts';
 import { deliveryHeaders, eventIdOf } from './signing.ts';
 import { sendWebhook, type SendOutcome, type SendRequest, type TransportLimits } from './transport.ts';
 import type { UrlPolicyMode } from './url-policy.ts';
+import { checkDispatcherLimits, type DispatcherLimits } from './dispatcher-limits.ts';
 import { settlesWithin } from '../lifecycle/shutdown.ts';
 import { LoopHealth, loopCheck, type HealthCheck } from '../lifecycle/health.ts';
 import { countersBy, gauge, type MetricFamily } from '../lifecycle/metrics.ts';
-
-export interface DispatcherLimits {
-  /** Claim length; must exceed attemptTimeoutMs + claimMarginMs. */
-  readonly leaseMs: number;
-  /** Slack for clock skew between dispatchers and for the work around an attempt. */
-  readonly claimMarginMs: number;
-  readonly pollIntervalMs: number;
-  /** Rows claimed per store call, and calls per round. */
-  readonly claimBatchMax: number;
-  readonly claimPagesPerRoundMax: number;
-  /** Rows held (claimed, waiting or in flight) by this dispatcher. */
-  readonly heldRowsMax: number;
-  /** Rows of one partition held at once (the per-partition queue). */
-  readonly heldPerPartitionMax: number;
-  /** Rows of one partner held at once; its further rows are parked. */
-  readonly heldPerPartnerMax: number;
-  /** Rows parked (claimed, not held: beyond a partner's or partition's share). */
-  readonly parkedRowsMax: number;
-  /** Concurrent HTTP attempts. */
-  readonly inFlightMax: number;
-  /** Concurrent HTTP attempts to one partner (its share of `inFlightMax`). */
-  readonly inFlightPerPartnerMax: number;
-  /** Rows read per recording page, and pages per round. */
-  readonly recordPageRowsMax: number;
-  readonly recordPagesPerRoundMax: number;
-  /** Pending rows read per round to find partition heads. */
-  readonly headScanRowsMax: number;
-}
-
-export const defaultDispatcherLimits: DispatcherLimits = {
-  leaseMs: 60_000,
-  claimMarginMs: 5_000,
-  pollIntervalMs: 250,
-  claimBatchMax: 100,
-  claimPagesPerRoundMax: 5,
-  heldRowsMax: 2_000,
-  heldPerPartitionMax: 32,
-  heldPerPartnerMax: 100,
-  parkedRowsMax: 8_000,
-  inFlightMax: 64,
-  inFlightPerPartnerMax: 8,
-  recordPageRowsMax: 400,
-  recordPagesPerRoundMax: 5,
-  headScanRowsMax: 10_000,
-};
 
 export interface DispatcherLogger {
   info(fields: Record<string, unknown>, message: string): void;
@@ -156,13 +114,7 @@ export class WebhookDispatcher {
 
   constructor(private readonly deps: DispatcherDeps) {
     const { limits, transport } = deps;
-    if (limits.leaseMs <= transport.attemptTimeoutMs + limits.claimMarginMs) {
-      throw new RangeError('leaseMs must be greater than attemptTimeoutMs + claimMarginMs');
-    }
-    for (const [name, value] of Object.entries(limits)) {
-      const least = name === 'claimMarginMs' ? 0 : 1;
-      if (!Number.isSafeInteger(value) || value < least) throw new RangeError(`dispatcher ${name} must be an integer of at least ${least}, got ${String(value)}`);
-    }
+    checkDispatcherLimits(limits, transport.attemptTimeoutMs);
     this.rounds = new LoopHealth(limits.pollIntervalMs);
     this.lanes = new PartnerLanes(deps.breaker, limits.inFlightPerPartnerMax);
     this.parked = new ParkedRows(limits.parkedRowsMax);

@@ -1,0 +1,237 @@
+// One actor's step in a batch of the runtime (runtime.ts): the actor in memory, what became of its
+// commands, and the ONE versioned write that makes them durable, with the pure pieces that build
+// it (the commit with its outbox rows and timer row, the commands it sends to other actors) and
+// the rules for a repeated command. No I/O here: the runtime loads, asks the store and writes.
+import type { ActorSnapshot } from '../store/store.ts';
+import {
+  timerCommandKind,
+  type ActorBehavior,
+  type CommandEnvelope,
+  type JsonValue,
+  type OutboxMessage,
+  type ReadModelWrite,
+  type ReplyTarget,
+} from './envelope.ts';
+import type { ActorCommit, OutboxRowWrite } from './actor-store.ts';
+import { ActorFault } from './quarantine.ts';
+
+export const outboxTopicCommands = 'commands';
+const recentCommandIdsMax = 256;
+
+/**
+ * The stable id of an actor's timer command for a due time: redelivery never double-fires. A
+ * timer armed again after a refusal (`attempt` ≥ 1) needs an id of its own: the refusal wrote
+ * nothing, but the actor remembers the first id for a while and would answer it from memory.
+ */
+export function timerCommandId(id: string, dueAtMs: number, attempt = 0): string {
+  return attempt === 0 ? `${id}:timer:${dueAtMs}` : `${id}:timer:${dueAtMs}:retry:${attempt}`;
+}
+
+export interface ActiveActor {
+  readonly id: string;
+  readonly behavior: ActorBehavior<unknown>;
+  state: unknown;
+  version: number;
+  lastUsedMs: number;
+  /** Command ids applied since activation (a fast path before asking the store). */
+  readonly recentCommandIds: Set<string>;
+  /**
+   * Replies of recent commands that wrote nothing (a refusal, a read): the store keeps no reply
+   * for them, so a repeat of the same id is answered from here (else its asker would wait for a
+   * reply that never comes). Bounded with `recentCommandIds`.
+   */
+  readonly unwrittenReplies: Map<string, JsonValue>;
+  /**
+   * The actor's row in the `timers` read model as of `version`: a due time, null (no row), or
+   * undefined when not known (activated from a snapshot). A write that leaves it unchanged skips it.
+   */
+  storedTimerAtMs: number | null | undefined;
+}
+
+export interface PendingReply {
+  readonly to: ReplyTarget;
+  readonly payload: JsonValue;
+}
+
+/** What became of one actor's commands in a batch. */
+export type ActorOutcome =
+  | { readonly kind: 'applied'; readonly replies: PendingReply[]; readonly outbox: OutboxRowWrite[] }
+  /**
+   * Not applied: the actor is quarantined; these commands go to its dead letters. `error` is set
+   * when this batch put it there (null: it already was).
+   */
+  | { readonly kind: 'quarantined'; readonly error: string | null }
+  /** Not applied (write refused, actor blocked, shard not owned): the entries stay pending. */
+  | { readonly kind: 'retry' }
+  /** Not applied because applying threw (a bug or broken infrastructure): the entries stay pending. */
+  | { readonly kind: 'failed'; readonly error: unknown };
+
+/** An actor's part of a batch once applied in memory: a write to make durable, or done already. */
+export interface PreparedWrite {
+  readonly kind: 'write';
+  readonly actor: ActiveActor;
+  readonly commit: ActorCommit;
+  /** The state the actor takes once the write is durable. */
+  readonly state: unknown;
+  readonly timerAtMs: number | null | undefined;
+  /** A timer this batch fired and the actor still wants at the same time (see onTimerRefused). */
+  readonly refusedTimerAtMs: number | null;
+  readonly replies: PendingReply[];
+  readonly outboxRows: OutboxRowWrite[];
+  /** Set when this write applies a quarantined actor's dead letters: it is released once durable. */
+  readonly releases?: true;
+}
+export type PreparedStep = PreparedWrite | { readonly kind: 'done'; readonly outcome: ActorOutcome };
+
+/** The due time a `timer` command fired for (its payload), or null when it carries none. */
+export function firedDueAtMs(command: CommandEnvelope): number | null {
+  if (command.kind !== timerCommandKind) return null;
+  const payload = command.payload;
+  if (payload === null || typeof payload !== 'object' || Array.isArray(payload)) return null;
+  const dueAtMs = payload['dueAtMs'];
+  return typeof dueAtMs === 'number' && Number.isSafeInteger(dueAtMs) ? dueAtMs : null;
+}
+
+/** An actor as its snapshot (or none: a new actor) leaves it, at `nowMs`. */
+export function activeActor(id: string, behavior: ActorBehavior<unknown>, snapshot: ActorSnapshot | null, nowMs: number): ActiveActor {
+  return {
+    id,
+    behavior,
+    // A snapshot may hold no state: an actor that had none yet and did something durable all the
+    // same (a counter refusing a first reservation sends its answer, and that send is written
+    // with the actor) is written with `state: null`. That means "no state yet", exactly as no
+    // snapshot does, and is never handed to `decode`: a behavior decodes only what its own
+    // `encode` wrote (docs/actors.md, "Snapshots without a state").
+    state: snapshot === null || snapshot.state === null ? null : decodeOrFault(behavior, id, snapshot.state),
+    version: snapshot?.version ?? 0,
+    lastUsedMs: nowMs,
+    recentCommandIds: new Set(),
+    unwrittenReplies: new Map(),
+    // A never-written actor has no timer row; one loaded from a snapshot may have one.
+    storedTimerAtMs: snapshot === null ? null : undefined,
+  };
+}
+
+/**
+ * Notes a command as applied by the in-memory actor (bounded: the oldest is forgotten).
+ * `unwrittenReply`: the reply of a command that wrote nothing (the store has none to replay).
+ */
+export function rememberCommand(actor: ActiveActor, commandId: string, unwrittenReply?: JsonValue): void {
+  actor.recentCommandIds.add(commandId);
+  if (unwrittenReply !== undefined) actor.unwrittenReplies.set(commandId, unwrittenReply);
+  if (actor.recentCommandIds.size > recentCommandIdsMax) {
+    const oldest = actor.recentCommandIds.values().next();
+    if (!oldest.done) {
+      actor.recentCommandIds.delete(oldest.value);
+      actor.unwrittenReplies.delete(oldest.value);
+    }
+  }
+}
+
+/** The commands a handled command sends to other actors, as outbox messages (ids derived from its id). */
+export function sentCommands(command: CommandEnvelope, sends: readonly NonNullable<ReturnType<ActorBehavior<unknown>['handle']>['send']>[number][], nowMs: number): OutboxMessage[] {
+  return sends.map((send, index) => {
+    const envelope: CommandEnvelope = {
+      commandId: `${command.commandId}>${index}`,
+      actorType: send.actorType,
+      actorKey: send.actorKey,
+      kind: send.kind,
+      payload: send.payload,
+      ...(send.replyTo ? { replyTo: send.replyTo } : {}),
+      sentAtMs: nowMs,
+    };
+    return { topic: outboxTopicCommands, payload: envelope as unknown as JsonValue };
+  });
+}
+
+/** What an actor's handled commands left, to be made durable in one write. */
+export interface HandledCommands {
+  readonly actor: ActiveActor;
+  readonly behavior: ActorBehavior<unknown>;
+  readonly fence: { readonly shard: number; readonly token: number };
+  /** The state after the commands, and whether any of them changed it. */
+  readonly state: unknown;
+  readonly changed: boolean;
+  readonly appliedCommands: Array<{ commandId: string; reply: JsonValue }>;
+  readonly outbox: readonly OutboxMessage[];
+  readonly readModels: readonly ReadModelWrite[];
+  readonly replies: PendingReply[];
+  readonly refusedTimerAtMs: number | null;
+}
+
+/**
+ * The actor's next version as one write: its state, the commands applied with their replies, the
+ * outbox rows (ids from the actor and version: a retried write makes the same rows), the read
+ * models, and its `timers` row when the wanted due time differs from the stored one.
+ */
+export function buildWrite(handled: HandledCommands): PreparedWrite {
+  const { actor, behavior, fence, state, changed, appliedCommands, outbox, readModels, replies, refusedTimerAtMs } = handled;
+  const id = actor.id;
+  const newVersion = actor.version + 1;
+  const outboxRows: OutboxRowWrite[] = outbox.map((message, index) => ({
+    id: `${id}:${newVersion}:${index}`,
+    topic: message.topic,
+    payload: message.payload,
+    ...(message.partitionKey !== undefined ? { partitionKey: message.partitionKey } : {}),
+  }));
+  const wantedTimerAtMs = changed && state !== null && behavior.timerAtMs ? behavior.timerAtMs(state) : undefined;
+  // Most writes (a saga step, a refusal) leave the timer as it was: no read-model write for it.
+  const timerAtMs = wantedTimerAtMs === actor.storedTimerAtMs ? undefined : wantedTimerAtMs;
+  const commit: ActorCommit = {
+    actorId: id,
+    expectedVersion: actor.version,
+    newVersion,
+    state: state === null ? null : behavior.encode(state),
+    fence: { shard: fence.shard, token: fence.token },
+    appliedCommands,
+    outbox: outboxRows,
+    readModels: [
+      ...readModels,
+      ...(timerAtMs === undefined
+        ? []
+        : [
+            {
+              collection: 'timers',
+              id,
+              doc: timerAtMs === null ? null : { actorId: id, shard: fence.shard, dueAtMs: timerAtMs },
+            },
+          ]),
+    ],
+  };
+  return { kind: 'write', actor, commit, state, timerAtMs, refusedTimerAtMs, replies, outboxRows };
+}
+
+export function decodeOrFault(behavior: ActorBehavior<unknown>, id: string, json: JsonValue): unknown {
+  try {
+    return behavior.decode(json);
+  } catch (error) {
+    throw new ActorFault('decode', id, error);
+  }
+}
+
+export function handleOrFault(behavior: ActorBehavior<unknown>, id: string, state: unknown, command: CommandEnvelope, nowMs: number): ReturnType<ActorBehavior<unknown>['handle']> {
+  try {
+    return behavior.handle(state, command, { nowMs, commandId: command.commandId });
+  } catch (error) {
+    throw new ActorFault('handle', id, error);
+  }
+}
+
+/**
+ * Whether a repeat of an applied command goes back to `handle`: its first handling recorded no
+ * reply because the reply comes later (a saga), and someone waits for this repeat. Answered from
+ * the empty record, the repeat would wait forever though the first one's outcome exists.
+ */
+export function asksAgain(behavior: ActorBehavior<unknown>, command: CommandEnvelope, stored: JsonValue | null | undefined): boolean {
+  return command.replyTo !== undefined && stored === null && behavior.deferredReplyKinds?.has(command.kind) === true;
+}
+
+export function dedupesByState(behavior: ActorBehavior<unknown>, kind: string): boolean {
+  const rule = behavior.dedupeByState;
+  return typeof rule === 'function' ? rule(kind) : rule === true;
+}
+
+/** A domain refusal (`{ ok: false, … }`, the shape the transaction actor answers). */
+export function isRefusal(reply: JsonValue | undefined): boolean {
+  return typeof reply === 'object' && reply !== null && !Array.isArray(reply) && reply['ok'] === false;
+}
