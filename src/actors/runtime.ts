@@ -25,15 +25,21 @@ import { shardOf, commandStreamKey } from '../bus/shards.ts';
 import {
   actorId,
   timerCommandKind,
-  type ActorBehavior,
+  malformedCommandCode,
+  type AnyActorBehavior,
   type CommandEnvelope,
+  type CommandPayloads,
+  type Decoded,
   type JsonValue,
   type LogLevel,
+  type MalformedCommandReply,
   type OutboxMessage,
   type ReadModelWrite,
   type ReplyTarget,
+  type TypedCommand,
 } from './envelope.ts';
 import { decodeEnvelope, encodeEnvelope } from './codec.ts';
+import { decodeArrived } from './commands.ts';
 import type { ActorCommit, ActorStore, BatchCommitResult, OutboxRowWrite } from './actor-store.ts';
 import { ActorFault, errorText, releaseWrites, replayCommandKind, replayDeadLettersMax, type DeadLetter, type QuarantineRecord, type QuarantineStore } from './quarantine.ts';
 
@@ -44,7 +50,7 @@ export interface RuntimeClock {
 export interface RuntimeOptions {
   readonly bus: Bus;
   readonly store: ActorStore;
-  readonly behaviors: ReadonlyArray<ActorBehavior<unknown>>;
+  readonly behaviors: ReadonlyArray<AnyActorBehavior>;
   readonly keyPrefix: string;
   readonly shardCount: number;
   readonly group: string;
@@ -80,7 +86,7 @@ export interface RuntimeOptions {
 
 interface ActiveActor {
   readonly id: string;
-  readonly behavior: ActorBehavior<unknown>;
+  readonly behavior: AnyActorBehavior;
   state: unknown;
   version: number;
   lastUsedMs: number;
@@ -167,7 +173,9 @@ export const outboxTopicCommands = 'commands';
 const recentCommandIdsMax = 256;
 
 export class ActorRuntime {
-  private readonly behaviors = new Map<string, ActorBehavior<unknown>>();
+  private readonly behaviors = new Map<string, AnyActorBehavior>();
+  /** Commands decoded on arrival (`applyBatch`), handed to `handle` as decoded. */
+  private readonly decoded = new WeakMap<CommandEnvelope, Decoded<ArrivedCommand>>();
   private readonly actors = new Map<string, ActiveActor>();
   /** Per actor with work in flight: settles when its last queued work has settled. */
   private readonly lanes = new Map<string, Promise<void>>();
@@ -260,13 +268,32 @@ export class ActorRuntime {
       if (ids === undefined) toAck.set(entry.stream, [entry.id]);
       else ids.push(entry.id);
     };
+    const malformedReplies: PendingReply[] = [];
     for (const entry of entries) {
       const command = decodeEnvelope(entry.payload);
-      if (command === null || !this.behaviors.has(command.actorType)) {
+      const behavior = command === null ? undefined : this.behaviors.get(command.actorType);
+      if (command === null || behavior === undefined) {
         this.log('error', 'dropping a malformed command', { stream: entry.stream, entryId: entry.id });
         ack(entry);
         continue;
       }
+      // Checked against the actor type's command map on arrival: a malformed one never reaches
+      // the actor (nor activates it); its asker is answered at once.
+      const typed = decodeCommand(behavior, command);
+      if (!typed.ok) {
+        this.log('error', 'dropping a malformed command', {
+          stream: entry.stream,
+          entryId: entry.id,
+          actorType: command.actorType,
+          kind: command.kind.slice(0, 64),
+          commandId: command.commandId,
+          reason: typed.reason,
+        });
+        ack(entry);
+        if (command.replyTo) malformedReplies.push({ to: command.replyTo, payload: malformedReply(typed.reason) });
+        continue;
+      }
+      this.decoded.set(command, typed);
       const id = actorId(command.actorType, command.actorKey);
       const list = byActor.get(id);
       if (list === undefined) byActor.set(id, [{ entry, command }]);
@@ -289,7 +316,7 @@ export class ActorRuntime {
       [...byActor].map(([id, items]) => ({ id, fence: fenceAtRead(id), commands: items.map((item) => item.command) })),
     );
 
-    const replies: PendingReply[] = [];
+    const replies: PendingReply[] = [...malformedReplies];
     const outboxRows: OutboxRowWrite[] = [];
     const pending: BusEntry[] = [];
     let applied = 0;
@@ -489,7 +516,7 @@ export class ActorRuntime {
     }
   }
 
-  private async activate(id: string, behavior: ActorBehavior<unknown>): Promise<ActiveActor> {
+  private async activate(id: string, behavior: AnyActorBehavior): Promise<ActiveActor> {
     const cached = this.actors.get(id);
     if (cached) {
       cached.lastUsedMs = this.options.clock.nowMs();
@@ -568,7 +595,11 @@ export class ActorRuntime {
       const nowMs = this.options.clock.nowMs();
       const fired = firedDueAtMs(command);
       if (fired !== null) firedTimers.push(fired);
-      const outcome = handleOrFault(behavior, id, state, command, nowMs);
+      // Decoded on arrival; a command that did not come through `applyBatch` (a dead letter
+      // replayed) is decoded here, and a malformed one is answered, never handled.
+      const typed = this.decoded.get(command) ?? decodeCommand(behavior, command);
+      if (!typed.ok) this.log('error', 'dropping a malformed command', { actorId: id, kind: command.kind.slice(0, 64), commandId: command.commandId, reason: typed.reason });
+      const outcome = typed.ok ? handleOrFault(behavior, id, state, typed.value, nowMs) : { reply: malformedReply(typed.reason) };
       if (outcome.state !== undefined) {
         state = outcome.state;
         changed = true;
@@ -743,7 +774,20 @@ export class ActorRuntime {
   }
 }
 
-function decodeOrFault(behavior: ActorBehavior<unknown>, id: string, json: JsonValue): unknown {
+/** A command as `handle` receives it: its payload decoded by the actor type's map. */
+type ArrivedCommand = TypedCommand<CommandPayloads>;
+
+/** The runtime's own `replay` command passes to the quarantine unchanged; every other is decoded. */
+function decodeCommand(behavior: AnyActorBehavior, command: CommandEnvelope): Decoded<ArrivedCommand> {
+  return command.kind === replayCommandKind ? { ok: true, value: command } : decodeArrived(behavior, command);
+}
+
+function malformedReply(reason: string): JsonValue {
+  const reply: MalformedCommandReply = { ok: false, code: malformedCommandCode, reason };
+  return { ...reply };
+}
+
+function decodeOrFault(behavior: AnyActorBehavior, id: string, json: JsonValue): unknown {
   try {
     return behavior.decode(json);
   } catch (error) {
@@ -751,7 +795,7 @@ function decodeOrFault(behavior: ActorBehavior<unknown>, id: string, json: JsonV
   }
 }
 
-function handleOrFault(behavior: ActorBehavior<unknown>, id: string, state: unknown, command: CommandEnvelope, nowMs: number): ReturnType<ActorBehavior<unknown>['handle']> {
+function handleOrFault(behavior: AnyActorBehavior, id: string, state: unknown, command: ArrivedCommand, nowMs: number): ReturnType<AnyActorBehavior['handle']> {
   try {
     return behavior.handle(state, command, { nowMs, commandId: command.commandId });
   } catch (error) {
@@ -764,11 +808,11 @@ function handleOrFault(behavior: ActorBehavior<unknown>, id: string, state: unkn
  * reply because the reply comes later (a saga), and someone waits for this repeat. Answered from
  * the empty record, the repeat would wait forever though the first one's outcome exists.
  */
-function asksAgain(behavior: ActorBehavior<unknown>, command: CommandEnvelope, stored: JsonValue | null | undefined): boolean {
+function asksAgain(behavior: AnyActorBehavior, command: CommandEnvelope, stored: JsonValue | null | undefined): boolean {
   return command.replyTo !== undefined && stored === null && behavior.deferredReplyKinds?.has(command.kind) === true;
 }
 
-function dedupesByState(behavior: ActorBehavior<unknown>, kind: string): boolean {
+function dedupesByState(behavior: AnyActorBehavior, kind: string): boolean {
   const rule = behavior.dedupeByState;
   return typeof rule === 'function' ? rule(kind) : rule === true;
 }

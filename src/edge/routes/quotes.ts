@@ -6,7 +6,7 @@
 // service is not reachable (Redis down, no shard worker, no reply in time): 503
 // `service_unavailable` with Retry-After, as on every other endpoint — not a quote outcome.
 import { quoteActorType, type CreateQuotePayload, type QuoteReply } from '../../actors/quote-actor.ts';
-import type { JsonValue } from '../../actors/envelope.ts';
+import { toJsonValue } from '../../actors/state-codec.ts';
 import type { QuoteRequest } from '../../domain/pricing.ts';
 import type { QuoteKind } from '../../domain/quote.ts';
 import { cryptoAssets, isOneOf, networks } from '../../domain/assets.ts';
@@ -78,7 +78,7 @@ function createQuote(env: EdgeEnv, kind: QuoteKind, request: RequestContext): Pr
     const payload: CreateQuotePayload = { partnerId, request: quoteRequestValue };
     // One promise step from the reply text to the response (no decoded reply in between).
     return env.actors
-      .askText(quoteActorType, idOf(ids, 'quoteId'), 'create', payload as unknown as JsonValue, idOf(ids, 'commandId'))
+      .askText(quoteActorType, idOf(ids, 'quoteId'), 'create', toJsonValue(payload), idOf(ids, 'commandId'))
       .then(quoteReplyResponse, quoteAskFailed);
   });
 }
