@@ -7,7 +7,7 @@
 import type { LogLevel } from '../actors/envelope.ts';
 import { paymentMethods, type PaymentMethod } from '../domain/assets.ts';
 import type { Decimal } from '../domain/money.ts';
-import type { LiquidityView } from '../service/ports.ts';
+import type { LiquidityView } from '../ports/ports.ts';
 import type { Rail } from './rails.ts';
 
 /** One read of a method's liquidity and availability (from the rail, or over the payout link). */
@@ -60,6 +60,7 @@ export class CachedLiquidityView implements LiquidityView {
   private readonly readTimeoutMs: number;
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
+  private queued: Promise<void> | null = null;
   private stopped = false;
 
   constructor(private readonly options: CachedLiquidityOptions) {
@@ -82,11 +83,23 @@ export class CachedLiquidityView implements LiquidityView {
     if (this.timer !== null) clearTimeout(this.timer);
     this.timer = null;
     await this.running;
+    await this.queued;
   }
 
-  /** One round over every method; concurrent calls share the round in progress. */
+  /**
+   * A round over every method that starts no earlier than this call: while a round is in progress,
+   * callers share one round queued behind it (the one in progress may have read before a change the
+   * caller wants to see, e.g. an outage just reported).
+   */
   refresh(): Promise<void> {
-    this.running ??= Promise.all(this.methods.map((method) => this.refreshOne(method))).then(
+    if (this.running !== null) {
+      this.queued ??= this.running.then(() => {
+        this.queued = null;
+        return this.refresh();
+      });
+      return this.queued;
+    }
+    this.running = Promise.all(this.methods.map((method) => this.refreshOne(method))).then(
       () => {
         this.running = null;
       },

@@ -3,11 +3,12 @@
 import { randomUUID } from 'node:crypto';
 import type { EnvConfig, Role } from '../config/env.ts';
 import { serviceBehaviors } from './behaviors.ts';
-import { createContext, type ContextOverrides, type ServiceContext } from './context.ts';
+import type { ServiceContext } from '../ports/context.ts';
+import { createContext, type ContextOverrides } from './context.ts';
 import { startShardRole } from './shard-role.ts';
-import { applyPartnerOverrides, startPartnerRefresh } from './partner-overrides.ts';
+import { applyPartnerOverrides, startPartnerRefresh } from '../ports/partner-overrides.ts';
 import { startAdminServer, type AdminCapabilities } from '../grpc/admin-server.ts';
-import { createRailServices, type RailServices } from '../rails/rail-services.ts';
+import { createRailServices, type RailServices } from './rail-services.ts';
 import { createWebhookServices } from '../webhooks/index.ts';
 import { createChainServices, type ChainServices, type ChainServicesOptions } from '../chains/chain-services.ts';
 import { loadChainsFile } from '../chains/config.ts';

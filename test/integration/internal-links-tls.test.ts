@@ -17,12 +17,14 @@ import { readEnv } from '../../src/config/env.ts';
 import { createChainServices } from '../../src/chains/chain-services.ts';
 import { ChainsLinkClient, chainsProtoPath, startChainsLinkServer, type ChainsLinkServer } from '../../src/grpc/chains-link.ts';
 import { LinkError, PayoutLinkClient, payoutProtoPath } from '../../src/grpc/payout-link.ts';
-import { createRailServices, type RailServices, type RunningPayoutRole } from '../../src/rails/rail-services.ts';
-import { createContext, type ServiceContext } from '../../src/service/context.ts';
+import { createRailServices, type RailServices, type RunningPayoutRole } from '../../src/service/rail-services.ts';
+import { createContext } from '../../src/service/context.ts';
+import type { ServiceContext } from '../../src/ports/context.ts';
 import { startService, type RunningService } from '../../src/service/service.ts';
 import { createTestCertificates, type TestCertificates } from '../support/dev-tls.ts';
 import { listeningAddresses } from '../support/listening-sockets.ts';
 import { freePort, stopChild } from '../support/processes.ts';
+import { teardown } from '../support/teardown.ts';
 
 const opsKey = `ops_${randomBytes(20).toString('hex')}`;
 const linkKey = `link_${randomBytes(24).toString('hex')}`;
@@ -186,12 +188,12 @@ describe('plaintext links for development: loopback only, with the link key', ()
     role = await rails.startPayoutRole();
   });
 
-  after(async () => {
-    await role?.stop();
-    await rails?.close();
-    await ctx?.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  after(() => teardown(
+    () => role?.stop(),
+    () => rails?.close(),
+    () => ctx?.close(),
+    () => { rmSync(dir, { recursive: true, force: true }); },
+  ));
 
   test('the link key opens the link; the ops key in its place does not', async () => {
     const address = `127.0.0.1:${String(role.linkPort)}`;

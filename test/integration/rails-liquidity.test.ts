@@ -99,3 +99,27 @@ test('the view follows the sandbox rail: a payout lowers the figure at the next 
     await view.stop();
   }
 });
+
+test('a refresh asked while a round is reading waits for a round of its own: a change reported meanwhile is seen', async () => {
+  const clock = { now: 1_000_000, nowMs: () => clock.now };
+  const pending: Array<() => void> = [];
+  let up = true;
+  const source: LiquiditySource = {
+    read() {
+      const available = up; // what the provider said when this read was made
+      return new Promise((resolve) => {
+        pending.push(() => resolve({ amount: d('10.00'), available }));
+      });
+    },
+  };
+  const view = new CachedLiquidityView({ source, clock, methods: ['PIX'], refreshIntervalMs: 1_000, staleAfterMs: 10_000, readTimeoutMs: 60_000 });
+  const first = view.refresh(); // reads "up" and waits
+  up = false; // the provider reports an outage while that read is in flight
+  const second = view.refresh();
+  pending.shift()?.();
+  await first;
+  await eventually(() => assert.equal(pending.length, 1, 'a second read was made'));
+  pending.shift()?.();
+  await second;
+  assert.equal(view.available('PIX'), false, 'the refresh asked after the outage sees it');
+});

@@ -15,10 +15,12 @@ import { actorId, type ActorBehavior } from '../../src/actors/envelope.ts';
 import { encodeEnvelope } from '../../src/actors/codec.ts';
 import { LmdbStore } from '../../src/store/lmdb-store.ts';
 import { serviceReadModelIndexes } from '../../src/service/context.ts';
-import { commandGroup, startShardRole, type ShardRole } from '../../src/service/shard-role.ts';
+import { commandGroup } from '../../src/bus/shards.ts';
+import { startShardRole, type ShardRole } from '../../src/service/shard-role.ts';
 import { tallyBehavior, type TallyState } from '../support/tally-actor.ts';
 import { eventually } from '../support/eventually.ts';
 import { randomKeyPrefix, startRedis, type PrivateRedis } from '../support/redis-server.ts';
+import { teardown } from '../support/teardown.ts';
 
 const shardCount = 4;
 const workerId = 'w-stuck';
@@ -55,14 +57,14 @@ before(async () => {
   await new Promise((resolve) => setTimeout(resolve, 1_000));
 });
 
-after(async () => {
-  await role.stop();
-  await bus.close();
-  raw.disconnect();
-  await store.close();
-  await redis.stop();
-  rmSync(dir, { recursive: true, force: true });
-});
+after(() => teardown(
+  () => role?.stop(),
+  () => bus?.close(),
+  () => { raw.disconnect(); },
+  () => store?.close(),
+  () => redis?.stop(),
+  () => { rmSync(dir, { recursive: true, force: true }); },
+));
 
 test('an entry delivered to the worker whose read reply was lost is still applied, exactly once', async () => {
   const key = `lost-${randomUUID()}`;

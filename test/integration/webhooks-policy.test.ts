@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { LmdbStore } from '../../src/store/lmdb-store.ts';
 import { defaultReadModelIndexes } from '../../src/store/store.ts';
 import { createKeyRing } from '../../src/edge/auth.ts';
-import { PartnerDirectory } from '../../src/service/partners.ts';
+import { PartnerDirectory } from '../../src/ports/partners.ts';
 import { createWebhookServices, webhookReadModelIndexes, type WebhookServices } from '../../src/webhooks/index.ts';
 import type { WebhookDispatcher } from '../../src/webhooks/dispatcher.ts';
 import {
@@ -25,6 +25,7 @@ import {
 import { ipv6Bytes } from '../../src/webhooks/address-policy.ts';
 import { checkDestinationUrl, isBlockedAddress } from '../../src/webhooks/url-policy.ts';
 import { collectingLogger, commitWebhooks, newTransaction, startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts';
+import { teardown } from '../support/teardown.ts';
 
 const policy = defaultDeliveryPolicy;
 const response = (httpStatus: number, retryAfter: string | null = null): AttemptResult => ({ kind: 'response', httpStatus, retryAfter });
@@ -103,11 +104,11 @@ describe('the dispatcher follows the schedule of an injected clock', () => {
       { random: () => randoms[draws++ % randoms.length] ?? 0.5 },
     );
   });
-  after(async () => {
-    await receiver.close();
-    await store.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  after(() => teardown(
+    () => receiver?.close(),
+    () => store?.close(),
+    () => { rmSync(dir, { recursive: true, force: true }); },
+  ));
 
   async function round(dispatcher: WebhookDispatcher): Promise<void> {
     await dispatcher.runRound();

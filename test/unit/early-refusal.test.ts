@@ -110,7 +110,7 @@ describe('early refusal at a spent method cap', () => {
     const { keys, early, saga } = both(acceptPayload(brebQuote), () => counterOf(subtract(methodCap, decimal(9_999_999n, 2))));
     assert.equal(keys?.length, 1, 'one counter read: the method × day counter');
     assert.ok(early !== null && !early.ok && early.code === 'method_daily_cap', JSON.stringify(early));
-    assert.equal(early.httpStatus, 400);
+    assert.equal(early.httpStatus, undefined, 'a reply carries no HTTP status: the edge maps the code');
     assert.deepEqual(early, saga.answer);
     assert.equal(saga.firstStage, true);
   });

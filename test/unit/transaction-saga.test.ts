@@ -134,7 +134,7 @@ describe('acceptance saga: the method × day counter is asked first', () => {
     const reply = answerOf(refused);
     assert.ok(!reply.ok);
     assert.equal(reply.code, 'method_daily_cap');
-    assert.equal(reply.httpStatus, 400);
+    assert.equal(reply.httpStatus, undefined, 'a reply carries no HTTP status: the edge maps the code');
     assert.equal(saga.state?.phase, 'rejected');
   });
 
@@ -297,7 +297,6 @@ describe('acceptance saga: the quote is claimed once, used by a created transact
     assert.deepEqual(answerOf(refused), {
       ok: false,
       code: 'quote_used',
-      httpStatus: 400,
       reason: 'The quote was already accepted (transaction the-winner); request a new quote',
       retryable: false,
     });
@@ -309,7 +308,7 @@ describe('acceptance saga: the quote is claimed once, used by a created transact
     const refused = saga.answer('kycMonth', granted);
     assert.deepEqual(asked(refused, 'release'), ['kycMonth']);
     const reply = answerOf(refused);
-    assert.ok(!reply.ok && reply.code === 'quote_in_use' && reply.retryable && reply.httpStatus === 400);
+    assert.ok(!reply.ok && reply.code === 'quote_in_use' && reply.retryable && reply.httpStatus === undefined);
   });
 
   test('refused elsewhere (a cap) or answered kycRequired: the claim is given back with the reservations', () => {
