@@ -4,12 +4,15 @@
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
 
 /** Where a reply goes: the asking edge's reply stream and the request it answers. */
-export interface ReplyTarget {
+// Wire types are type aliases, not interfaces: an alias of plain JSON fields is itself a
+// `JsonValue` (an interface is not, having no index signature), so an envelope goes into an outbox
+// row or a dead letter as it is.
+export type ReplyTarget = {
   readonly stream: string;
   readonly requestId: string;
-}
+};
 
-export interface CommandEnvelope {
+export type CommandEnvelope = {
   /** Unique per logical command: a redelivered or re-sent command carries the same id. */
   readonly commandId: string;
   /** The actor's type, e.g. 'transaction'; with `actorKey` it names exactly one actor. */
@@ -20,7 +23,7 @@ export interface CommandEnvelope {
   readonly payload: JsonValue;
   readonly replyTo?: ReplyTarget;
   readonly sentAtMs: number;
-}
+};
 
 /** The actor's identity across the system: shard routing, snapshots and dedupe use it. */
 export function actorId(actorType: string, actorKey: string): string {

@@ -623,7 +623,7 @@ export class ActorRuntime {
           ...(send.replyTo ? { replyTo: send.replyTo } : {}),
           sentAtMs: nowMs,
         };
-        outbox.push({ topic: outboxTopicCommands, payload: envelope as unknown as JsonValue });
+        outbox.push({ topic: outboxTopicCommands, payload: envelope });
       }
       outbox.push(...(outcome.outbox ?? []));
       for (const write of outcome.readModels ?? []) readModels.set(`${write.collection}\u0000${write.id}`, write);

@@ -10,7 +10,7 @@ import type { Leases } from '../bus/leases.ts';
 import { commandStreamKey, shardLeaseName, shardOfCommandStream } from '../bus/shards.ts';
 import type { OutboxRowWrite } from './actor-store.ts';
 import { outboxBatchMax } from '../store/store.ts';
-import { decodeEnvelope } from './codec.ts';
+import { decodeEnvelope, envelopeFromJson } from './codec.ts';
 import type { CommandEnvelope, LogLevel } from './envelope.ts';
 import { outboxTopicCommands, type ActorRuntime } from './runtime.ts';
 import { LoopHealth, loopCheck, type HealthCheck } from '../lifecycle/health.ts';
@@ -239,7 +239,14 @@ export class ShardWorker {
   async relayCommands(rows: readonly OutboxRowWrite[]): Promise<void> {
     const commandRows = rows.filter((row) => row.topic === outboxTopicCommands);
     if (commandRows.length === 0) return;
-    await Promise.all(commandRows.map((row) => this.options.runtime.send(row.payload as unknown as CommandEnvelope)));
+    const envelopes: CommandEnvelope[] = [];
+    for (const row of commandRows) {
+      const envelope = envelopeFromJson(row.payload);
+      // Written by the runtime itself, so only a corrupt row gets here: it can never be delivered.
+      if (envelope === null) this.log('error', 'an outbox command row is not a command envelope; dropped', { rowId: row.id });
+      else envelopes.push(envelope);
+    }
+    await Promise.all(envelopes.map((envelope) => this.options.runtime.send(envelope)));
     for (const row of commandRows) this.relayedRowIds.push(row.id);
     await this.markRelayedDone();
   }
