@@ -3,9 +3,12 @@
 // it (the commit with its outbox rows and timer row, the commands it sends to other actors) and
 // the rules for a repeated command. No I/O here: the runtime loads, asks the store and writes.
 import type { ActorSnapshot } from '../store/store.ts';
+import { shardOf } from '../bus/shards.ts';
 import {
   timerCommandKind,
-  type ActorBehavior,
+  type AnyActorBehavior,
+  type CommandPayloads,
+  type TypedCommand,
   type CommandEnvelope,
   type JsonValue,
   type OutboxMessage,
@@ -29,7 +32,7 @@ export function timerCommandId(id: string, dueAtMs: number, attempt = 0): string
 
 export interface ActiveActor {
   readonly id: string;
-  readonly behavior: ActorBehavior<unknown>;
+  readonly behavior: AnyActorBehavior;
   state: unknown;
   version: number;
   lastUsedMs: number;
@@ -93,7 +96,7 @@ export function firedDueAtMs(command: CommandEnvelope): number | null {
 }
 
 /** An actor as its snapshot (or none: a new actor) leaves it, at `nowMs`. */
-export function activeActor(id: string, behavior: ActorBehavior<unknown>, snapshot: ActorSnapshot | null, nowMs: number): ActiveActor {
+export function activeActor(id: string, behavior: AnyActorBehavior, snapshot: ActorSnapshot | null, nowMs: number): ActiveActor {
   return {
     id,
     behavior,
@@ -129,7 +132,7 @@ export function rememberCommand(actor: ActiveActor, commandId: string, unwritten
 }
 
 /** The commands a handled command sends to other actors, as outbox messages (ids derived from its id). */
-export function sentCommands(command: CommandEnvelope, sends: readonly NonNullable<ReturnType<ActorBehavior<unknown>['handle']>['send']>[number][], nowMs: number): OutboxMessage[] {
+export function sentCommands(command: CommandEnvelope, sends: readonly NonNullable<ReturnType<AnyActorBehavior['handle']>['send']>[number][], nowMs: number): OutboxMessage[] {
   return sends.map((send, index) => {
     const envelope: CommandEnvelope = {
       commandId: `${command.commandId}>${index}`,
@@ -140,14 +143,14 @@ export function sentCommands(command: CommandEnvelope, sends: readonly NonNullab
       ...(send.replyTo ? { replyTo: send.replyTo } : {}),
       sentAtMs: nowMs,
     };
-    return { topic: outboxTopicCommands, payload: envelope as unknown as JsonValue };
+    return { topic: outboxTopicCommands, payload: envelope };
   });
 }
 
 /** What an actor's handled commands left, to be made durable in one write. */
 export interface HandledCommands {
   readonly actor: ActiveActor;
-  readonly behavior: ActorBehavior<unknown>;
+  readonly behavior: AnyActorBehavior;
   readonly fence: { readonly shard: number; readonly token: number };
   /** The state after the commands, and whether any of them changed it. */
   readonly state: unknown;
@@ -201,7 +204,7 @@ export function buildWrite(handled: HandledCommands): PreparedWrite {
   return { kind: 'write', actor, commit, state, timerAtMs, refusedTimerAtMs, replies, outboxRows };
 }
 
-export function decodeOrFault(behavior: ActorBehavior<unknown>, id: string, json: JsonValue): unknown {
+export function decodeOrFault(behavior: AnyActorBehavior, id: string, json: JsonValue): unknown {
   try {
     return behavior.decode(json);
   } catch (error) {
@@ -209,7 +212,7 @@ export function decodeOrFault(behavior: ActorBehavior<unknown>, id: string, json
   }
 }
 
-export function handleOrFault(behavior: ActorBehavior<unknown>, id: string, state: unknown, command: CommandEnvelope, nowMs: number): ReturnType<ActorBehavior<unknown>['handle']> {
+export function handleOrFault(behavior: AnyActorBehavior, id: string, state: unknown, command: TypedCommand<CommandPayloads>, nowMs: number): ReturnType<AnyActorBehavior['handle']> {
   try {
     return behavior.handle(state, command, { nowMs, commandId: command.commandId });
   } catch (error) {
@@ -222,11 +225,11 @@ export function handleOrFault(behavior: ActorBehavior<unknown>, id: string, stat
  * reply because the reply comes later (a saga), and someone waits for this repeat. Answered from
  * the empty record, the repeat would wait forever though the first one's outcome exists.
  */
-export function asksAgain(behavior: ActorBehavior<unknown>, command: CommandEnvelope, stored: JsonValue | null | undefined): boolean {
+export function asksAgain(behavior: AnyActorBehavior, command: CommandEnvelope, stored: JsonValue | null | undefined): boolean {
   return command.replyTo !== undefined && stored === null && behavior.deferredReplyKinds?.has(command.kind) === true;
 }
 
-export function dedupesByState(behavior: ActorBehavior<unknown>, kind: string): boolean {
+export function dedupesByState(behavior: AnyActorBehavior, kind: string): boolean {
   const rule = behavior.dedupeByState;
   return typeof rule === 'function' ? rule(kind) : rule === true;
 }
@@ -234,4 +237,18 @@ export function dedupesByState(behavior: ActorBehavior<unknown>, kind: string): 
 /** A domain refusal (`{ ok: false, … }`, the shape the transaction actor answers). */
 export function isRefusal(reply: JsonValue | undefined): boolean {
   return typeof reply === 'object' && reply !== null && !Array.isArray(reply) && reply['ok'] === false;
+}
+
+/** Per actor id, its shard's fencing token as first read in this batch (each shard read once). */
+export function fencesAtRead(shardCount: number, fenceToken: (shard: number) => number | null): (id: string) => number | null {
+  const fences = new Map<number, number | null>();
+  return (id) => {
+    const shard = shardOf(id, shardCount);
+    let fence = fences.get(shard);
+    if (fence === undefined) {
+      fence = fenceToken(shard);
+      fences.set(shard, fence);
+    }
+    return fence;
+  };
 }

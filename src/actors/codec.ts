@@ -17,6 +17,11 @@ export function decodeEnvelope(text: string): CommandEnvelope | null {
   } catch {
     return null;
   }
+  return envelopeFromJson(parsed);
+}
+
+/** An envelope from parsed JSON (an outbox row's payload, a dead letter); null when it is not one. */
+export function envelopeFromJson(parsed: unknown): CommandEnvelope | null {
   if (typeof parsed !== 'object' || parsed === null) return null;
   const candidate = parsed as Record<string, unknown>;
   if (

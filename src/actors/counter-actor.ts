@@ -17,7 +17,9 @@ import {
   type LimitsConfig,
 } from '../domain/limits.ts';
 import { add, compare, decimal, decimalFromExactString, toFixedString, zero, type Decimal } from '../domain/money.ts';
-import type { ActorBehavior, CommandToSend, JsonValue } from './envelope.ts';
+import { z } from 'zod';
+import { amountSchema, decoderOf, idText, paymentMethodSchema } from './commands.ts';
+import type { ActorBehavior, CommandMap, CommandToSend, JsonValue } from './envelope.ts';
 import { fromJsonValue, toJsonValue } from './state-codec.ts';
 
 export type { CounterWindow, ReservationOutcome } from '../domain/acceptance.ts';
@@ -34,6 +36,33 @@ export interface ReservationResultPayload {
   readonly window: CounterWindow;
   readonly outcome: ReservationOutcome;
 }
+
+type ReserveCommand = Extract<CounterCommand, { kind: 'reserve' }>;
+
+/** A counter's commands (the kind is also in the payload, as `counterCommand` writes it). */
+export type CounterCommands = {
+  readonly reserve: ReserveCommand;
+  readonly release: Extract<CounterCommand, { kind: 'release' }>;
+  readonly commit: Extract<CounterCommand, { kind: 'commit' }>;
+};
+
+const counterWindowSchema = z.enum(['userDay', 'methodDay', 'kycMonth', 'kyb']);
+
+export const counterCommands: CommandMap<CounterCommands> = {
+  reserve: decoderOf<ReserveCommand>(
+    z.object({
+      kind: z.literal('reserve'),
+      window: counterWindowSchema,
+      transactionId: idText,
+      amount: amountSchema,
+      method: paymentMethodSchema,
+      standing: z.object({ kycEnabled: z.boolean(), kycApproved: z.boolean() }).exactOptional(),
+      kybApproved: z.boolean().exactOptional(),
+    }),
+  ),
+  release: decoderOf(z.object({ kind: z.literal('release'), transactionId: idText })),
+  commit: decoderOf(z.object({ kind: z.literal('commit'), transactionId: idText, amount: amountSchema })),
+};
 
 /** The kind of the command a counter sends back to the transaction that asked. */
 export const reservationResultKind = 'reservation_result';
@@ -141,14 +170,15 @@ export function decodeCounter(json: JsonValue): CounterState {
   return state;
 }
 
-export function counterBehavior(deps: { limits(): LimitsConfig }): ActorBehavior<CounterState> {
+export function counterBehavior(deps: { limits(): LimitsConfig }): ActorBehavior<CounterState, CounterCommands> {
   return {
     type: counterActorType,
     encode: encodeCounter,
     decode: decodeCounter,
+    commands: counterCommands,
     handle(current, envelope) {
       const state = current ?? emptyCounter();
-      const command = fromJsonValue<CounterCommand>(envelope.payload);
+      const command = envelope.payload;
       switch (command.kind) {
         case 'reserve': {
           const answer = answerReserve(state, deps.limits(), command);

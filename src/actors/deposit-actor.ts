@@ -30,7 +30,9 @@ import type { LimitsConfig } from '../domain/limits.ts';
 import { compare, toFixedString, type Decimal } from '../domain/money.ts';
 import { isBelowRefundFloor, refundFloorOf } from '../domain/refund-floor.ts';
 import { depositActorKey, depositActorType, depositHandBackKind, handBackReasons, type HandBackReason } from './deposit-keys.ts';
-import type { ActorBehavior, CommandToSend, JsonValue, OutboxMessage, Outcome, ReadModelWrite } from './envelope.ts';
+import { z } from 'zod';
+import { amountSchema, cryptoAssetSchema, decoderOf, idText, networkSchema } from './commands.ts';
+import type { ActorBehavior, CommandMap, CommandToSend, JsonValue, OutboxMessage, Outcome, ReadModelWrite } from './envelope.ts';
 import { fromJsonValue, toJsonValue } from './state-codec.ts';
 import { outboxTopicRefundsChain, transactionActorType } from './transaction-actor.ts';
 
@@ -148,7 +150,7 @@ export function depositDocument(state: DepositActorState): { [key: string]: Json
 }
 
 function reply(value: DepositReply): JsonValue {
-  return value as unknown as JsonValue;
+  return toJsonValue(value);
 }
 
 function persisted(state: DepositActorState, key: string, result: DepositReply, extra: Omit<Outcome<DepositActorState>, 'state' | 'reply' | 'readModels'> = {}): Outcome<DepositActorState> {
@@ -276,41 +278,52 @@ function refundSettled(state: DepositActorState | null, command: Extract<Deposit
   return persisted({ ...state, refund: 'settled', refundOnChainId: command.refundOnChainId }, key, { result: 'settled' });
 }
 
-function wellFormed(command: DepositCommand, key: string): boolean {
-  if (command.kind === 'refundSettled') return typeof command.refundOnChainId === 'string' && command.refundOnChainId !== '';
-  if (command.kind === 'handBack') {
-    return typeof command.transactionId === 'string' && command.transactionId !== '' && handBackReasons.includes(command.reason);
-  }
-  const transfer = command.transfer as Partial<ClaimedTransfer> | undefined;
-  if (transfer === undefined || transfer.network === undefined || typeof transfer.onChainId !== 'string') return false;
-  if (transfer.depositAddress !== undefined && transfer.depositAddress !== null && typeof transfer.depositAddress !== 'string') return false;
-  if (depositKeyOf(transfer as ClaimedTransfer) !== key) return false;
-  if (transfer.amount === undefined || typeof transfer.amount.units !== 'bigint' || transfer.amount.units <= 0n) return false;
-  if (typeof transfer.sender !== 'string' || transfer.sender === '') return false;
-  return command.kind !== 'claim' || (typeof command.transactionId === 'string' && command.transactionId !== '');
+/** A deposit actor's commands, by kind (the payload without its kind: the envelope names it). */
+export type DepositCommands = { readonly [K in DepositCommand['kind']]: Omit<Extract<DepositCommand, { kind: K }>, 'kind'> };
+
+const transferSchema: z.ZodType<ClaimedTransfer> = z.object({
+  network: networkSchema,
+  onChainId: idText,
+  asset: cryptoAssetSchema,
+  amount: amountSchema.refine((amount) => amount.units > 0n, { message: 'expected a positive amount' }),
+  sender: idText,
+  // Absent in a command that had none (toJsonValue drops an undefined memo).
+  memo: z.string().nullable().default(null),
+  depositAddress: z.string().nullable().exactOptional(),
+});
+
+const unmatchedReasons = ['memo_missing', 'memo_unknown', 'transaction_not_found', 'wrong_network', 'not_a_payout', ...handBackReasons] as const;
+
+export const depositCommands: CommandMap<DepositCommands> = {
+  claim: decoderOf(z.object({ transactionId: idText, transfer: transferSchema })),
+  unmatched: decoderOf(z.object({ transfer: transferSchema, reason: z.enum(unmatchedReasons) })),
+  [depositHandBackKind]: decoderOf(z.object({ transactionId: idText, reason: z.enum(handBackReasons) })),
+  refundSettled: decoderOf(z.object({ refundOnChainId: idText })),
+};
+
+/** A transfer is this actor's only if it names its key (the shape is checked on arrival). */
+function ownTransfer(transfer: ClaimedTransfer, key: string): boolean {
+  return depositKeyOf(transfer) === key;
 }
 
-const depositCommandKinds: ReadonlySet<string> = new Set(['claim', 'unmatched', depositHandBackKind, 'refundSettled']);
-
-export function depositBehavior(deps: DepositActorDeps): ActorBehavior<DepositActorState> {
+export function depositBehavior(deps: DepositActorDeps): ActorBehavior<DepositActorState, DepositCommands> {
   return {
     type: depositActorType,
     encode: (state) => toJsonValue(state),
     decode: (json) => fromJsonValue<DepositActorState>(json),
+    commands: depositCommands,
     handle(state, envelope, ctx) {
       const key = envelope.actorKey;
-      if (!depositCommandKinds.has(envelope.kind)) return { reply: reply({ result: 'rejected', code: 'unknown_command' }) };
-      const command = { ...fromJsonValue<DepositCommand>(envelope.payload), kind: envelope.kind } as DepositCommand;
-      if (!wellFormed(command, key)) return { reply: reply({ result: 'rejected', code: 'malformed' }) };
-      switch (command.kind) {
+      const malformed = { reply: reply({ result: 'rejected', code: 'malformed' }) };
+      switch (envelope.kind) {
         case 'claim':
-          return claim(state, command, key, ctx.nowMs);
+          return ownTransfer(envelope.payload.transfer, key) ? claim(state, { ...envelope.payload, kind: 'claim' }, key, ctx.nowMs) : malformed;
         case 'unmatched':
-          return unmatched(state, command, key, ctx.nowMs, deps);
+          return ownTransfer(envelope.payload.transfer, key) ? unmatched(state, { ...envelope.payload, kind: 'unmatched' }, key, ctx.nowMs, deps) : malformed;
         case 'handBack':
-          return handBack(state, command, key, ctx.nowMs, deps);
+          return handBack(state, { ...envelope.payload, kind: 'handBack' }, key, ctx.nowMs, deps);
         case 'refundSettled':
-          return refundSettled(state, command, key);
+          return refundSettled(state, { ...envelope.payload, kind: 'refundSettled' }, key);
       }
     },
   };

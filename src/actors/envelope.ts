@@ -4,12 +4,15 @@
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
 
 /** Where a reply goes: the asking edge's reply stream and the request it answers. */
-export interface ReplyTarget {
+// Wire types are type aliases, not interfaces: an alias of plain JSON fields is itself a
+// `JsonValue` (an interface is not, having no index signature), so an envelope goes into an outbox
+// row or a dead letter as it is.
+export type ReplyTarget = {
   readonly stream: string;
   readonly requestId: string;
-}
+};
 
-export interface CommandEnvelope {
+export type CommandEnvelope = {
   /** Unique per logical command: a redelivered or re-sent command carries the same id. */
   readonly commandId: string;
   /** The actor's type, e.g. 'transaction'; with `actorKey` it names exactly one actor. */
@@ -20,7 +23,7 @@ export interface CommandEnvelope {
   readonly payload: JsonValue;
   readonly replyTo?: ReplyTarget;
   readonly sentAtMs: number;
-}
+};
 
 /** The actor's identity across the system: shard routing, snapshots and dedupe use it. */
 export function actorId(actorType: string, actorKey: string): string {
@@ -70,15 +73,53 @@ export interface ActorContext {
   readonly commandId: string;
 }
 
+// ---------------------------------------------------------------------------------------------
+// Typed commands: each actor type declares a command map (per kind, a decoder of its payload), and
+// the runtime decodes and checks every command on arrival, before it reaches `handle`. A command
+// whose kind is not in the map, or whose payload does not decode, is logged, acknowledged and
+// dropped (its asker, if any, gets `malformed_command`): a stream entry is untrusted input, and a
+// malformed one must never become an `undefined` deep in a decision. Decoders: src/actors/commands.ts.
+
+/** A payload decoded, or why it cannot be. */
+export type Decoded<P> = { readonly ok: true; readonly value: P } | { readonly ok: false; readonly reason: string };
+
+/** Checks one command kind's payload on arrival and gives it typed. */
+export type PayloadDecoder<P> = (payload: JsonValue) => Decoded<P>;
+
+/** An actor type's commands: per kind, the type of its payload. */
+export type CommandPayloads = Record<string, unknown>;
+
+/** Per kind, its payload's decoder: the runtime hands no other kind to the actor. */
+export type CommandMap<C extends CommandPayloads> = { readonly [K in keyof C]: PayloadDecoder<C[K]> };
+
+/** A command as a typed actor receives it: one of its kinds, with that kind's payload decoded. */
+export type TypedCommand<C extends CommandPayloads> = {
+  readonly [K in keyof C & string]: Omit<CommandEnvelope, 'kind' | 'payload'> & { readonly kind: K; readonly payload: C[K] };
+}[keyof C & string];
+
+/** The answer to a command dropped as malformed, when its sender waits for one. */
+export interface MalformedCommandReply {
+  readonly ok: false;
+  readonly code: 'malformed_command';
+  readonly reason: string;
+}
+
+/** The kind of reply a malformed command gets. */
+export const malformedCommandCode = 'malformed_command';
+
 /**
  * An actor type: pure handling of one command at a time. The runtime loads the state, calls
- * `handle`, persists the outcome atomically, and only then replies and runs effects.
+ * `handle`, persists the outcome atomically, and only then replies and runs effects. `Commands`:
+ * per kind, the payload `handle` receives, decoded by `commands` on arrival. Without a map (test
+ * actors that take any kind), `handle` gets the raw JSON payload.
  */
-export interface ActorBehavior<State> {
+export interface ActorBehavior<State, Commands extends CommandPayloads = Record<string, JsonValue>> {
   readonly type: string;
   encode(state: State): JsonValue;
   decode(json: JsonValue): State;
-  handle(state: State | null, command: CommandEnvelope, ctx: ActorContext): Outcome<State>;
+  /** Every kind this actor takes, with its payload's decoder (the service's actors all have one). */
+  readonly commands?: CommandMap<Commands>;
+  handle(state: State | null, command: TypedCommand<Commands>, ctx: ActorContext): Outcome<State>;
   /** When this actor next needs a `timer` command (e.g. a transaction's payment expiry), or null. */
   timerAtMs?(state: State): number | null;
   /**
@@ -104,3 +145,6 @@ export const timerCommandKind = 'timer';
 
 /** Log levels the runtime uses; the composition root maps them to its logger. */
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+
+/** Any actor type, as the runtime holds it (its commands decoded by its own map). */
+export type AnyActorBehavior = ActorBehavior<unknown, CommandPayloads>;

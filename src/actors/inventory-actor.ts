@@ -23,7 +23,9 @@ import {
   type InventoryOutcome,
   type InventoryState,
 } from '../domain/onramp-inventory.ts';
-import type { ActorBehavior, JsonValue, Outcome, ReadModelWrite } from './envelope.ts';
+import { z } from 'zod';
+import { decoderOf } from './commands.ts';
+import type { ActorBehavior, CommandMap, JsonValue, Outcome, ReadModelWrite } from './envelope.ts';
 
 export const inventoryActorType = 'onramp-inventory';
 /** The read model: one document per network × asset (also where the previous inventory kept its figure). */
@@ -57,21 +59,33 @@ function amountOf(text: unknown, allowZero: boolean): Decimal | null {
   return inventoryAmount(decimalFromExactString(text), allowZero);
 }
 
-function commandOf(kind: string, payload: InventoryCommandPayload): InventoryCommand | string {
+/** An inventory's commands: each takes the same payload shape; what each field means is checked below. */
+export type InventoryCommands = { readonly [K in InventoryCommand['kind']]: InventoryCommandPayload };
+
+const payloadSchema: z.ZodType<InventoryCommandPayload> = z.object({
+  key: z.string().exactOptional(),
+  amount: z.string().exactOptional(),
+  seed: z.string().exactOptional(),
+});
+
+export const inventoryCommands: CommandMap<InventoryCommands> = {
+  set: decoderOf(payloadSchema, { revive: false }),
+  hold: decoderOf(payloadSchema, { revive: false }),
+  release: decoderOf(payloadSchema, { revive: false }),
+  consume: decoderOf(payloadSchema, { revive: false }),
+};
+
+function commandOf(kind: InventoryCommand['kind'], payload: InventoryCommandPayload): InventoryCommand | string {
   if (kind === 'set') {
     const amount = amountOf(payload.amount, true);
     return amount === null ? 'set needs amount: a non-negative decimal text with at most 7 decimals' : { kind, amount };
   }
-  if (kind !== 'hold' && kind !== 'release' && kind !== 'consume') return `unknown command ${kind.slice(0, 40)}`;
   if (!validHoldKey(payload.key)) return 'key must be 1-200 printable characters';
   if (kind !== 'hold') return { kind, key: payload.key };
   const amount = amountOf(payload.amount, false);
   return amount === null ? 'hold needs amount: a positive decimal text with at most 7 decimals' : { kind, key: payload.key, amount };
 }
 
-function payloadOf(json: JsonValue): InventoryCommandPayload {
-  return json !== null && typeof json === 'object' && !Array.isArray(json) ? (json as InventoryCommandPayload) : {};
-}
 
 // ---------------------------------------------------------------------------------------------
 // Snapshot: the holds and closed keys as one string each, a line per entry
@@ -103,7 +117,7 @@ export function encodeInventory(state: InventoryState): JsonValue {
 }
 
 export function decodeInventory(json: JsonValue): InventoryState {
-  const snapshot = payloadOf(json) as Partial<InventorySnapshot>;
+  const snapshot: Partial<InventorySnapshot> = json !== null && typeof json === 'object' && !Array.isArray(json) ? json : {};
   if (typeof snapshot.available !== 'string' || typeof snapshot.holdLines !== 'string' || typeof snapshot.closedLines !== 'string') {
     throw new Error('inventory snapshot: missing fields');
   }
@@ -144,18 +158,19 @@ function readModel(actorKey: string, at: { network: Network; asset: CryptoAsset 
 
 function refused(code: 'malformed_command' | 'not_seeded', reason: string): Outcome<InventoryState> {
   const reply: InventoryReply = { ok: false, code, reason };
-  return { reply: reply as unknown as JsonValue };
+  return { reply: { ...reply } };
 }
 
-export function inventoryBehavior(deps: InventoryActorDeps): ActorBehavior<InventoryState> {
+export function inventoryBehavior(deps: InventoryActorDeps): ActorBehavior<InventoryState, InventoryCommands> {
   return {
     type: inventoryActorType,
     encode: encodeInventory,
     decode: decodeInventory,
+    commands: inventoryCommands,
     handle(current, envelope, ctx) {
       const at = parseActorKey(envelope.actorKey);
       if (at === null) return refused('malformed_command', 'the actor key is not <NETWORK>:<ASSET>');
-      const payload = payloadOf(envelope.payload);
+      const payload = envelope.payload;
       const command = commandOf(envelope.kind, payload);
       if (typeof command === 'string') return refused('malformed_command', command);
       let state = current;
@@ -174,8 +189,8 @@ export function inventoryBehavior(deps: InventoryActorDeps): ActorBehavior<Inven
         openHolds: Object.keys(decision.state.holds).length,
       };
       // A new actor is written even when the command changed nothing: its seed is now fixed.
-      if (decision.state === current) return { reply: reply as unknown as JsonValue };
-      return { state: decision.state, reply: reply as unknown as JsonValue, readModels: [readModel(envelope.actorKey, at, decision.state, limits, ctx.nowMs)] };
+      if (decision.state === current) return { reply: { ...reply } };
+      return { state: decision.state, reply: { ...reply }, readModels: [readModel(envelope.actorKey, at, decision.state, limits, ctx.nowMs)] };
     },
   };
 }

@@ -3,7 +3,9 @@
 // KYC standing. The document itself is stored as a private blob before the command is sent; the
 // record keeps only its storage key.
 import { decideKyc, evolveKyc, kycStatusView, type KycCommand, type KycState } from '../domain/kyc.ts';
-import type { ActorBehavior, JsonValue } from './envelope.ts';
+import { z } from 'zod';
+import { decoderOf, idText } from './commands.ts';
+import type { ActorBehavior, CommandMap, JsonValue } from './envelope.ts';
 import { fromJsonValue, toJsonValue } from './state-codec.ts';
 
 export const kycActorType = 'kyc';
@@ -18,13 +20,44 @@ export type KycReply =
   | { readonly ok: true; readonly status: string }
   | { readonly ok: false; readonly code: string; readonly errors?: JsonValue };
 
-export function kycBehavior(): ActorBehavior<KycState> {
+/** A KYC record's commands (the kind is also in the payload: the domain command as it is). */
+export type KycCommands = { readonly [K in KycCommand['kind']]: Extract<KycCommand, { kind: K }> };
+
+// The submission's fields are checked by the domain (`decideKyc`), which answers each with a
+// reason the partner reads: here only that each is text when present.
+const submissionField = z.string().exactOptional();
+
+export const kycCommands: CommandMap<KycCommands> = {
+  Submit: decoderOf(
+    z.object({
+      kind: z.literal('Submit'),
+      partnerId: idText,
+      userId: idText,
+      submission: z.object({
+        fullName: submissionField,
+        documentType: submissionField,
+        documentNumber: submissionField,
+        dateOfBirth: submissionField,
+        nationality: submissionField,
+        city: submissionField,
+        address: submissionField,
+        email: submissionField,
+        phone: submissionField,
+        documentRef: submissionField,
+      }),
+    }),
+  ),
+  Reject: decoderOf(z.object({ kind: z.literal('Reject'), reason: z.string() })),
+};
+
+export function kycBehavior(): ActorBehavior<KycState, KycCommands> {
   return {
     type: kycActorType,
     encode: (state) => toJsonValue(state),
     decode: (json) => fromJsonValue<KycState>(json),
+    commands: kycCommands,
     handle(state, envelope, ctx) {
-      const command = fromJsonValue<KycCommand>(envelope.payload);
+      const command = envelope.payload;
       const decision = decideKyc(state, command, { nowMs: ctx.nowMs });
       if (!decision.ok) {
         const { rejection } = decision;

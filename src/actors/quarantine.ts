@@ -18,8 +18,8 @@ import { randomUUID } from 'node:crypto';
 import type { Bus } from '../bus/bus.ts';
 import { commandStreamKey, shardOf } from '../bus/shards.ts';
 import type { JsonObject, ReadModelIndex, SnapshotStore } from '../store/store.ts';
-import { encodeEnvelope } from './codec.ts';
-import type { CommandEnvelope } from './envelope.ts';
+import { encodeEnvelope, envelopeFromJson } from './codec.ts';
+import type { CommandEnvelope, JsonValue } from './envelope.ts';
 
 export const quarantinedActorsCollection = 'quarantined_actors';
 export const deadLettersCollection = 'dead_letters';
@@ -105,7 +105,7 @@ export function quarantineOnStore(store: Pick<SnapshotStore, 'get' | 'put' | 'li
           commandId: letter.commandId,
           kind: letter.kind,
           atMs: letter.atMs,
-          envelope: letter.envelope as unknown as JsonObject,
+          envelope: letter.envelope,
         });
       }
       await store.put(quarantinedActorsCollection, record.actorId, { ...record });
@@ -134,8 +134,15 @@ function deadLetterOf(doc: JsonObject): DeadLetter {
     commandId: String(doc['commandId']),
     kind: String(doc['kind']),
     atMs: Number(doc['atMs']),
-    envelope: doc['envelope'] as unknown as CommandEnvelope,
+    envelope: envelopeOf(doc['envelope']),
   };
+}
+
+function envelopeOf(json: JsonValue | undefined): CommandEnvelope {
+  const envelope = envelopeFromJson(json);
+  // Written from an envelope (`quarantine`): anything else is a corrupt store, refused loudly.
+  if (envelope === null) throw new Error('dead letter: the stored command is not a command envelope');
+  return envelope;
 }
 
 // ---------------------------------------------------------------------------------------------

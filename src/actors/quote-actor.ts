@@ -13,7 +13,9 @@ import { priceQuoteRequest, quoteToJson, type QuoteRequest } from '../domain/pri
 import type { Quote } from '../domain/quote.ts';
 import { claim, consume, releaseClaim, type QuoteClaimOutcome, type QuoteUse } from '../domain/quote-use.ts';
 import type { SnapshotStore } from '../store/store.ts';
-import { actorId, type ActorBehavior, type CommandToSend, type JsonValue, type Outcome } from './envelope.ts';
+import { z } from 'zod';
+import { decoderOf, idText } from './commands.ts';
+import { actorId, type ActorBehavior, type CommandMap, type CommandToSend, type JsonValue, type Outcome } from './envelope.ts';
 import { fromJsonValue, toJsonValue } from './state-codec.ts';
 
 export const quoteActorType = 'quote';
@@ -47,6 +49,34 @@ export interface QuoteUsePayload {
 export interface QuoteClaimResultPayload {
   readonly outcome: QuoteClaimOutcome | { readonly ok: false; readonly rejection: { readonly code: 'quote_not_found' } };
 }
+
+/** A quote's commands: its creation (from the edge) and its use (from the accepting transaction). */
+export type QuoteCommands = {
+  readonly create: CreateQuotePayload;
+  readonly claim: ClaimQuotePayload;
+  readonly release: QuoteUsePayload;
+  readonly consume: QuoteUsePayload;
+};
+
+// The request's fields are checked by the pricing core, which answers each with a reason the
+// partner reads (`priceQuoteRequest`): here only their presence and type. `amount` is as sent.
+const quoteRequestSchema: z.ZodType<QuoteRequest> = z.object({
+  kind: z.enum(['payout', 'reverse', 'onramp']),
+  amount: z.unknown(),
+  cryptoCurrency: z.string(),
+  network: z.string(),
+  paymentMethod: z.string(),
+  targetCurrency: z.string(),
+});
+
+const quoteUseSchema = z.object({ transactionId: idText });
+
+export const quoteCommands: CommandMap<QuoteCommands> = {
+  create: decoderOf<CreateQuotePayload>(z.object({ partnerId: idText, request: quoteRequestSchema }), { revive: false }),
+  claim: decoderOf<ClaimQuotePayload>(z.object({ transactionId: idText, partnerId: idText })),
+  release: decoderOf<QuoteUsePayload>(quoteUseSchema),
+  consume: decoderOf<QuoteUsePayload>(quoteUseSchema),
+};
 
 export type QuoteReply =
   | { readonly ok: true; readonly quote: JsonValue }
@@ -95,10 +125,6 @@ function claimResult(transactionId: string, outcome: QuoteClaimResultPayload['ou
   return { actorType: 'transaction', actorKey: transactionId, kind: quoteClaimResultKind, payload: toJsonValue(payload) };
 }
 
-function invalid(reason: string): Outcome<QuoteRecord> {
-  return { reply: { ok: false, error: { code: 'invalid_request', reason, retryable: false } } };
-}
-
 function handleClaim(record: QuoteRecord | null, payload: ClaimQuotePayload): Outcome<QuoteRecord> {
   // No such quote for this partner: the edge answered that before asking, so only a bug gets here;
   // the transaction still needs an answer. (A write with no state: see docs/actors.md.)
@@ -118,7 +144,7 @@ function handleUse(record: QuoteRecord | null, kind: 'release' | 'consume', payl
   return use === record.use ? {} : { state: { ...record, use } };
 }
 
-export function quoteBehavior(deps: QuoteActorDeps): ActorBehavior<QuoteRecord> {
+export function quoteBehavior(deps: QuoteActorDeps): ActorBehavior<QuoteRecord, QuoteCommands> {
   return {
     type: quoteActorType,
     // A repeated `create` is answered from the quote itself (below), so the dedupe log needs no
@@ -128,23 +154,22 @@ export function quoteBehavior(deps: QuoteActorDeps): ActorBehavior<QuoteRecord> 
     dedupeByState: (kind) => kind === 'create',
     encode: encodeQuoteRecord,
     decode: decodeQuoteRecord,
+    commands: quoteCommands,
     handle(state, command, ctx) {
       switch (command.kind) {
         case 'claim':
-          return handleClaim(state, fromJsonValue<ClaimQuotePayload>(command.payload));
+          return handleClaim(state, command.payload);
         case 'release':
         case 'consume':
-          return handleUse(state, command.kind, fromJsonValue<QuoteUsePayload>(command.payload));
+          return handleUse(state, command.kind, command.payload);
         case 'create':
           break;
-        default:
-          return invalid(`unknown command ${command.kind}`);
       }
       if (state !== null) {
         // The same quote id twice (a client reusing an id would be a bug upstream): answer as before.
-        return { reply: { ok: true, quote: quoteToJson(state.quote) as unknown as JsonValue } };
+        return { reply: { ok: true, quote: toJsonValue(quoteToJson(state.quote)) } };
       }
-      const payload = command.payload as unknown as CreateQuotePayload;
+      const payload = command.payload;
       const priced = priceQuoteRequest(deps.corridors(), payload.request, {
         rates: deps.rates(),
         partnerFee: deps.partnerFee(payload.partnerId),
@@ -155,7 +180,7 @@ export function quoteBehavior(deps: QuoteActorDeps): ActorBehavior<QuoteRecord> 
       if (!priced.ok) return { reply: { ok: false, error: { ...priced.error } } };
       return {
         state: { quote: priced.quote, use: null },
-        reply: { ok: true, quote: quoteToJson(priced.quote) as unknown as JsonValue },
+        reply: { ok: true, quote: toJsonValue(quoteToJson(priced.quote)) },
       };
     },
   };

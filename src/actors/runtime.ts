@@ -25,12 +25,13 @@
 import type { Bus, BusEntry } from '../bus/bus.ts';
 import { replyTo } from '../bus/request-reply.ts';
 import { shardOf, commandStreamKey } from '../bus/shards.ts';
-import { actorId, timerCommandKind, type ActorBehavior, type CommandEnvelope, type JsonValue, type LogLevel, type OutboxMessage, type ReadModelWrite } from './envelope.ts';
-import { decodeEnvelope, encodeEnvelope } from './codec.ts';
+import { actorId, timerCommandKind, type AnyActorBehavior, type CommandEnvelope, type Decoded, type JsonValue, type LogLevel, type OutboxMessage, type ReadModelWrite } from './envelope.ts';
+import { encodeEnvelope } from './codec.ts';
+import { decodeCommand, malformedReply, sortArrivals, type ArrivedCommand } from './command-arrival.ts';
 import type { ActorStore, BatchCommitResult, OutboxRowWrite } from './actor-store.ts';
 import { ActorFault, errorText, releaseWrites, replayCommandKind, replayDeadLettersMax, type DeadLetter, type QuarantineRecord, type QuarantineStore } from './quarantine.ts';
 import {
-  activeActor, asksAgain, buildWrite, dedupesByState, firedDueAtMs, handleOrFault, isRefusal, rememberCommand, sentCommands, timerCommandId,
+  activeActor, asksAgain, buildWrite, dedupesByState, fencesAtRead, firedDueAtMs, handleOrFault, isRefusal, rememberCommand, sentCommands, timerCommandId,
   type ActiveActor, type ActorOutcome, type PendingReply, type PreparedStep, type PreparedWrite,
 } from './actor-step.ts';
 
@@ -44,7 +45,7 @@ export interface RuntimeClock {
 export interface RuntimeOptions {
   readonly bus: Bus;
   readonly store: ActorStore;
-  readonly behaviors: ReadonlyArray<ActorBehavior<unknown>>;
+  readonly behaviors: ReadonlyArray<AnyActorBehavior>;
   readonly keyPrefix: string;
   readonly shardCount: number;
   readonly group: string;
@@ -90,7 +91,9 @@ export interface BatchResult {
 }
 
 export class ActorRuntime {
-  private readonly behaviors = new Map<string, ActorBehavior<unknown>>();
+  private readonly behaviors = new Map<string, AnyActorBehavior>();
+  /** Commands decoded on arrival (`applyBatch`), handed to `handle` as decoded. */
+  private readonly decoded = new WeakMap<CommandEnvelope, Decoded<ArrivedCommand>>();
   private readonly actors = new Map<string, ActiveActor>();
   /** Per actor with work in flight: settles when its last queued work has settled. */
   private readonly lanes = new Map<string, Promise<void>>();
@@ -176,43 +179,32 @@ export class ActorRuntime {
    * never rejects for one actor's failure, only when replying or acknowledging fails.
    */
   async applyBatch(entries: readonly BusEntry[]): Promise<BatchResult> {
-    const byActor = new Map<string, Array<{ entry: BusEntry; command: CommandEnvelope }>>();
     const toAck = new Map<string, string[]>();
     const ack = (entry: BusEntry): void => {
       const ids = toAck.get(entry.stream);
       if (ids === undefined) toAck.set(entry.stream, [entry.id]);
       else ids.push(entry.id);
     };
-    for (const entry of entries) {
-      const command = decodeEnvelope(entry.payload);
-      if (command === null || !this.behaviors.has(command.actorType)) {
-        this.log('error', 'dropping a malformed command', { stream: entry.stream, entryId: entry.id });
-        ack(entry);
-        continue;
-      }
-      const id = actorId(command.actorType, command.actorKey);
-      const list = byActor.get(id);
-      if (list === undefined) byActor.set(id, [{ entry, command }]);
-      else list.push({ entry, command });
+    // Checked against the actor type's command map on arrival: a malformed one never reaches
+    // the actor (nor activates it); its asker is answered at once.
+    const { byActor, decoded, malformed } = sortArrivals(entries, this.behaviors);
+    for (const [command, typed] of decoded) this.decoded.set(command, { ok: true, value: typed });
+    const malformedReplies: PendingReply[] = [];
+    for (const { entry, command, reason } of malformed) {
+      const about = command === null ? {} : { actorType: command.actorType, kind: command.kind.slice(0, 64), commandId: command.commandId };
+      this.log('error', 'dropping a malformed command', { stream: entry.stream, entryId: entry.id, ...about, reason });
+      ack(entry);
+      if (command?.replyTo) malformedReplies.push({ to: command.replyTo, payload: malformedReply(reason) });
     }
 
     // The ownership each shard had when the batch was read: its entries are applied under that
     // token only (a shard lost and re-acquired meanwhile goes through recovery instead).
-    const fences = new Map<number, number | null>();
-    const fenceAtRead = (id: string): number | null => {
-      const shard = shardOf(id, this.options.shardCount);
-      let fence = fences.get(shard);
-      if (fence === undefined) {
-        fence = this.options.fenceToken(shard);
-        fences.set(shard, fence);
-      }
-      return fence;
-    };
+    const fenceAtRead = fencesAtRead(this.options.shardCount, this.options.fenceToken);
     const outcomes = await this.applyActors(
       [...byActor].map(([id, items]) => ({ id, fence: fenceAtRead(id), commands: items.map((item) => item.command) })),
     );
 
-    const replies: PendingReply[] = [];
+    const replies: PendingReply[] = [...malformedReplies];
     const outboxRows: OutboxRowWrite[] = [];
     const pending: BusEntry[] = [];
     let applied = 0;
@@ -412,7 +404,7 @@ export class ActorRuntime {
     }
   }
 
-  private async activate(id: string, behavior: ActorBehavior<unknown>): Promise<ActiveActor> {
+  private async activate(id: string, behavior: AnyActorBehavior): Promise<ActiveActor> {
     const cached = this.actors.get(id);
     if (cached) {
       cached.lastUsedMs = this.options.clock.nowMs();
@@ -476,7 +468,11 @@ export class ActorRuntime {
       const nowMs = this.options.clock.nowMs();
       const fired = firedDueAtMs(command);
       if (fired !== null) firedTimers.push(fired);
-      const outcome = handleOrFault(behavior, id, state, command, nowMs);
+      // Decoded on arrival; a command that did not come through `applyBatch` (a dead letter
+      // replayed) is decoded here, and a malformed one is answered, never handled.
+      const typed = this.decoded.get(command) ?? decodeCommand(behavior, command);
+      if (!typed.ok) this.log('error', 'dropping a malformed command', { actorId: id, kind: command.kind.slice(0, 64), commandId: command.commandId, reason: typed.reason });
+      const outcome = typed.ok ? handleOrFault(behavior, id, state, typed.value, nowMs) : { reply: malformedReply(typed.reason) };
       if (outcome.state !== undefined) {
         state = outcome.state;
         changed = true;

@@ -11,7 +11,7 @@ import { commandStreamKey, shardLeaseName, shardOfCommandStream } from '../bus/s
 import { RetryLog } from '../bus/outage-log.ts';
 import type { OutboxRowWrite } from './actor-store.ts';
 import { outboxBatchMax } from '../store/store.ts';
-import { decodeEnvelope } from './codec.ts';
+import { decodeEnvelope, envelopeFromJson } from './codec.ts';
 import type { CommandEnvelope, LogLevel } from './envelope.ts';
 import { outboxTopicCommands, type ActorRuntime } from './runtime.ts';
 import { LoopHealth, loopCheck, type HealthCheck } from '../lifecycle/health.ts';
@@ -254,7 +254,14 @@ export class ShardWorker {
   async relayCommands(rows: readonly OutboxRowWrite[]): Promise<void> {
     const commandRows = rows.filter((row) => row.topic === outboxTopicCommands);
     if (commandRows.length === 0) return;
-    await Promise.all(commandRows.map((row) => this.options.runtime.send(row.payload as unknown as CommandEnvelope)));
+    const envelopes: CommandEnvelope[] = [];
+    for (const row of commandRows) {
+      const envelope = envelopeFromJson(row.payload);
+      // Written by the runtime itself, so only a corrupt row gets here: it can never be delivered.
+      if (envelope === null) this.log('error', 'an outbox command row is not a command envelope; dropped', { rowId: row.id });
+      else envelopes.push(envelope);
+    }
+    await Promise.all(envelopes.map((envelope) => this.options.runtime.send(envelope)));
     for (const row of commandRows) this.relayedRowIds.push(row.id);
     await this.markRelayedDone();
   }

@@ -14,7 +14,6 @@ import {
   windowAmount,
   windowReservation,
   type AcceptanceAnswer,
-  type AcceptanceRequest,
   type AcceptanceStep,
   type CounterWindow,
   type ReservationOutcome,
@@ -33,8 +32,9 @@ import {
 } from '../domain/transaction.ts';
 import { depositActorKey, depositActorType, depositHandBackKind, handBackReasons, type HandBackReason } from './deposit-keys.ts';
 import { transactionReference } from '../domain/reference.ts';
-import { counterActorType, counterCommand, reservationResultKind, type CounterCommand, type ReservationResultPayload } from './counter-actor.ts';
-import { quoteClaimResultKind, quoteUseCommand, type QuoteClaimResultPayload } from './quote-actor.ts';
+import { counterActorType, counterCommand, type CounterCommand } from './counter-actor.ts';
+import { quoteUseCommand } from './quote-actor.ts';
+import { transactionCommands, type AcceptPayload, type TransactionCommands } from './transaction-commands.ts';
 import type { ActorBehavior, CommandToSend, JsonValue, OutboxMessage, Outcome, ReadModelWrite, ReplyTarget } from './envelope.ts';
 import { timerCommandKind } from './envelope.ts';
 import { fromJsonValue, toJsonValue } from './state-codec.ts';
@@ -56,18 +56,7 @@ const acceptWaitersMax = 16;
  */
 export const depositWatchCollection = 'deposit_watch';
 
-/**
- * What the edge sends to accept a quote (it has checked auth, scoping, shapes and the account):
- * what acceptance decides on (src/domain/acceptance.ts), and what the transaction is created with.
- */
-export interface AcceptPayload extends AcceptanceRequest {
-  readonly accountNumber: string | null;
-  readonly qrCode: string | null;
-  readonly taxId: string | null;
-  readonly externalId: string | null;
-  /** The deposit (or charge) instructions fixed for this transaction; returned on acceptance. */
-  readonly paymentContext: JsonValue;
-}
+export type { AcceptPayload } from './transaction-commands.ts';
 
 interface Reserving {
   readonly phase: 'reserving';
@@ -153,7 +142,7 @@ function acceptedReply(state: Live): AcceptReply {
 }
 
 function reply(value: AcceptReply): JsonValue {
-  return value as unknown as JsonValue;
+  return toJsonValue(value);
 }
 
 /** payment_context.depositAddress as frozen at acceptance; null for an onramp (its context is a PIX charge). */
@@ -365,16 +354,6 @@ function effectsOf(
   return { outbox, send, readModels };
 }
 
-const domainCommandKinds = new Set([
-  'DepositDetected',
-  'PixPaymentReceived',
-  'PayoutSucceeded',
-  'PayoutFailed',
-  'CryptoDelivered',
-  'CryptoDeliveryFailed',
-  'RefundSettled',
-]);
-
 export type DomainReply = { readonly ok: true; readonly status: string } | { readonly ok: false; readonly code: string };
 
 /**
@@ -389,10 +368,7 @@ function handBackOf(tx: TransactionState, command: TransactionCommand, code: str
   return [{ actorType: depositActorType, actorKey: depositKey, kind: depositHandBackKind, payload }];
 }
 
-function handleLive(state: Live, kind: string, payload: JsonValue, nowMs: number, limits: LimitsConfig): Outcome<TransactionActorState> {
-  if (kind === timerCommandKind && state.tx.status !== 'AWAITING_PAYMENT') return {};
-  const command: TransactionCommand = kind === timerCommandKind ? { kind: 'Expire' } : fromJsonValue<TransactionCommand>(payload);
-  if (command.kind !== kind && kind !== timerCommandKind) return { reply: { ok: false, code: 'malformed_command' } };
+function handleLive(state: Live, command: TransactionCommand, nowMs: number, limits: LimitsConfig): Outcome<TransactionActorState> {
   const applied = applyDomain(state.tx, command, { nowMs, chainRefundFloors: limits.chainRefundFloors });
   if (!applied.ok) {
     const send = handBackOf(state.tx, command, applied.rejection.code);
@@ -402,11 +378,12 @@ function handleLive(state: Live, kind: string, payload: JsonValue, nowMs: number
   return { ...effectsOf(state.tx, live, applied.events), state: live, reply: { ok: true, status: applied.state.status } };
 }
 
-export function transactionBehavior(deps: TransactionActorDeps): ActorBehavior<TransactionActorState> {
+export function transactionBehavior(deps: TransactionActorDeps): ActorBehavior<TransactionActorState, TransactionCommands> {
   return {
     type: transactionActorType,
     encode: (state) => toJsonValue(state),
     decode: (json) => fromJsonValue<TransactionActorState>(json),
+    commands: transactionCommands,
     timerAtMs: (state) => (state.phase === 'live' && state.tx.status === 'AWAITING_PAYMENT' ? state.tx.expiresAtMs : null),
     // The saga answers `accept` once the counters have replied; a repeat (an Idempotency-Key retry
     // after a timeout or failover) joins those waiting, or gets the outcome once there is one.
@@ -415,31 +392,30 @@ export function transactionBehavior(deps: TransactionActorDeps): ActorBehavior<T
       const transactionId = command.actorKey;
       if (command.kind === 'accept') {
         if (state === null) {
-          return startAcceptance(fromJsonValue<AcceptPayload>(command.payload), command, ctx.nowMs, deps.limits(), transactionId);
+          return startAcceptance(command.payload, command, ctx.nowMs, deps.limits(), transactionId);
         }
         if (state.phase === 'reserving') {
           return command.replyTo ? { state: { ...state, waiting: [...state.waiting, command.replyTo].slice(-acceptWaitersMax) } } : {};
         }
         return { reply: state.phase === 'rejected' ? state.reply : reply(acceptedReply(state)) };
       }
-      if (command.kind === reservationResultKind || command.kind === quoteClaimResultKind) {
+      if (command.kind === 'reservation_result' || command.kind === 'quote_claim_result') {
         // Every asked counter (and the quote) answers exactly once (commands dedupe by id), and the
         // saga settles only when all asked have answered, so a result outside 'reserving' is a
         // duplicate.
         if (state === null || state.phase !== 'reserving') return {};
-        const result =
-          command.kind === reservationResultKind
-            ? fromJsonValue<ReservationResultPayload>(command.payload)
-            : { window: 'quote' as const, outcome: fromJsonValue<QuoteClaimResultPayload>(command.payload).outcome };
+        const result = command.kind === 'reservation_result' ? command.payload : { window: 'quote' as const, outcome: command.payload.outcome };
         return recordResult(state, result, transactionId, ctx.nowMs);
       }
       if (state === null || state.phase !== 'live') {
         return { reply: { ok: false, code: 'not_found' } };
       }
-      if (command.kind === timerCommandKind || domainCommandKinds.has(command.kind)) {
-        return handleLive(state, command.kind, command.payload, ctx.nowMs, deps.limits());
+      if (command.kind === timerCommandKind) {
+        if (state.tx.status !== 'AWAITING_PAYMENT') return {};
+        return handleLive(state, { kind: 'Expire' }, ctx.nowMs, deps.limits());
       }
-      return { reply: { ok: false, code: 'unknown_command' } };
+      // Every other kind of the map is a fact of the transaction's life, its payload the domain command.
+      return handleLive(state, command.payload, ctx.nowMs, deps.limits());
     },
   };
 }

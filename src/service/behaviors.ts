@@ -1,5 +1,5 @@
 // The actor types of the service and what each needs from configuration.
-import type { ActorBehavior } from '../actors/envelope.ts';
+import type { AnyActorBehavior } from '../actors/envelope.ts';
 import { counterBehavior } from '../actors/counter-actor.ts';
 import { depositBehavior } from '../actors/deposit-actor.ts';
 import { inventoryBehavior } from '../actors/inventory-actor.ts';
@@ -15,7 +15,8 @@ export interface BehaviorDeps extends QuoteActorDeps {
   onrampOpenHoldsMax?(): number;
 }
 
-export function serviceBehaviors(deps: BehaviorDeps): Array<ActorBehavior<unknown>> {
+/** Every actor type of the service, each with its command map (decoded on arrival by the runtime). */
+export function serviceBehaviors(deps: BehaviorDeps): AnyActorBehavior[] {
   return [
     quoteBehavior(deps),
     counterBehavior(deps),
@@ -23,5 +24,5 @@ export function serviceBehaviors(deps: BehaviorDeps): Array<ActorBehavior<unknow
     kycBehavior(),
     depositBehavior(deps),
     inventoryBehavior({ openHoldsMax: () => deps.onrampOpenHoldsMax?.() ?? openHoldsMaxDefault }),
-  ] as unknown as Array<ActorBehavior<unknown>>;
+  ];
 }

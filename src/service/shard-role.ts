@@ -1,7 +1,7 @@
 // The `shard` role: a shard worker running the actor runtime over the bus and the store.
 import type { Bus } from '../bus/bus.ts';
 import type { Leases } from '../bus/leases.ts';
-import type { ActorBehavior, LogLevel } from '../actors/envelope.ts';
+import type { AnyActorBehavior, LogLevel } from '../actors/envelope.ts';
 import { ActorRuntime } from '../actors/runtime.ts';
 import { ShardWorker } from '../actors/shard-worker.ts';
 import { quarantineOnStore } from '../actors/quarantine.ts';
@@ -14,7 +14,7 @@ export interface ShardRoleOptions {
   readonly bus: Bus;
   readonly leases: Leases;
   readonly store: SnapshotStore;
-  readonly behaviors: ReadonlyArray<ActorBehavior<unknown>>;
+  readonly behaviors: readonly AnyActorBehavior[];
   readonly workerId: string;
   readonly keyPrefix: string;
   readonly shardCount: number;

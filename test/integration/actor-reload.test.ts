@@ -158,7 +158,7 @@ describe('an actor whose command changed nothing is read back after passivation 
     const quote = await loadQuote(harness.store, quoteId);
     assert.ok(quote);
     const transactionId = randomUUID();
-    const unknown = await ask<{ ok: boolean; code?: string }>('transaction', transactionId, 'PayoutSucceeded', { kind: 'PayoutSucceeded', providerReference: 'p-1' });
+    const unknown = await ask<{ ok: boolean; code?: string }>('transaction', transactionId, 'PayoutSucceeded', { kind: 'PayoutSucceeded', railReference: 'p-1' });
     assert.deepEqual(unknown, { ok: false, code: 'not_found' });
 
     passivate();

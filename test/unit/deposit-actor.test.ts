@@ -8,6 +8,7 @@ import type { CommandEnvelope, JsonValue, Outcome } from '../../src/actors/envel
 import { toJsonValue } from '../../src/actors/state-codec.ts';
 import { defaultLimitsConfig } from '../../src/config/limits.ts';
 import { decimalFromExactString } from '../../src/domain/money.ts';
+import { handleCommand } from '../support/handle-command.ts';
 
 const behavior = depositBehavior({ limits: () => defaultLimitsConfig });
 const key = 'SOLANA:sig-1';
@@ -19,7 +20,7 @@ function transfer(amount: string): JsonValue {
 
 function handle(state: DepositActorState | null, kind: string, payload: JsonValue): Outcome<DepositActorState> {
   const envelope: CommandEnvelope = { commandId: `c-${kind}`, actorType: 'deposit', actorKey: key, kind, payload, sentAtMs: 1 };
-  return behavior.handle(state, envelope, { nowMs: 1_000, commandId: envelope.commandId });
+  return handleCommand(behavior, state, envelope, { nowMs: 1_000, commandId: envelope.commandId });
 }
 
 function linked(amount: string): DepositActorState {
@@ -64,7 +65,8 @@ test('only the transaction the transfer is linked to can hand it back; a repeat 
   const again = handle(first.state, 'handBack', { transactionId, reason: 'too_many_deposits' });
   assert.deepEqual([again.reply, again.state, again.outbox], [{ result: 'alreadyRecorded' }, undefined, undefined]);
   assert.deepEqual(handle(null, 'handBack', { transactionId, reason: 'too_many_deposits' }).reply, { result: 'rejected', code: 'not_found' });
-  assert.deepEqual(handle(state, 'handBack', { transactionId, reason: 'bored' }).reply, { result: 'rejected', code: 'malformed' });
+  // An unknown reason never reaches the actor: its command map refuses it on arrival.
+  assert.throws(() => handle(state, 'handBack', { transactionId, reason: 'bored' }), /malformed: reason/);
   // After the hand-back no transaction can claim it.
   assert.deepEqual(handle(first.state, 'claim', toJsonValue({ transactionId, transfer: transfer('2') })).reply, { result: 'refused', linkedTo: null, reason: 'unmatched' });
 });

@@ -25,6 +25,7 @@ import { add, decimal, subtract, type Decimal } from '../../src/domain/money.ts'
 import type { Quote } from '../../src/domain/quote.ts';
 import { acceptPayload } from '../support/accept-payload.ts';
 import { brebPayoutQuote, pixPayoutQuote } from '../support/quotes.ts';
+import { handleCommand } from '../support/handle-command.ts';
 
 const t0 = 1_700_000_000_000;
 const txId = '7d3c1f0e-8a2b-4c5d-9e6f-0a1b2c3d4e5f';
@@ -63,7 +64,7 @@ function runSaga(accept: AcceptPayload, states: ReadonlyMap<string, CounterState
   const quoteRecord: QuoteRecord = { quote: accept.quote, use: quoteUse };
   let state: TransactionActorState | null = null;
   const step = (command: CommandEnvelope): ReturnType<typeof transactions.handle> => {
-    const outcome = transactions.handle(state, command, { nowMs: t0, commandId: command.commandId });
+    const outcome = handleCommand(transactions, state, command, { nowMs: t0, commandId: command.commandId });
     if (outcome.state !== undefined) state = outcome.state;
     return outcome;
   };
@@ -77,8 +78,8 @@ function runSaga(accept: AcceptPayload, states: ReadonlyMap<string, CounterState
       const context = { nowMs: t0, commandId: 'x' };
       const answered =
         ask.actorType === 'quote'
-          ? quotes.handle(quoteRecord, envelope('quote', ask.actorKey, 'claim', ask.payload), context)
-          : counters.handle(states.get(ask.actorKey) ?? emptyCounter(), envelope('counter', ask.actorKey, 'reserve', ask.payload), context);
+          ? handleCommand(quotes, quoteRecord, envelope('quote', ask.actorKey, 'claim', ask.payload), context)
+          : handleCommand(counters, states.get(ask.actorKey) ?? emptyCounter(), envelope('counter', ask.actorKey, 'reserve', ask.payload), context);
       const result = answered.send?.[0];
       assert.ok(result !== undefined && (result.kind === reservationResultKind || result.kind === quoteClaimResultKind));
       last = step(envelope('transaction', txId, result.kind, result.payload));

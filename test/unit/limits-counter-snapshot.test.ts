@@ -9,6 +9,7 @@ import { toJsonValue } from '../../src/actors/state-codec.ts';
 import { defaultLimitsConfig } from '../../src/config/limits.ts';
 import { commit, emptyCounter, release, reserve, type CounterState } from '../../src/domain/limits.ts';
 import { decimal, decimalFromString } from '../../src/domain/money.ts';
+import { handleCommand } from '../support/handle-command.ts';
 
 const cop = (text: string) => decimalFromString(text, 2);
 
@@ -91,7 +92,7 @@ test('a refusal keeps the state object, so its snapshot is not encoded again', (
     payload: toJsonValue({ kind: 'reserve', window: 'methodDay', transactionId: 'tx-late', amount: cop('10000'), method: 'BREB' }),
     sentAtMs: 0,
   };
-  const outcome = behavior.handle(full, command, { nowMs: 0, commandId: 'c-1' });
+  const outcome = handleCommand(behavior, full, command, { nowMs: 0, commandId: 'c-1' });
   assert.equal(outcome.state, undefined, 'a refusal changes nothing');
   assert.equal(outcome.send?.[0]?.kind, reservationResultKind);
   assert.equal(behavior.encode(full), encoded, 'the same state encodes to the same snapshot object');

@@ -22,6 +22,7 @@ import { decimal } from '../../src/domain/money.ts';
 import type { Quote } from '../../src/domain/quote.ts';
 import { acceptPayload } from '../support/accept-payload.ts';
 import { brebPayoutQuote, pixPayoutQuote } from '../support/quotes.ts';
+import { handleCommand } from '../support/handle-command.ts';
 
 const t0 = 1_700_000_000_000;
 const txId = '0b6f6a8e-0a3c-4d5e-9f10-1a2b3c4d5e6f';
@@ -56,7 +57,7 @@ class Saga {
       ...(options.replyTo ? { replyTo: options.replyTo } : {}),
       sentAtMs: t0,
     };
-    const outcome = behavior.handle(this.state, command, { nowMs: options.nowMs ?? t0, commandId: command.commandId });
+    const outcome = handleCommand(behavior, this.state, command, { nowMs: options.nowMs ?? t0, commandId: command.commandId });
     // What the runtime persists is the encoded state: every step goes through a round trip.
     if (outcome.state !== undefined) this.state = behavior.decode(behavior.encode(outcome.state));
     return outcome;

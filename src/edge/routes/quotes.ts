@@ -7,7 +7,7 @@
 // `service_unavailable` with Retry-After, as on every other endpoint — not a quote outcome.
 import { randomUUID } from 'node:crypto';
 import { quoteActorType, type CreateQuotePayload, type QuoteReply } from '../../actors/quote-actor.ts';
-import type { JsonValue } from '../../actors/envelope.ts';
+import { toJsonValue } from '../../actors/state-codec.ts';
 import type { QuoteRequest } from '../../domain/pricing.ts';
 import type { QuoteKind } from '../../domain/quote.ts';
 import { cryptoAssets, isOneOf, networks } from '../../domain/assets.ts';
@@ -76,7 +76,7 @@ async function createQuote(env: EdgeEnv, kind: QuoteKind, request: RequestContex
   return idempotentPost(env, request, partnerId, knownFields(body.value, quoteFields[kind]), newQuoteIds, async (ids) => {
     const payload: CreateQuotePayload = { partnerId, request: quoteRequestValue };
     try {
-      const reply = await env.actors.ask<QuoteReply>(quoteActorType, idOf(ids, 'quoteId'), 'create', payload as unknown as JsonValue, idOf(ids, 'commandId'));
+      const reply = await env.actors.ask<QuoteReply>(quoteActorType, idOf(ids, 'quoteId'), 'create', toJsonValue(payload), idOf(ids, 'commandId'));
       return quoteReplyResponse(reply);
     } catch (error) {
       return quoteAskFailed(error);
