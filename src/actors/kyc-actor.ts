@@ -1,7 +1,10 @@
 // KYC records: one actor per partner × user. A complete valid submission is approved at once
 // (no manual review queue); the `kyc` read model answers GET /kyc/status and the acceptance's
 // KYC standing. The document itself is stored as a private blob before the command is sent; the
-// record keeps only its storage key.
+// record keeps only its storage key, one document per record: a reply names the document the record
+// holds (`documentRef`) and the one a submission replaced (`supersededRef`), so the shell deletes
+// every upload the record does not hold (a refusal, a resubmission of an approved user) and the
+// superseded document.
 import { decideKyc, evolveKyc, kycStatusView, type KycCommand, type KycState } from '../domain/kyc.ts';
 import type { ActorBehavior, JsonValue } from './envelope.ts';
 import { fromJsonValue, toJsonValue } from './state-codec.ts';
@@ -15,7 +18,14 @@ export function kycKey(partnerId: string, userId: string): string {
 }
 
 export type KycReply =
-  | { readonly ok: true; readonly status: string }
+  | {
+      readonly ok: true;
+      readonly status: string;
+      /** The document the record holds after the command (absent in replies recorded before it was named). */
+      readonly documentRef?: string;
+      /** The document this command replaced: nothing refers to it any more. */
+      readonly supersededRef?: string;
+    }
   | { readonly ok: false; readonly code: string; readonly errors?: JsonValue };
 
 export function kycBehavior(): ActorBehavior<KycState> {
@@ -40,10 +50,13 @@ export function kycBehavior(): ActorBehavior<KycState> {
       for (const event of decision.events) next = evolveKyc(next, event);
       if (next === null) return { reply: { ok: false, code: 'not_found' } };
       const view = kycStatusView(next);
-      if (next === state) return { reply: { ok: true, status: view.status ?? 'PENDING' } };
+      const held = next.submission.documentRef;
+      if (next === state) return { reply: { ok: true, status: view.status ?? 'PENDING', documentRef: held } };
+      const previous = state?.submission.documentRef;
+      const superseded = previous !== undefined && previous !== held ? { supersededRef: previous } : {};
       return {
         state: next,
-        reply: { ok: true, status: view.status ?? 'PENDING' },
+        reply: { ok: true, status: view.status ?? 'PENDING', documentRef: held, ...superseded },
         readModels: [
           {
             collection: kycCollection,

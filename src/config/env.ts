@@ -87,6 +87,12 @@ const envSchema = z.object({
   NOTIFY_MISMATCH_PER_MINUTE: z.coerce.number().positive().max(1_000_000).default(2),
   NOTIFY_MISMATCH_BURST: z.coerce.number().int().positive().max(1_000_000).default(10),
   /**
+   * POST /kyc submissions a day per user of a partner, and per partner (every attempt counts):
+   * 429 `rate_limited` with Retry-After beyond them (src/edge/kyc-quota.ts, docs/api.md).
+   */
+  KYC_SUBMISSIONS_PER_USER_PER_DAY: z.coerce.number().int().min(1).max(1_000_000).default(10),
+  KYC_SUBMISSIONS_PER_PARTNER_PER_DAY: z.coerce.number().int().min(1).max(100_000_000).default(10_000),
+  /**
    * Graceful shutdown (SIGTERM): how long a role may take to finish its work in flight (the edge's
    * requests, a shard worker's batch, a payout or webhook attempt) before it stops anyway.
    */

@@ -8,6 +8,12 @@
 // document is the one the actor gets, and a retry's own upload (a replay, a conflict, a request
 // still in flight) is deleted once answered, as is the upload of a submission the actor refused.
 // Only when the idempotency run threw (the store failed) is an upload kept: the record may name it.
+//
+// One document per user record: the actor's reply names the document the record holds, so an
+// upload it did not take (a resubmission of an approved user, a refusal) is deleted, and so is the
+// document a submission replaced. Submissions are counted against the partner's daily quota before
+// the body is read, and against the user's once the form names the user (src/edge/kyc-quota.ts):
+// 429 `rate_limited` with Retry-After beyond either.
 import { createHash, randomUUID } from 'node:crypto';
 import type { JsonValue } from '../../actors/envelope.ts';
 import { kycActorType, kycCollection, kycKey, type KycReply } from '../../actors/kyc-actor.ts';
@@ -102,6 +108,13 @@ async function storeDocument(store: SnapshotStore, ref: string, file: StreamedFi
   return { check, sha256: hash.digest('hex'), stored: true };
 }
 
+/** 429 for a submission beyond a daily quota (nothing of it is kept). */
+function quotaExceeded(whose: 'partner' | 'user', retryAfterSeconds: number): HttpResponse {
+  return errorResponse('rate_limited', `Too many KYC submissions for this ${whose} today; retry after the Retry-After delay`, {
+    'retry-after': String(retryAfterSeconds),
+  });
+}
+
 /** Removes an upload nothing refers to. */
 async function discardUpload(store: SnapshotStore, ref: string): Promise<void> {
   try {
@@ -115,6 +128,8 @@ async function submitKyc(env: EdgeEnv, request: RequestContext): Promise<HttpRes
   const partnerId = partnerOf(request);
   const store = env.ctx.store;
   if (request.bodyStream === null) throw new Error('POST /kyc must be a streamed route');
+  const partnerQuota = await env.kycQuota.takePartner(partnerId);
+  if (!partnerQuota.allowed) return quotaExceeded('partner', partnerQuota.retryAfterSeconds);
   const uploadRef = `kyc-document:${randomUUID()}`;
   // Whether the upload must stay: an attempt sent it to the actor, or a record may name it.
   let keep = false;
@@ -128,6 +143,8 @@ async function submitKyc(env: EdgeEnv, request: RequestContext): Promise<HttpRes
     if (!user.ok) return errorResponse('invalid_request', user.reason);
     const { userId } = user.value;
     if (!userIdFits(partnerId, userId)) return userIdTooLong('userId');
+    const userQuota = await env.kycQuota.takeUser(partnerId, userId);
+    if (!userQuota.allowed) return quotaExceeded('user', userQuota.retryAfterSeconds);
     const document = file.stored;
     if (!document.check.ok) return errorResponse('invalid_request', `document: ${document.check.reason}`);
     // Every field error at once (the actor validates again).
@@ -138,6 +155,9 @@ async function submitKyc(env: EdgeEnv, request: RequestContext): Promise<HttpRes
     const canonical = { fields: { ...knownFields(fields, submissionFields), userId }, document: { type: document.check.type, sha256: document.sha256 } };
     keep = true; // until the idempotency run has answered, a record may name this upload
     let sentOurs = false;
+    // What the actor's answer left unreferenced: the document sent when the record did not take it
+    // (ours, or a first attempt's named by the idempotency record), and the one it replaced.
+    const unreferenced: string[] = [];
     const response = await idempotentPost(
       env,
       request,
@@ -153,15 +173,20 @@ async function submitKyc(env: EdgeEnv, request: RequestContext): Promise<HttpRes
         );
         if (!asked.ok) return asked.response;
         const reply = asked.value;
+        // A reply recorded before replies named the document (no documentRef) keeps what was sent.
+        const held = reply.ok ? (reply.documentRef ?? documentRef) : null;
+        if (held !== documentRef) unreferenced.push(documentRef);
+        if (reply.ok && reply.supersededRef !== undefined && reply.supersededRef !== held) unreferenced.push(reply.supersededRef);
         if (reply.ok) return jsonResponse(201, { status: reply.status });
         if (reply.code === 'previously_rejected') return errorResponse('kyc_rejected');
         if (reply.code === 'invalid_submission') return errorResponse('invalid_request', 'Invalid KYC submission');
         return errorResponse('invalid_request', 'The KYC submission could not be accepted');
       },
     );
-    // The actor keeps the document of an accepted submission (2xx), and may still apply one whose
-    // answer did not come (5xx: the retry reuses this upload); a refusal (4xx) keeps nothing.
-    keep = sentOurs && (response.status < 400 || response.status >= 500);
+    // The actor may still apply a submission whose answer did not come (5xx: the retry reuses this
+    // upload); an answer says what the record holds.
+    keep = sentOurs && !unreferenced.includes(uploadRef) && (response.status < 400 || response.status >= 500);
+    for (const ref of unreferenced) if (ref !== uploadRef) await discardUpload(store, ref);
     return response;
   } finally {
     if (!keep) await discardUpload(store, uploadRef);
