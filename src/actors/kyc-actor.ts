@@ -5,7 +5,8 @@
 // holds (`documentRef`) and the one a submission replaced (`supersededRef`), so the shell deletes
 // every upload the record does not hold (a refusal, a resubmission of an approved user) and the
 // superseded document.
-import { decideKyc, evolveKyc, kycStatusView, type KycCommand, type KycState } from '../domain/kyc.ts';
+import { decideKyc, evolveKyc, kycStatusView, type KycCommand, type KycState, type KycSubmission } from '../domain/kyc.ts';
+import { isSealedValue, openText, sealText, type DataKeyring } from '../store/data-encryption.ts';
 import type { ActorBehavior, JsonValue } from './envelope.ts';
 import { fromJsonValue, toJsonValue } from './state-codec.ts';
 
@@ -28,11 +29,33 @@ export type KycReply =
     }
   | { readonly ok: false; readonly code: string; readonly errors?: JsonValue };
 
-export function kycBehavior(): ActorBehavior<KycState> {
+/** What the personal fields are sealed for: a sealed submission copied to another record does not open. */
+function sealContext(state: { readonly partnerId: string; readonly userId: string }): string {
+  return `kyc-submission\0${state.partnerId}\0${state.userId}`;
+}
+
+/**
+ * The snapshot: the personal fields (the whole submission, the document's key included) are sealed
+ * under the data key (src/store/data-encryption.ts); status and ids stay readable. A snapshot
+ * written before encryption at rest (a plain submission) is read as it is and sealed on its next write.
+ */
+export function encodeKycState(keys: DataKeyring, state: KycState): JsonValue {
+  const submission = sealText(keys, sealContext(state), JSON.stringify(toJsonValue(state.submission)));
+  return toJsonValue({ ...state, submission });
+}
+
+export function decodeKycState(keys: DataKeyring, json: JsonValue): KycState {
+  const raw = fromJsonValue<Omit<KycState, 'submission'> & { submission: unknown }>(json);
+  if (!isSealedValue(raw.submission)) return raw as KycState;
+  const submission = fromJsonValue<KycSubmission>(JSON.parse(openText(keys, sealContext(raw), raw.submission)) as JsonValue);
+  return { ...raw, submission };
+}
+
+export function kycBehavior(keys: DataKeyring): ActorBehavior<KycState> {
   return {
     type: kycActorType,
-    encode: (state) => toJsonValue(state),
-    decode: (json) => fromJsonValue<KycState>(json),
+    encode: (state) => encodeKycState(keys, state),
+    decode: (json) => decodeKycState(keys, json),
     handle(state, envelope, ctx) {
       const command = fromJsonValue<KycCommand>(envelope.payload);
       const decision = decideKyc(state, command, { nowMs: ctx.nowMs });

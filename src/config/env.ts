@@ -90,6 +90,14 @@ const envSchema = z.object({
    * POST /kyc submissions a day per user of a partner, and per partner (every attempt counts):
    * 429 `rate_limited` with Retry-After beyond them (src/edge/kyc-quota.ts, docs/api.md).
    */
+  /**
+   * Encryption at rest of KYC documents and personal fields (src/config/data-keys.ts): the master
+   * key (32 bytes, base64 or hex; required when SANDBOX=0), its id, and retired keys still read
+   * (`id:key,…`). docs/operations.md "The data key".
+   */
+  DATA_ENCRYPTION_KEY: z.string().max(200).optional(),
+  DATA_ENCRYPTION_KEY_ID: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, '1-64 of A-Z a-z 0-9 . _ -').optional(),
+  DATA_ENCRYPTION_RETIRED_KEYS: z.string().max(20_000).optional(),
   KYC_SUBMISSIONS_PER_USER_PER_DAY: z.coerce.number().int().min(1).max(1_000_000).default(10),
   KYC_SUBMISSIONS_PER_PARTNER_PER_DAY: z.coerce.number().int().min(1).max(100_000_000).default(10_000),
   /**

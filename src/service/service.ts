@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import type { EnvConfig, Role } from '../config/env.ts';
 import { serviceBehaviors } from './behaviors.ts';
-import { createContext, type ContextOverrides, type ServiceContext } from './context.ts';
+import { createContext, requireDataKeys, type ContextOverrides, type ServiceContext } from './context.ts';
 import { startShardRole } from './shard-role.ts';
 import { applyPartnerOverrides, startPartnerRefresh } from './partner-overrides.ts';
 import { startAdminServer, type AdminCapabilities } from '../grpc/admin-server.ts';
@@ -119,6 +119,7 @@ export async function startService(env: EnvConfig, overrides: ContextOverrides =
           rates: () => ctx.config.rates(),
           limits: () => ctx.config.limits(),
           partnerFee: (partnerId) => ctx.partners.get(partnerId)?.fees,
+          dataKeys: requireDataKeys(ctx),
         }),
         workerId: `${ctx.processId}-${randomUUID().slice(0, 8)}`,
         keyPrefix: ctx.keyPrefix,

@@ -5,10 +5,11 @@
 // store's own `putBlobStream` calls to learn them (the real store still does the work).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { kycActorType, kycKey } from '../../src/actors/kyc-actor.ts';
+import { decodeKycState, kycActorType, kycKey } from '../../src/actors/kyc-actor.ts';
+import { sandboxDataKeyring } from '../../src/config/data-keys.ts';
 import { actorId } from '../../src/actors/envelope.ts';
 import { startServiceHarness, testPartners, type ServiceHarness } from '../support/service-harness.ts';
-import { call, kycForm } from './support.ts';
+import { call, kycForm, pngBytes } from './support.ts';
 
 const dayMs = 86_400_000;
 
@@ -35,17 +36,15 @@ describe('KYC documents: one per record, quotas per day', () => {
   async function recordDocument(userId: string): Promise<string> {
     const snapshot = await h.ctx.store.load(actorId(kycActorType, kycKey(testPartners.kycOn, userId)));
     assert.ok(snapshot !== null, 'the record exists');
-    const state = snapshot.state as { submission?: { documentRef?: unknown } };
-    const ref = state.submission?.documentRef;
-    assert.equal(typeof ref, 'string', 'the record names its document');
-    return ref as string;
+    assert.ok(!JSON.stringify(snapshot.state).includes('Maria da Silva'), 'the personal fields are sealed at rest');
+    return decodeKycState(sandboxDataKeyring(), snapshot.state).submission.documentRef;
   }
 
   test('a resubmission of an approved user leaves one document: the new upload is deleted', async () => {
     const first = await call(h.baseUrl, 'POST', '/kyc', { key, rawBody: kycForm('one-doc') });
     assert.equal(first.status, 201, first.text);
     const kept = await recordDocument('one-doc');
-    assert.ok(await h.ctx.store.getBlob(kept));
+    assert.deepEqual(await h.ctx.store.getBlob(kept), pngBytes, 'the document reads back through the service store');
     const before = uploads.length;
     const again = await call(h.baseUrl, 'POST', '/kyc', { key, rawBody: kycForm('one-doc') });
     assert.equal(again.status, 201, again.text);

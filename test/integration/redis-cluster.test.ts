@@ -32,6 +32,7 @@ import { eventually } from '../support/eventually.ts';
 import { startRedisCluster, type PrivateRedisCluster } from '../support/redis-cluster.ts';
 import { randomKeyPrefix } from '../support/redis-server.ts';
 import { acceptPayload } from '../support/accept-payload.ts';
+import { sandboxDataKeyring } from '../../src/config/data-keys.ts';
 
 /** Resolves with the value, or rejects if it takes longer than `ms`. */
 async function within<T>(ms: number, promise: Promise<T>): Promise<T> {
@@ -419,6 +420,7 @@ describe('Redis Cluster', { timeout: 180_000 }, () => {
       await store.init();
       const corridors = loadDefaultCorridors();
       const behaviors = serviceBehaviors({
+        dataKeys: sandboxDataKeyring(),
         corridors: () => corridors,
         rates: () => corridors.rates,
         partnerFee: () => undefined,

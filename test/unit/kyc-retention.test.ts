@@ -8,6 +8,7 @@ import type { CommandEnvelope, JsonValue } from '../../src/actors/envelope.ts';
 import { toJsonValue } from '../../src/actors/state-codec.ts';
 import type { KycState, KycSubmissionInput } from '../../src/domain/kyc.ts';
 import { createInProcessKycQuota, dailyBucket } from '../../src/edge/kyc-quota.ts';
+import { sandboxDataKeyring } from '../../src/config/data-keys.ts';
 
 const nowMs = Date.UTC(2026, 0, 10);
 const fields: KycSubmissionInput = {
@@ -21,7 +22,7 @@ function submit(documentRef: string, overrides: Partial<KycSubmissionInput> = {}
 }
 
 describe('KYC actor: one document per record', () => {
-  const behavior = kycBehavior();
+  const behavior = kycBehavior(sandboxDataKeyring());
   const handle = (state: KycState | null, envelope: CommandEnvelope) => behavior.handle(state, envelope, { nowMs, commandId: envelope.commandId });
 
   test('a first submission: the record holds its document, nothing superseded', () => {
