@@ -30,6 +30,7 @@ import { LmdbStore } from '../store/lmdb-store.ts';
 import { MongoStore } from '../store/mongo-store.ts';
 import { defaultReadModelIndexes, type ReadModelIndex, type SnapshotStore } from '../store/store.ts';
 import { withEncryptedBlobs } from '../store/encrypted-blobs.ts';
+import { retentionReadModelIndexes } from './retention.ts';
 import type { DataKeyring } from '../store/data-encryption.ts';
 import { dataKeyringFromEnv, sandboxDataKeyId } from '../config/data-keys.ts';
 import { PartnerDirectory, partnerFromConfig } from './partners.ts';
@@ -40,7 +41,9 @@ import { join } from 'node:path';
 export const demoPartnerId = 'demo';
 
 /** Read-model indexes of every role (declared once, created at start). */
-export const serviceReadModelIndexes: ReadModelIndex[] = [...defaultReadModelIndexes, ...runtimeReadModelIndexes, ...webhookReadModelIndexes, ...onrampReadModelIndexes];
+export const serviceReadModelIndexes: ReadModelIndex[] = [
+  ...defaultReadModelIndexes, ...runtimeReadModelIndexes, ...webhookReadModelIndexes, ...onrampReadModelIndexes, ...retentionReadModelIndexes,
+];
 
 export interface LiveConfig {
   corridors(): CorridorConfig;

@@ -19,6 +19,7 @@ export function withEncryptedBlobs(inner: SnapshotStore, keyring: DataKeyring | 
     commitBatch: (writes) => inner.commitBatch(writes),
     raiseFence: (shard, token) => inner.raiseFence(shard, token),
     getAppliedReply: (actorKey, commandId) => inner.getAppliedReply(actorKey, commandId),
+    deleteActor: (actorKey, expectedVersion) => inner.deleteActor(actorKey, expectedVersion),
     loadEvents: (actorKey, afterVersion, limit) => inner.loadEvents(actorKey, afterVersion, limit),
     outboxPending: (topic, limit, afterSeq) => inner.outboxPending(topic, limit, afterSeq),
     outboxClaim: (topic, owner, limit, leaseMs, nowMs) => inner.outboxClaim(topic, owner, limit, leaseMs, nowMs),
