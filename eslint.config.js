@@ -39,7 +39,8 @@ export default tseslint.config(
         patterns: [
           { group: ['node:*', 'fs', 'net', 'http', 'https', 'crypto', 'ioredis', 'mongodb', 'lmdb', 'uWebSockets.js'],
             message: 'src/domain is pure: no I/O, no runtime modules.' },
-          { group: ['../actors/*', '../bus/*', '../store/*', '../edge/*', '../chains/*', '../rails/*', '../webhooks/*', '../grpc/*'],
+          // From src/domain and from its folders (src/domain/transaction/).
+          { group: ['actors', 'bus', 'store', 'edge', 'chains', 'rails', 'webhooks', 'grpc'].flatMap((shell) => [`../${shell}/*`, `../../${shell}/*`]),
             message: 'src/domain does not depend on the shell.' },
         ],
       }],

@@ -8,7 +8,8 @@
 // Env: as src/main.ts; ROLE is `edge`, or `all` (then the shard role runs in this process too,
 // started by the composition root's own `startService`, exactly as the end-to-end harness does).
 import { readEnv } from '../../src/config/env.ts';
-import { createContext, type ServiceContext } from '../../src/service/context.ts';
+import { createContext } from '../../src/service/context.ts';
+import type { ServiceContext } from '../../src/ports/context.ts';
 import { startEdgeRole } from '../../src/service/edge-role.ts';
 import { startService } from '../../src/service/service.ts';
 import { testPaymentContexts } from '../../test/support/service-harness.ts';

@@ -6,47 +6,29 @@
 //
 // The method × day counter is one key for the whole service, so its snapshot is written on every
 // command it answers, refusals included: the snapshot format (below) keeps that write small.
-import type { PaymentMethod } from '../domain/assets.ts';
+import { answerReserve, type CounterWindow, type ReservationOutcome, type WindowReservation } from '../domain/acceptance.ts';
 import {
   commit,
   emptyCounter,
   release,
-  reserveKyb,
-  reserveKycMonth,
-  reserveMethodDay,
-  reserveUserDay,
-  type AcceptanceRejection,
   type CounterEntry,
   type CounterEntryStatus,
   type CounterState,
-  type KycStanding,
   type LimitsConfig,
 } from '../domain/limits.ts';
 import { add, compare, decimal, decimalFromExactString, toFixedString, zero, type Decimal } from '../domain/money.ts';
 import type { ActorBehavior, CommandToSend, JsonValue } from './envelope.ts';
 import { fromJsonValue, toJsonValue } from './state-codec.ts';
 
+export type { CounterWindow, ReservationOutcome } from '../domain/acceptance.ts';
+
 export const counterActorType = 'counter';
 
-export type CounterWindow = 'userDay' | 'methodDay' | 'kycMonth' | 'kyb';
-
+/** `reserve`: the window's reservation as the acceptance saga builds it (`windowReservation`). */
 export type CounterCommand =
-  | {
-      readonly kind: 'reserve';
-      readonly window: CounterWindow;
-      readonly transactionId: string;
-      readonly amount: Decimal;
-      readonly method: PaymentMethod;
-      readonly standing?: KycStanding;
-      readonly kybApproved?: boolean;
-    }
+  | ({ readonly kind: 'reserve' } & WindowReservation)
   | { readonly kind: 'release'; readonly transactionId: string }
   | { readonly kind: 'commit'; readonly transactionId: string; readonly amount: Decimal };
-
-export type ReservationOutcome =
-  | { readonly ok: true }
-  | { readonly ok: false; readonly rejection: AcceptanceRejection }
-  | { readonly ok: false; readonly kycRequired: true };
 
 export interface ReservationResultPayload {
   readonly window: CounterWindow;
@@ -62,39 +44,6 @@ export function counterCommand(command: CounterCommand): JsonValue {
 
 function resultTo(transactionId: string, payload: ReservationResultPayload): CommandToSend {
   return { actorType: 'transaction', actorKey: transactionId, kind: reservationResultKind, payload: toJsonValue(payload) };
-}
-
-function reserveIn(state: CounterState, limits: LimitsConfig, command: Extract<CounterCommand, { kind: 'reserve' }>) {
-  const counted = { transactionId: command.transactionId, amount: command.amount };
-  switch (command.window) {
-    case 'userDay':
-      return reserveUserDay(state, limits, command.method, counted);
-    case 'methodDay':
-      return reserveMethodDay(state, limits, command.method, counted);
-    case 'kycMonth': {
-      const standing = command.standing ?? { kycEnabled: false, kycApproved: false };
-      const result = reserveKycMonth(state, limits, standing, counted);
-      return result.ok ? result : { ok: false as const, kycRequired: true as const };
-    }
-    case 'kyb':
-      // Completed plus in flight, reserved like the other windows (docs/decisions-limits.md).
-      return reserveKyb(state, limits, command.kybApproved ?? false, counted);
-  }
-}
-
-/**
- * A counter's answer to a reserve and its state after it (the same object when nothing changed:
- * a refusal, or a transaction counted already). Pure: the edge also runs it on a counter's
- * committed state to refuse early (`earlyRefusalStage` in the transaction actor).
- */
-export function answerReserve(
-  state: CounterState,
-  limits: LimitsConfig,
-  command: Extract<CounterCommand, { kind: 'reserve' }>,
-): { readonly outcome: ReservationOutcome; readonly state: CounterState } {
-  const result = reserveIn(state, limits, command);
-  if (result.ok) return { outcome: { ok: true }, state: result.state };
-  return { outcome: 'kycRequired' in result ? { ok: false, kycRequired: true } : { ok: false, rejection: result.rejection }, state };
 }
 
 // ---------------------------------------------------------------------------------------------

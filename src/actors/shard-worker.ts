@@ -13,7 +13,7 @@ import { outboxBatchMax } from '../store/store.ts';
 import { decodeEnvelope } from './codec.ts';
 import type { CommandEnvelope, LogLevel } from './envelope.ts';
 import { outboxTopicCommands, type ActorRuntime } from './runtime.ts';
-import { LoopHealth, loopCheck, type HealthCheck } from '../service/health.ts';
+import { LoopHealth, loopCheck, type HealthCheck } from '../lifecycle/health.ts';
 
 export interface WorkerStore {
   /** Actors of `shard` with a pending timer. */

@@ -8,19 +8,19 @@
 // money (beyond the stray slots, or dust below the refund floor) is handed back to its deposit
 // actor, which refunds it or records it as dust (src/actors/deposit-keys.ts).
 import {
-  acceptanceCounterKeys,
-  checkPerTransaction,
-  checkPrecedence,
-  describeAcceptanceRejection,
-  type AcceptanceCheck,
-  type AcceptanceCounterKeys,
-  type AcceptanceRejection,
-  type CounterState,
-  type LimitsConfig,
-} from '../domain/limits.ts';
-import { compare, type Decimal } from '../domain/money.ts';
-import type { Quote } from '../domain/quote.ts';
-import { claim, type QuoteUse } from '../domain/quote-use.ts';
+  counterKeyOf,
+  recordStep,
+  startAcceptance as domainStartAcceptance,
+  windowAmount,
+  windowReservation,
+  type AcceptanceAnswer,
+  type AcceptanceRequest,
+  type AcceptanceStep,
+  type CounterWindow,
+  type ReservationOutcome,
+  type SagaProgress,
+} from '../domain/acceptance.ts';
+import { describeAcceptanceRejection, type AcceptanceCounterKeys, type AcceptanceRejection, type LimitsConfig } from '../domain/limits.ts';
 import {
   decide,
   evolve,
@@ -33,17 +33,8 @@ import {
 } from '../domain/transaction.ts';
 import { depositActorKey, depositActorType, depositHandBackKind, handBackReasons, type HandBackReason } from './deposit-keys.ts';
 import { transactionReference } from '../domain/reference.ts';
-import {
-  answerReserve,
-  counterActorType,
-  counterCommand,
-  reservationResultKind,
-  type CounterCommand,
-  type CounterWindow,
-  type ReservationOutcome,
-  type ReservationResultPayload,
-} from './counter-actor.ts';
-import { quoteActorType, quoteClaimResultKind, quoteUseCommand, type QuoteClaimResultPayload } from './quote-actor.ts';
+import { counterActorType, counterCommand, reservationResultKind, type CounterCommand, type ReservationResultPayload } from './counter-actor.ts';
+import { quoteClaimResultKind, quoteUseCommand, type QuoteClaimResultPayload } from './quote-actor.ts';
 import type { ActorBehavior, CommandToSend, JsonValue, OutboxMessage, Outcome, ReadModelWrite, ReplyTarget } from './envelope.ts';
 import { timerCommandKind } from './envelope.ts';
 import { fromJsonValue, toJsonValue } from './state-codec.ts';
@@ -65,36 +56,27 @@ const acceptWaitersMax = 16;
  */
 export const depositWatchCollection = 'deposit_watch';
 
-/** What the edge sends to accept a quote (it has checked auth, scoping, shapes and the account). */
-export interface AcceptPayload {
-  readonly partnerId: string;
-  readonly userId: string;
-  readonly quote: Quote;
+/**
+ * What the edge sends to accept a quote (it has checked auth, scoping, shapes and the account):
+ * what acceptance decides on (src/domain/acceptance.ts), and what the transaction is created with.
+ */
+export interface AcceptPayload extends AcceptanceRequest {
   readonly accountNumber: string | null;
   readonly qrCode: string | null;
   readonly taxId: string | null;
   readonly externalId: string | null;
-  readonly kycEnabled: boolean;
-  readonly kycApproved: boolean;
-  readonly kybApproved: boolean;
-  /** The method's latest known liquidity in its currency; null when unknown (no check). */
-  readonly liquidity: Decimal | null;
-  readonly railAvailable: boolean;
   /** The deposit (or charge) instructions fixed for this transaction; returned on acceptance. */
   readonly paymentContext: JsonValue;
 }
-
-/**
- * What the saga asks: the quote (its single use, claimed in the quote actor) and every counter
- * window. A saga stored before quotes were single-use has no 'quote' step and claims nothing.
- */
-type AcceptanceStep = CounterWindow | 'quote';
 
 interface Reserving {
   readonly phase: 'reserving';
   readonly accept: AcceptPayload;
   readonly keys: AcceptanceCounterKeys;
-  /** The quote, and every window the transaction counts in (the partner's KYB total unless KYB-approved). */
+  /**
+   * The saga's steps (`acceptanceSteps`): the quote, and every window the transaction counts in.
+   * A saga stored before quotes were single-use has no 'quote' step and claims nothing.
+   */
   readonly windows: readonly AcceptanceStep[];
   /**
    * The steps asked so far. Absent in snapshots written before the saga had stages, which
@@ -143,19 +125,16 @@ export interface TransactionActorDeps {
   limits(): LimitsConfig;
 }
 
-/** The stablecoin leg of a transaction, which the KYC volume and the KYB cap count (1:1 USD). */
-export function stablecoinAmount(quote: Quote): Decimal {
-  return quote.direction === 'payout' ? quote.sourceAmount : quote.targetAmount;
-}
-
-/** The amount moved on the fiat rail, which the method caps count. */
-export function railAmount(quote: Quote): Decimal {
-  return quote.direction === 'payout' ? quote.targetAmount : quote.sourceAmount;
-}
+export { railAmount, stablecoinAmount } from '../domain/acceptance.ts';
 
 function rejectionReply(rejection: AcceptanceRejection): AcceptReply {
   const described = describeAcceptanceRejection(rejection);
   return { ok: false, code: described.code, httpStatus: described.httpStatus, reason: described.reason, retryable: described.retryable };
+}
+
+/** The reply that carries a refusal of the saga (a rejection, or KYC required). */
+export function answerReply(answer: AcceptanceAnswer): AcceptReply {
+  return answer.kind === 'rejected' ? rejectionReply(answer.rejection) : { ok: true, kycRequired: true };
 }
 
 function acceptedReply(state: Live): AcceptReply {
@@ -225,69 +204,20 @@ function depositWatchWrite(before: TransactionState | null, tx: TransactionState
   return { collection: depositWatchCollection, id: tx.id, doc };
 }
 
-function windowsFor(accept: AcceptPayload, keys: AcceptanceCounterKeys): AcceptanceStep[] {
-  const windows: AcceptanceStep[] = ['quote'];
-  if (keys.userDay !== null) windows.push('userDay');
-  if (keys.methodDay !== null) windows.push('methodDay');
-  windows.push('kycMonth');
-  if (!accept.kybApproved) windows.push('kyb');
-  return windows;
+function toCounter(keys: AcceptanceCounterKeys, window: CounterWindow, command: CounterCommand): CommandToSend {
+  return { actorType: counterActorType, actorKey: counterKeyOf(keys, window), kind: command.kind, payload: counterCommand(command) };
 }
 
-function counterKey(keys: AcceptanceCounterKeys, window: CounterWindow): string {
-  const key = window === 'userDay' ? keys.userDay : window === 'methodDay' ? keys.methodDay : window === 'kycMonth' ? keys.kycMonth : keys.kyb;
-  if (key === null) throw new Error(`no counter key for window ${window}`);
-  return key;
+/** The saga's progress as the domain reads it (a snapshot from before stages asked every step at once). */
+function progressOf(state: Reserving): SagaProgress {
+  return { steps: state.windows, sent: state.sent ?? state.windows, results: state.results };
 }
 
-function toCounter(keys: AcceptanceCounterKeys, window: CounterWindow, command: Parameters<typeof counterCommand>[0]): CommandToSend {
-  return { actorType: counterActorType, actorKey: counterKey(keys, window), kind: command.kind, payload: counterCommand(command) };
-}
-
-/** The amount a window counts: the stablecoin leg for KYC and KYB, the rail's amount otherwise. */
-function windowAmount(quote: Quote, window: CounterWindow): Decimal {
-  return window === 'kycMonth' || window === 'kyb' ? stablecoinAmount(quote) : railAmount(quote);
-}
-
-/**
- * The windows asked first. With a method × day counter: that one, plus the partner's KYB total
- * when it is not KYB-approved (`kyb_cap` outranks the method cap, so it must be asked no later).
- * Once the method's cap is spent, every acceptance of the day is refused there, and that load has
- * no bound (acceptances do: the cap itself bounds them), so a refusal then costs the method counter
- * (and, for a partner without KYB approval, a KYB reservation given back) and leaves nothing else
- * to release; the edge's early refusal answers most of them before any counter is asked. The
- * others (user × day, KYC month) are asked only after the method counter granted; their refusals
- * rank after the method cap (`acceptanceCheckOrder`), so asking later never changes the answer.
- * The price is one more round trip on the success path. Without a method counter (PIX) everything
- * is asked at once.
- */
-function firstStage(windows: readonly AcceptanceStep[]): AcceptanceStep[] {
-  if (!windows.includes('methodDay')) return [...windows];
-  return windows.filter((window) => window === 'quote' || window === 'methodDay' || window === 'kyb');
-}
-
-function sentWindows(state: Reserving): readonly AcceptanceStep[] {
-  return state.sent ?? state.windows;
-}
-
-/** The counter windows among the steps (what a live transaction releases or commits later). */
-function counterWindows(steps: readonly AcceptanceStep[]): CounterWindow[] {
-  return steps.filter((step): step is CounterWindow => step !== 'quote');
-}
-
-function reserveCommands(accept: AcceptPayload, keys: AcceptanceCounterKeys, windows: readonly AcceptanceStep[], transactionId: string): CommandToSend[] {
-  return windows.map((window) =>
-    window === 'quote'
+function reserveCommands(accept: AcceptPayload, keys: AcceptanceCounterKeys, steps: readonly AcceptanceStep[], transactionId: string): CommandToSend[] {
+  return steps.map((step) =>
+    step === 'quote'
       ? quoteUseCommand(accept.quote.id, 'claim', { transactionId, partnerId: accept.partnerId })
-      : toCounter(keys, window, {
-          kind: 'reserve',
-          window,
-          transactionId,
-          amount: windowAmount(accept.quote, window),
-          method: accept.quote.paymentMethod,
-          standing: { kycEnabled: accept.kycEnabled, kycApproved: accept.kycApproved },
-          kybApproved: accept.kybApproved,
-        }),
+      : toCounter(keys, step, { kind: 'reserve', ...windowReservation(accept, step, transactionId) }),
   );
 }
 
@@ -298,101 +228,54 @@ function releaseCommand(state: Reserving, step: AcceptanceStep, transactionId: s
     : toCounter(state.keys, step, { kind: 'release', transactionId });
 }
 
-/** Read-only checks, in the catalogue's order of precedence; the first failure answers. */
-function preChecks(accept: AcceptPayload, limits: LimitsConfig, nowMs: number): AcceptanceRejection | null {
-  const { quote } = accept;
-  if (nowMs >= quote.expiresAtMs) return { code: 'quote_expired' };
-  const perTransaction = checkPerTransaction(limits, quote.paymentMethod, railAmount(quote));
-  if (!perTransaction.ok) return perTransaction.rejection;
-  if (!accept.railAvailable) return { code: 'rail_unavailable', method: quote.paymentMethod };
-  if (quote.direction === 'payout' && accept.liquidity !== null && compare(accept.liquidity, quote.targetAmount) < 0) {
-    return { code: 'liquidity_insufficient' };
-  }
-  return null;
-}
-
 function startAcceptance(accept: AcceptPayload, command: { replyTo?: ReplyTarget }, nowMs: number, limits: LimitsConfig, transactionId: string): Outcome<TransactionActorState> {
-  const rejection = preChecks(accept, limits, nowMs);
-  if (rejection !== null) {
-    const answer = reply(rejectionReply(rejection));
+  const started = domainStartAcceptance(accept, limits, nowMs);
+  if (started.kind === 'refuse') {
+    const answer = reply(rejectionReply(started.rejection));
     return { state: { phase: 'rejected', reply: answer }, reply: answer };
   }
-  const keys = acceptanceCounterKeys(limits, {
-    partnerId: accept.partnerId,
-    userId: accept.userId,
-    method: accept.quote.paymentMethod,
-    nowMs,
-  });
-  const windows = windowsFor(accept, keys);
-  const sent = firstStage(windows);
+  const { keys, progress, ask } = started;
   return {
     state: {
       phase: 'reserving',
       accept,
       keys,
-      windows,
-      sent,
+      windows: progress.steps,
+      sent: progress.sent,
       results: {},
       waiting: command.replyTo ? [command.replyTo] : [],
       startedAtMs: nowMs,
     },
-    send: reserveCommands(accept, keys, sent, transactionId),
+    send: reserveCommands(accept, keys, ask, transactionId),
   };
 }
 
-/** One step answered (the quote or a counter). Waits for the rest of the stage, then asks the next stage or finishes. */
+/** One step answered (the quote or a counter): the domain decides (`recordStep`); this sends and answers. */
 function recordResult(
   state: Reserving,
   result: { readonly window: AcceptanceStep; readonly outcome: ReservationOutcome },
   transactionId: string,
   nowMs: number,
 ): Outcome<TransactionActorState> {
-  const sent = sentWindows(state);
-  // Each counter answers once per reserve (commands dedupe by id); a window not asked, or asked
-  // and already answered, has nothing to add.
-  if (!sent.includes(result.window) || state.results[result.window] !== undefined) return {};
-  const results = { ...state.results, [result.window]: result.outcome };
-  const next: Reserving = { ...state, results };
-  if (sent.some((window) => results[window] === undefined)) return { state: next };
-  const refused = sent.some((window) => results[window]?.ok === false);
-  const unsent = state.windows.filter((window) => !sent.includes(window));
-  if (refused || unsent.length === 0) return finishAcceptance(next, transactionId, nowMs);
-  return { state: { ...next, sent: [...sent, ...unsent] }, send: reserveCommands(state.accept, state.keys, unsent, transactionId) };
-}
-
-const windowCheck: Readonly<Record<AcceptanceStep, AcceptanceCheck>> = {
-  quote: 'quote_used',
-  kyb: 'kyb_cap',
-  kycMonth: 'kyc_required',
-  userDay: 'user_daily_count_cap',
-  methodDay: 'method_daily_cap',
-};
-
-/** Every asked counter answered: create the transaction, or release what was reserved and reject. */
-function finishAcceptance(state: Reserving, transactionId: string, nowMs: number): Outcome<TransactionActorState> {
-  const failures = sentWindows(state)
-    .map((window) => ({ window, outcome: state.results[window] }))
-    .filter((item) => item.outcome !== undefined && !item.outcome.ok)
-    .sort((a, b) => {
-      const rank = (item: typeof a): number =>
-        item.outcome !== undefined && !item.outcome.ok && 'rejection' in item.outcome
-          ? checkPrecedence(item.outcome.rejection.code)
-          : checkPrecedence(windowCheck[item.window]);
-      return rank(a) - rank(b);
-    });
-  // Only granted steps are given back: a refusal reserved (or claimed) nothing, a step never asked
-  // holds nothing. The quote is given back too: only a created transaction uses it. (A result
-  // written before the KYB total was reserved says "granted" for a KYB check that held nothing: its
-  // release finds no entry and changes nothing.)
-  const releaseAll = (): CommandToSend[] =>
-    sentWindows(state)
-      .filter((window) => state.results[window]?.ok === true)
-      .map((window) => releaseCommand(state, window, transactionId));
-  const first = failures[0];
+  const decision = recordStep(progressOf(state), result.window, result.outcome);
   const answerAll = (answer: JsonValue) => state.waiting.map((to) => ({ to, payload: answer }));
-  if (first !== undefined && first.outcome !== undefined && !first.outcome.ok) {
-    const answer = 'rejection' in first.outcome ? reply(rejectionReply(first.outcome.rejection)) : reply({ ok: true, kycRequired: true });
-    return { state: { phase: 'rejected', reply: answer }, replies: answerAll(answer), send: releaseAll() };
+  const releaseAll = (steps: readonly AcceptanceStep[]): CommandToSend[] => steps.map((step) => releaseCommand(state, step, transactionId));
+  switch (decision.kind) {
+    case 'ignore':
+      return {};
+    case 'wait':
+      return { state: { ...state, results: decision.progress.results } };
+    case 'ask':
+      return {
+        state: { ...state, sent: decision.progress.sent, results: decision.progress.results },
+        send: reserveCommands(state.accept, state.keys, decision.ask, transactionId),
+      };
+    case 'refuse': {
+      const answer = reply(answerReply(decision.answer));
+      return { state: { phase: 'rejected', reply: answer }, replies: answerAll(answer), send: releaseAll(decision.release) };
+    }
+    case 'create':
+      break;
   }
   const { accept } = state;
   const created = applyDomain(null, {
@@ -407,76 +290,19 @@ function finishAcceptance(state: Reserving, transactionId: string, nowMs: number
     externalId: accept.externalId,
   }, { nowMs });
   if (!created.ok) {
+    // Not created after all: everything granted goes back, as for a refusal.
     const answer = reply(
       created.rejection.code === 'quote_expired'
         ? rejectionReply({ code: 'quote_expired' })
         : { ok: false, code: 'invalid_request', httpStatus: 400, reason: `The transaction could not be created (${created.rejection.code})`, retryable: false },
     );
-    return { state: { phase: 'rejected', reply: answer }, replies: answerAll(answer), send: releaseAll() };
+    return { state: { phase: 'rejected', reply: answer }, replies: answerAll(answer), send: releaseAll(decision.release) };
   }
-  const live: Live = { phase: 'live', tx: created.state, keys: state.keys, windows: counterWindows(state.windows), paymentContext: accept.paymentContext };
+  const live: Live = { phase: 'live', tx: created.state, keys: state.keys, windows: decision.counters, paymentContext: accept.paymentContext };
   const effects = effectsOf(null, live, created.events);
-  // The quote now backs this transaction for good (a saga stored before quotes were single-use
-  // claimed nothing and has nothing to mark).
-  const used = state.windows.includes('quote') ? [quoteUseCommand(accept.quote.id, 'consume', { transactionId })] : [];
+  // The quote now backs this transaction for good.
+  const used = decision.consumeQuote ? [quoteUseCommand(accept.quote.id, 'consume', { transactionId })] : [];
   return { ...effects, send: [...effects.send, ...used], state: live, replies: answerAll(reply(acceptedReply(live))) };
-}
-
-// ---------------------------------------------------------------------------------------------
-// Early refusal (the edge, docs/decisions-limits.md "Early refusal at a spent method cap")
-//
-// Once a method's daily cap is spent, every acceptance of the day is refused by the method × day
-// counter, and that load has no bound. The edge reads the first stage's counters as last
-// committed and runs the saga's own steps on them (start, each counter's answer, the quote's
-// answer to the claim, the ranking of refusals): when the saga is certain to refuse, the edge
-// answers so at once, and neither the transaction, the quote nor the counters are written. The
-// answer is the actor's: for a transaction id no counter has seen, the saga's answer depends on
-// nothing else than those committed totals and the quote's committed use (a transaction a counter
-// has seen is counted already, and `reserve` grants it again, so it is never refused early; the
-// same holds for the quote's claim). A grant, or a stage that would go on, is left to the actor,
-// which decides.
-
-/** The saga's first stage, as the edge runs it before asking (see above). */
-export interface EarlyRefusalStage {
-  /** The counters to read: the first stage's. */
-  readonly counters: readonly string[];
-  /**
-   * The saga's answer when it would refuse in this stage, given each counter's committed state
-   * (`counterOf(key)`, the empty counter for one never written) and the quote's committed use
-   * (null: unclaimed); null when it would not.
-   */
-  refusal(counterOf: (key: string) => CounterState, quoteUse: QuoteUse | null): AcceptReply | null;
-}
-
-/**
- * The first stage of the saga, when it holds the method × day counter (the only unbounded refusal
- * load); null when no early refusal applies (no such counter, or a refusal before any counter,
- * which the actor answers itself).
- */
-export function earlyRefusalStage(accept: AcceptPayload, limits: LimitsConfig, nowMs: number, transactionId: string): EarlyRefusalStage | null {
-  const started = startAcceptance(accept, {}, nowMs, limits, transactionId);
-  const first = started.state;
-  if (first?.phase !== 'reserving' || !sentWindows(first).includes('methodDay')) return null;
-  const asks = started.send ?? [];
-  return {
-    counters: asks.filter((ask) => ask.actorType === counterActorType).map((ask) => ask.actorKey),
-    refusal(counterOf, quoteUse) {
-      let state: TransactionActorState | undefined = first;
-      for (const ask of asks) {
-        if (state?.phase !== 'reserving') break;
-        if (ask.actorType === quoteActorType) {
-          // The edge asks only for the partner's own quote, so the claim is answered by its use.
-          state = recordResult(state, { window: 'quote', outcome: claim(quoteUse, transactionId).outcome }, transactionId, nowMs).state;
-          continue;
-        }
-        const command = fromJsonValue<CounterCommand>(ask.payload);
-        if (command.kind !== 'reserve') return null;
-        const { outcome } = answerReserve(counterOf(ask.actorKey), limits, command);
-        state = recordResult(state, { window: command.window, outcome }, transactionId, nowMs).state;
-      }
-      return state?.phase === 'rejected' ? (state.reply as unknown as AcceptReply) : null;
-    },
-  };
 }
 
 function applyDomain(

@@ -3,12 +3,14 @@
 // `<prefix>lease-token:{<name>}` is a plain INCR counter that never expires, so a token is never
 // issued twice for one name (unless the counter key itself is deleted: do not FLUSHDB a live system).
 // Both keys share the hash tag `{<name>}`, so each script's keys sit on one Redis Cluster slot.
-// On a Redis Cluster (`redis+cluster://…`, see redis-bus.ts) every command goes to its key's slot;
+// On a Redis Cluster (`redis+cluster://…`, see redis-connection.ts) every command goes to its key's slot;
 // only `listAll` spans the cluster: it SCANs every master (replicas hold copies, not more keys).
-// Every check-and-change is one Lua script; the return codes map to results in `leaseOutcome` only.
+// Every check-and-change is one Lua script (in redis-scripts.ts, with its KEYS/ARGV/returns header);
+// the return codes map to results in `leaseOutcome` only.
 // Redis errors map as the bus's do (`toBusError`): an unreachable Redis is BusError `unavailable`.
 import type { Redis } from 'ioredis';
-import { LuaScript, createRedisClient, isCluster, throwBusError, type RedisClient, type RedisConnectionLog } from './redis-bus.ts';
+import { createRedisClient, isCluster, throwBusError, type RedisClient, type RedisConnectionLog } from './redis-connection.ts';
+import { acquireScript, defineScripts, inspectScript, releaseScript, renewScript } from './redis-scripts.ts';
 import { assertNoBraces } from './shards.ts';
 import {
   assertLeaseName,
@@ -20,71 +22,6 @@ import {
   type LeaseHolder,
   type Leases,
 } from './leases.ts';
-
-/**
- * acquire
- *   KEYS[1]  lease hash      <prefix>lease:{<name>}
- *   KEYS[2]  token counter   <prefix>lease-token:{<name>}
- *   ARGV[1]  owner
- *   ARGV[2]  ttlMs
- * Returns {1, token}  granted: the lease was free, lapsed or held by this same owner; a fresh token
- *                     was drawn with INCR and the TTL set to ttlMs.
- *         {0, 0}      refused: held by another owner.
- */
-const acquireScript = new LuaScript('leaseAcquire', `
-local holder = redis.call('HGET', KEYS[1], 'owner')
-if holder and holder ~= ARGV[1] then return {0, 0} end
-local token = redis.call('INCR', KEYS[2])
-redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'token', token)
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-return {1, token}
-`, 2);
-
-/**
- * renew
- *   KEYS[1]  lease hash
- *   ARGV[1]  owner
- *   ARGV[2]  token
- *   ARGV[3]  ttlMs
- * Returns  1  renewed: TTL reset to ttlMs
- *          0  no lease (lapsed or released)
- *         -1  held by another owner or under another token (taken over)
- */
-const renewScript = new LuaScript('leaseRenew', `
-local holder = redis.call('HMGET', KEYS[1], 'owner', 'token')
-if not holder[1] then return 0 end
-if holder[1] ~= ARGV[1] or holder[2] ~= ARGV[2] then return -1 end
-redis.call('PEXPIRE', KEYS[1], ARGV[3])
-return 1
-`, 1);
-
-/**
- * release
- *   KEYS[1]  lease hash
- *   ARGV[1]  owner
- *   ARGV[2]  token
- * Returns  1  released: the lease key is deleted, anyone may acquire at once
- *          0  no lease (lapsed or released)
- *         -1  held by another owner or under another token (not ours to release)
- */
-const releaseScript = new LuaScript('leaseRelease', `
-local holder = redis.call('HMGET', KEYS[1], 'owner', 'token')
-if not holder[1] then return 0 end
-if holder[1] ~= ARGV[1] or holder[2] ~= ARGV[2] then return -1 end
-redis.call('DEL', KEYS[1])
-return 1
-`, 1);
-
-/**
- * inspect (read-only)
- *   KEYS[1]  lease hash
- * Returns {owner, token, remainingMs} for a live lease, or {} when there is none.
- */
-const inspectScript = new LuaScript('leaseInspect', `
-local holder = redis.call('HMGET', KEYS[1], 'owner', 'token')
-if not holder[1] then return {} end
-return {holder[1], holder[2], redis.call('PTTL', KEYS[1])}
-`, 1);
 
 type LeaseCode = 1 | 0 | -1;
 
@@ -116,7 +53,7 @@ function globEscape(text: string): string {
 }
 
 export interface RedisLeasesOptions {
-  /** A Redis URL (owned and closed here) or a client to share (not closed). */
+  /** A Redis URL (owned and closed here) or a client to share, made by `createRedisClient` (not closed). */
   readonly redis: string | RedisClient;
   /** Prefix of every key (isolates deployments and tests); no braces. */
   readonly keyPrefix?: string;
@@ -155,6 +92,7 @@ export class RedisLeases implements Leases {
       this.client = options.redis;
       this.ownsClient = false;
     }
+    defineScripts(this.client);
   }
 
   private leaseKey(name: string): string {

@@ -2,44 +2,11 @@
 // limit of all edges together (src/edge/shared-rate-limit.ts). Each bucket is a hash
 // `<prefix>rate:{<name>}` (tokens, updatedAtMs) refilled by the Redis server's clock (TIME), so
 // the edges' clocks never matter, and expiring once it would be full again anyway (an absent
-// bucket is a full one). One Lua script takes tokens; the key carries its own hash tag, so the
+// bucket is a full one). One Lua script takes tokens (`takeScript` in redis-scripts.ts); the key carries its own hash tag, so the
 // script runs on one Redis Cluster slot. Redis errors map as the bus's do (`toBusError`).
-import { LuaScript, createRedisClient, throwBusError, type RedisClient, type RedisConnectionLog } from './redis-bus.ts';
+import { createRedisClient, throwBusError, type RedisClient, type RedisConnectionLog } from './redis-connection.ts';
+import { defineScripts, takeScript } from './redis-scripts.ts';
 import { assertNoBraces } from './shards.ts';
-
-/**
- * take
- *   KEYS[1]  bucket hash   <prefix>rate:{<name>}   fields: tokens (may be fractional), updatedAtMs
- *   ARGV[1]  ratePerSecond  tokens added per second (decimal text, > 0)
- *   ARGV[2]  burst          bucket size (integer ≥ 1)
- *   ARGV[3]  wanted         tokens asked for (integer ≥ 1)
- * The bucket is first refilled for the time since updatedAtMs (by the server's TIME; a clock step
- * backwards refills nothing), then min(wanted, whole tokens held) are taken.
- * Returns {granted, retryAfterMs}
- *   granted       0..wanted tokens taken now
- *   retryAfterMs  when granted < wanted: ms until the bucket holds one whole token again; else 0
- * The key expires when a bucket untouched since would be full again.
- */
-const takeScript = new LuaScript('tokenBucketTake', `
-local time = redis.call('TIME')
-local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-local rate = tonumber(ARGV[1])
-local burst = tonumber(ARGV[2])
-local wanted = tonumber(ARGV[3])
-local held = redis.call('HMGET', KEYS[1], 'tokens', 'updatedAtMs')
-local tokens = tonumber(held[1]) or burst
-local updatedAtMs = tonumber(held[2]) or nowMs
-tokens = math.min(burst, tokens + math.max(0, nowMs - updatedAtMs) * rate / 1000)
-if nowMs > updatedAtMs then updatedAtMs = nowMs end
-local granted = math.min(wanted, math.floor(tokens))
-if granted < 0 then granted = 0 end
-tokens = tokens - granted
-local retryAfterMs = 0
-if granted < wanted then retryAfterMs = math.ceil((1 - tokens) * 1000 / rate) end
-redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'updatedAtMs', tostring(updatedAtMs))
-redis.call('PEXPIRE', KEYS[1], math.ceil(burst * 1000 / rate) + 1000)
-return {granted, retryAfterMs}
-`, 1);
 
 export interface BucketConfig {
   readonly ratePerSecond: number;
@@ -71,7 +38,7 @@ function toCount(value: unknown): number {
 }
 
 export interface RedisTokenBucketsOptions {
-  /** A Redis URL (owned and closed here) or a client to share (not closed). */
+  /** A Redis URL (owned and closed here) or a client to share, made by `createRedisClient` (not closed). */
   readonly redis: string | RedisClient;
   /** Prefix of every key (isolates deployments and tests); no braces. */
   readonly keyPrefix?: string;
@@ -94,6 +61,7 @@ export class RedisTokenBuckets implements TokenBuckets {
       this.client = options.redis;
       this.ownsClient = false;
     }
+    defineScripts(this.client);
   }
 
   async take(name: string, wanted: number, config: BucketConfig): Promise<BucketGrant> {

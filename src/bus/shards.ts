@@ -72,6 +72,9 @@ function assertShard(shard: number): void {
   }
 }
 
+/** The consumer group every shard worker reads the command streams through (one per deployment). */
+export const commandGroup = 'shard-workers';
+
 /** `<prefix>cmd:{<shard>}`: the command stream of one shard. */
 export function commandStreamKey(prefix: string, shard: number): string {
   assertNoBraces('key prefix', prefix);

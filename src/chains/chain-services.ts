@@ -11,8 +11,8 @@ import type { Quote } from '../domain/quote.ts';
 import { fromJsonValue } from '../actors/state-codec.ts';
 import { transactionsCollection } from '../actors/transaction-actor.ts';
 import { transactionReference } from '../domain/reference.ts';
-import type { ChainAvailability, DepositVerifier, PaymentContexts, Reconciler, SandboxDriver, SandboxResult } from '../service/ports.ts';
-import type { ServiceContext } from '../service/context.ts';
+import type { ChainAvailability, DepositVerifier, PaymentContexts, Reconciler, SandboxDriver, SandboxResult } from '../ports/ports.ts';
+import type { ServiceContext } from '../ports/context.ts';
 import type { AccountLookup, ChainAdapter, TransferWatcher, WatcherStatus } from './chains.ts';
 import { loadChainsFile, resolveChainSetups, type ChainSetup, type ChainSetups, type ChainsFile } from './config.ts';
 import { isPerTransactionDeposits, type PerTransactionDeposits } from './deposit-addresses.ts';
@@ -25,8 +25,8 @@ import { RefundWorker, type RefundWorkerOptions, type RefundWorkerStatus } from 
 import { SweepWorker, type SweepWorkerOptions, type SweepWorkerStatus } from './sweeps.ts';
 import { SandboxChain } from './sandbox-chain.ts';
 import { WatcherLease } from './watcher-lease.ts';
-import { settlesWithin } from '../service/shutdown.ts';
-import { watchersCheck, type HealthCheck } from '../service/health.ts';
+import { settlesWithin } from '../lifecycle/shutdown.ts';
+import { watchersCheck, type HealthCheck } from '../lifecycle/health.ts';
 
 /** Builds the real adapter (and, for push networks, the watcher) of a network in the chains file. */
 export type LiveChainFactory = (setup: Extract<ChainSetup, { mode: 'live' }>, ctx: ServiceContext) => {

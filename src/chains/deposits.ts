@@ -32,7 +32,7 @@ import { toJsonValue } from '../actors/state-codec.ts';
 import { transactionsCollection } from '../actors/transaction-actor.ts';
 import type { JsonValue } from '../actors/envelope.ts';
 import type { JsonObject, SnapshotStore } from '../store/store.ts';
-import type { DepositVerifier, NotifyResult, ReconcileResult, Reconciler } from '../service/ports.ts';
+import type { DepositVerifier, NotifyResult, ReconcileResult, Reconciler } from '../ports/ports.ts';
 import type { ChainAdapter, ObservedTransfer, VerifyResult } from './chains.ts';
 import { isOnChainIdOf, normalizeOnChainId } from './config.ts';
 import { canFund } from './notify-match.ts';

@@ -12,7 +12,7 @@ import { notifyDescriptors } from '../domain/corridors.ts';
 import { toJsonNumber } from '../domain/money.ts';
 import type { Quote } from '../domain/quote.ts';
 import { transactionReference } from '../domain/reference.ts';
-import type { ChainAvailability, PaymentContexts } from '../service/ports.ts';
+import type { ChainAvailability, PaymentContexts } from '../ports/ports.ts';
 import type { ChainSetups } from './config.ts';
 import type { PerTransactionDeposits } from './deposit-addresses.ts';
 

@@ -24,7 +24,7 @@ import type { OutboxRow, SnapshotStore } from '../store/store.ts';
 import type { ChainAdapter } from './chains.ts';
 import type { ActorAsker } from './deposits.ts';
 import { OutboxJobs, backoffMs, type OutboxJobEntry } from '../store/outbox-jobs.ts';
-import type { HealthCheck } from '../service/health.ts';
+import type { HealthCheck } from '../lifecycle/health.ts';
 
 export interface RefundWorkerOptions {
   readonly store: SnapshotStore;

@@ -20,7 +20,7 @@ import { cryptoAssets, isOneOf, type CryptoAsset } from '../domain/assets.ts';
 import { chainSweepTopic } from '../actors/deposit-actor.ts';
 import type { OutboxRow, SnapshotStore } from '../store/store.ts';
 import { OutboxJobs, backoffMs, type OutboxJobEntry, type OutboxJobTuning } from '../store/outbox-jobs.ts';
-import type { HealthCheck } from '../service/health.ts';
+import type { HealthCheck } from '../lifecycle/health.ts';
 import type { PerTransactionPorts } from './payment-context.ts';
 
 export interface SweepWorkerOptions extends OutboxJobTuning {

@@ -13,7 +13,7 @@
 // The refund and delivery workers of the role are not behind the lease: their outbox claims
 // already share work between processes.
 import type { Leases } from '../bus/leases.ts';
-import { LoopHealth, loopCheck, type HealthCheck } from '../service/health.ts';
+import { LoopHealth, loopCheck, type HealthCheck } from '../lifecycle/health.ts';
 
 export const watcherLeaseName = 'watchers';
 

@@ -13,13 +13,10 @@
 //
 // Every failure is counted (auth_failures_total{credential}), and the log gets one line per address
 // per minute (src/edge/address-log.ts) instead of an access-log line per request.
-import { createAddressLimiter, type AddressLimiter, type AddressVerdict } from './address-limiter.ts';
+import { credentialKinds, type AuthFailureOutcome, type AuthThrottle, type AuthThrottleStats, type CredentialKind } from '../ports/access.ts';
+import { createAddressLimiter, type AddressVerdict } from './address-limiter.ts';
 import { createSampledAddressLog } from './address-log.ts';
 import type { TokenBucketConfig } from './rate-limit.ts';
-
-export const credentialKinds = ['partner', 'ops', 'admin'] as const;
-/** Which credential failed: a partner key, the ops key over HTTP, the ops key on the admin gRPC service. */
-export type CredentialKind = (typeof credentialKinds)[number];
 
 export type LogLine = (fields: Readonly<Record<string, unknown>>, message: string) => void;
 
@@ -32,28 +29,6 @@ export interface ThrottleOptions {
   readonly nowMs?: () => number;
   /** One log line per address per this long; 60 s by default. */
   readonly logIntervalMs?: number;
-}
-
-export interface AuthFailureOutcome {
-  /** True: answer 429 / RESOURCE_EXHAUSTED with `retryAfterSeconds`; false: the usual 401. */
-  readonly throttled: boolean;
-  readonly retryAfterSeconds: number;
-}
-
-export interface AuthThrottleStats {
-  readonly failures: Readonly<Record<CredentialKind, number>>;
-  readonly throttled: Readonly<Record<CredentialKind, number>>;
-  readonly addresses: number;
-}
-
-export interface AuthThrottle {
-  /**
-   * One failed authentication of `kind` from `address`: counted, charged to the address's bucket
-   * and logged by sample (`fields`: route, method, request id — never the credential).
-   */
-  failed(kind: CredentialKind, address: string, fields: Readonly<Record<string, unknown>>): AuthFailureOutcome;
-  stats(): AuthThrottleStats;
-  readonly limiter: AddressLimiter;
 }
 
 function zeroCounts(): Record<CredentialKind, number> {
@@ -83,7 +58,6 @@ export function createAuthThrottle(options: ThrottleOptions): AuthThrottle {
       return { throttled: !verdict.allowed, retryAfterSeconds: verdict.retryAfterSeconds };
     },
     stats: () => ({ failures: { ...failures }, throttled: { ...throttled }, addresses: limiter.size() }),
-    limiter,
   };
 }
 
@@ -120,7 +94,7 @@ export function createPublicThrottle(options: ThrottleOptions): PublicThrottle {
   };
 }
 
-/** A Prometheus family, shaped as src/service/role-metrics.ts renders them. */
+/** A Prometheus family, shaped as src/lifecycle/metrics.ts renders them. */
 export interface ThrottleMetricFamily {
   readonly name: string;
   readonly type: 'counter' | 'gauge';

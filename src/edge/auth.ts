@@ -13,9 +13,10 @@
 // ops key only in `X-OPS-API-KEY`, in its own set, never accepted as a partner key or vice versa.
 import * as crypto from 'node:crypto';
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { AuthThrottle, CredentialKind, PublicThrottle } from './auth-throttle.ts';
+import type { AuthThrottle, CredentialKind, KeyRing } from '../ports/access.ts';
+import type { PublicThrottle } from './auth-throttle.ts';
 import { errorResponse } from './errors.ts';
-import type { Guard, GuardResult, HttpResponse, RequestHead } from './http.ts';
+import type { Guard, GuardResult, HttpResponse, RequestHead } from './http-types.ts';
 import { inProcessRateLimit, type PartnerRateLimit, type RateLimiter } from './rate-limit.ts';
 
 /** Longest API key we hash; anything longer is rejected before hashing. */
@@ -52,18 +53,6 @@ export function sha256Hex(value: string): string {
 interface StoredKey {
   readonly ownerId: string;
   readonly digest: Buffer;
-}
-
-export interface KeyRing {
-  /** Replaces every key of a partner atomically (an empty list removes the partner's access). */
-  setPartnerKeys(partnerId: string, apiKeySha256: readonly string[]): void;
-  removePartner(partnerId: string): void;
-  /** Replaces the set of ops keys (`X-OPS-API-KEY`). */
-  setOpsKeys(opsKeySha256: readonly string[]): void;
-  /** The partner owning this presented key, or null. */
-  findPartner(apiKey: string): string | null;
-  isOpsKey(apiKey: string): boolean;
-  partnerIds(): string[];
 }
 
 function normaliseHashes(ownerId: string, hashes: readonly string[]): string[] {

@@ -13,7 +13,7 @@ import { Readable } from 'node:stream';
 import type { HttpResponse as UwsResponse } from 'uWebSockets.js';
 import { errorResponse } from './errors.ts';
 import type { Admission, Refusal } from './fair-shares.ts';
-import type { HttpResponse } from './http.ts';
+import type { HttpResponse } from './http-types.ts';
 
 /** Default cap for JSON endpoints. */
 export const jsonBodyBytesMax = 64 * 1024;

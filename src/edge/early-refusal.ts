@@ -1,10 +1,11 @@
 // Early refusal of an acceptance at a spent method cap (docs/decisions-limits.md): the edge reads
 // the first stage's counters as last committed and, when the saga is certain to refuse, answers
 // without asking the transaction actor. The decision is the saga's own code
-// (`earlyRefusalStage`); this module only reads the counters.
+// (`earlyRefusalStage` in src/domain/acceptance.ts); this module only reads the counters.
 import { actorId } from '../actors/envelope.ts';
 import { counterActorType, decodeCounter } from '../actors/counter-actor.ts';
-import { earlyRefusalStage, type AcceptPayload, type AcceptReply } from '../actors/transaction-actor.ts';
+import { answerReply, type AcceptPayload, type AcceptReply } from '../actors/transaction-actor.ts';
+import { earlyRefusalStage } from '../domain/acceptance.ts';
 import { emptyCounter, type CounterState, type LimitsConfig } from '../domain/limits.ts';
 import type { QuoteUse } from '../domain/quote-use.ts';
 import type { SnapshotStore } from '../store/store.ts';
@@ -46,7 +47,8 @@ export function createEarlyRefusals(store: Pick<SnapshotStore, 'load'>, limits: 
       if (stage === null) return null;
       const states = new Map<string, CounterState>();
       for (const key of stage.counters) states.set(key, await committed(key));
-      return stage.refusal((key) => states.get(key) ?? emptyCounter(), quoteUse);
+      const answer = stage.refusal((key) => states.get(key) ?? emptyCounter(), quoteUse);
+      return answer === null ? null : answerReply(answer);
     },
   };
 }

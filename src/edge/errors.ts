@@ -9,7 +9,7 @@
 // names what is missing; every 503 carries `Retry-After`.
 import { BusError } from '../bus/bus.ts';
 import { RequestError, isUnavailableFailure } from '../bus/request-reply.ts';
-import type { HttpResponse } from './http.ts';
+import type { HttpResponse } from './http-types.ts';
 
 export interface ErrorDefinition {
   readonly status: number;
@@ -101,7 +101,7 @@ export const unavailableReasons = {
 /**
  * The reason of the 503 for an infrastructure failure, or null for anything else (a bug: 500).
  * The one place these failures are recognised; the adapters have already turned their own errors
- * into these (Redis: `toBusError` in src/bus/redis-bus.ts).
+ * into these (Redis: `toBusError` in src/bus/redis-connection.ts).
  */
 export function unavailableReason(error: unknown): string | null {
   if (!isUnavailableFailure(error)) return null;

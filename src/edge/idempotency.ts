@@ -18,7 +18,7 @@
 import { createHash } from 'node:crypto';
 import type { JsonObject, SnapshotStore } from '../store/store.ts';
 import { errorResponse } from './errors.ts';
-import type { HttpResponse } from './http.ts';
+import type { HttpResponse } from './http-types.ts';
 
 export const idempotencyCollection = 'idempotency';
 export const idempotencyHeader = 'idempotency-key';

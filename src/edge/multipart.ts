@@ -14,7 +14,7 @@ import busboy from 'busboy';
 import type { Readable } from 'node:stream';
 import type { BodyParse } from './body.ts';
 import { errorResponse, type ErrorCode } from './errors.ts';
-import type { HttpResponse } from './http.ts';
+import type { HttpResponse } from './http-types.ts';
 
 export const kycDocumentBytesMax = 10 * 1024 * 1024;
 export const kycUploadBodyBytesMax = kycDocumentBytesMax + 256 * 1024;

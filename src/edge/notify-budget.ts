@@ -21,7 +21,7 @@
 //
 // Like the general per-partner limit, the buckets live in each edge process (an LRU of partner
 // ids), so N edges allow N times the budget; the clock is the service's injected clock.
-import type { NotifyResult } from '../service/ports.ts';
+import type { NotifyResult } from '../ports/ports.ts';
 import { createRateLimiter, type TakeTokenResult } from './rate-limit.ts';
 
 export interface NotifyBudgetConfig {

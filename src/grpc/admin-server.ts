@@ -20,8 +20,7 @@ import {
   type UntypedServiceImplementation,
 } from '@grpc/grpc-js';
 import { isUnavailableFailure } from '../bus/request-reply.ts';
-import { commandStreamKey, shardLeaseName } from '../bus/shards.ts';
-import { commandGroup } from '../service/shard-role.ts';
+import { commandGroup, commandStreamKey, shardLeaseName } from '../bus/shards.ts';
 import { workerStatsCollection } from '../actors/store-adapter.ts';
 import { listQuarantined, quarantineDetail, requestReplay, type QuarantineRecord } from '../actors/quarantine.ts';
 import { isOneOf, fiatCurrencies, networks, paymentMethods } from '../domain/assets.ts';
@@ -29,10 +28,10 @@ import { parseAmount, decimalFromExactString } from '../domain/money.ts';
 import { readUserId } from '../domain/user-ids.ts';
 import { disabledUserIdCharsMax } from '../config/partners.ts';
 import { generateApiKey, sha256Hex } from '../edge/auth.ts';
-import type { ServiceContext } from '../service/context.ts';
-import type { Reconciler } from '../service/ports.ts';
-import { persistPartner } from '../service/partner-overrides.ts';
-import { serviceOutboxTopics } from '../service/cluster-stats.ts';
+import type { ServiceContext } from '../ports/context.ts';
+import type { Reconciler } from '../ports/ports.ts';
+import { persistPartner } from '../ports/partner-overrides.ts';
+import { serviceOutboxTopics } from '../actors/cluster-stats.ts';
 import type { OutboxRowAction } from '../store/store.ts';
 import { listParked, parkedListDefault, parkedListMax, parkedRowReply, resolveNoteCharsMax } from './admin-parked.ts';
 import { listenGrpc, loadProto, lookup } from './proto.ts';

@@ -19,7 +19,7 @@ import type { Quote } from '../domain/quote.ts';
 import type { ChainSetups } from '../chains/config.ts';
 import type { DestinationCheck } from '../chains/destinations.ts';
 import { RailUnavailableError, type PixCharge, type Rail } from '../rails/rails.ts';
-import type { OnrampAcceptance, OnrampPreparation } from '../service/ports.ts';
+import type { OnrampAcceptance, OnrampPreparation } from '../ports/ports.ts';
 import type { JsonObject, SnapshotStore } from '../store/store.ts';
 import type { InventoryStatus, OnrampInventory } from './inventory.ts';
 

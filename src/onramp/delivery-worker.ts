@@ -44,7 +44,7 @@ import type { OutboxRow, SnapshotStore } from '../store/store.ts';
 import type { OnrampInventory } from './inventory.ts';
 import type { SandboxFunding } from './sandbox-funding.ts';
 import { OutboxJobs, backoffMs, type OutboxJobEntry } from '../store/outbox-jobs.ts';
-import type { HealthCheck } from '../service/health.ts';
+import type { HealthCheck } from '../lifecycle/health.ts';
 
 /**
  * Per transaction: `sending` once a send may have gone out (written before the first), then the

@@ -7,7 +7,7 @@
 // for operations. Application is idempotent by the provider payment id, so a notice applied by the
 // intake and by this worker at the same moment still moves its transaction once.
 import type { Logger } from 'pino';
-import { LoopHealth, loopCheck, type HealthCheck } from '../service/health.ts';
+import { LoopHealth, loopCheck, type HealthCheck } from '../lifecycle/health.ts';
 import type { PixNoticeIntake } from './intake.ts';
 
 export interface NoticeWorkerOptions {

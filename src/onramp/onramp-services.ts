@@ -21,8 +21,8 @@ import type { CryptoAsset, Network } from '../domain/assets.ts';
 import type { Decimal } from '../domain/money.ts';
 import type { Rail } from '../rails/rails.ts';
 import type { SandboxRail } from '../rails/sandbox-rail.ts';
-import type { ServiceContext } from '../service/context.ts';
-import type { OnrampAcceptance, SandboxDriver } from '../service/ports.ts';
+import type { ServiceContext } from '../ports/context.ts';
+import type { OnrampAcceptance, SandboxDriver } from '../ports/ports.ts';
 import { OnrampCharges } from './charges.ts';
 import { DeliveryWorker, type DeliveryWorkerOptions, type DeliveryWorkerStats } from './delivery-worker.ts';
 import { PixNoticeIntake, type PixNoticeIntakeOptions } from './intake.ts';
@@ -30,7 +30,7 @@ import { NoticeWorker, type NoticeWorkerOptions, type NoticeWorkerStats } from '
 import { ActorOnrampInventory, type OnrampInventory } from './inventory.ts';
 import { sandboxPixPayments, withPixPayments } from './sandbox-driver.ts';
 import { sandboxFunding } from './sandbox-funding.ts';
-import type { HealthCheck } from '../service/health.ts';
+import type { HealthCheck } from '../lifecycle/health.ts';
 
 export type DeliveryTuning = Partial<
   Pick<DeliveryWorkerOptions, 'claimLeaseMs' | 'claimBatchMax' | 'inFlightMax' | 'inFlightPerKeyMax' | 'tickMs' | 'retryDelayMsMin' | 'retryDelayMsMax' | 'askTimeoutMs' | 'stuckAfterMs'>

@@ -16,7 +16,7 @@ import { toJsonNumber } from '../domain/money.ts';
 import type { Quote } from '../domain/quote.ts';
 import { RailUsageError } from '../rails/rails.ts';
 import type { SandboxRail } from '../rails/sandbox-rail.ts';
-import type { SandboxDriver, SandboxResult } from '../service/ports.ts';
+import type { SandboxDriver, SandboxResult } from '../ports/ports.ts';
 import type { SnapshotStore } from '../store/store.ts';
 import { chargeOfTransaction } from './charges.ts';
 import type { PixNoticeIntake } from './intake.ts';

@@ -7,7 +7,7 @@
 import type { LogLevel } from '../actors/envelope.ts';
 import { paymentMethods, type PaymentMethod } from '../domain/assets.ts';
 import type { Decimal } from '../domain/money.ts';
-import type { LiquidityView } from '../service/ports.ts';
+import type { LiquidityView } from '../ports/ports.ts';
 import type { Rail } from './rails.ts';
 
 /** One read of a method's liquidity and availability (from the rail, or over the payout link). */

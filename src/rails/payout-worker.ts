@@ -25,8 +25,8 @@ import type { Decimal } from '../domain/money.ts';
 import type { PayoutFailedCommand, PayoutSucceededCommand, RefundSettledCommand, TransactionState } from '../domain/transaction.ts';
 import type { OutboxRow, SnapshotStore } from '../store/store.ts';
 import type { PayoutRequest, PayoutResult, PixRefundRequest, PixRefundResult, Rail } from './rails.ts';
-import { settlesWithin } from '../service/shutdown.ts';
-import { LoopHealth, loopCheck, type HealthCheck } from '../service/health.ts';
+import { settlesWithin } from '../lifecycle/shutdown.ts';
+import { LoopHealth, loopCheck, type HealthCheck } from '../lifecycle/health.ts';
 
 export const payoutTopics = [outboxTopicPayouts, outboxTopicRefundsPix] as const;
 

@@ -11,7 +11,7 @@ import { RedisBus } from '../bus/redis-bus.ts';
 import { RedisLeases } from '../bus/redis-leases.ts';
 import { Requester } from '../bus/request-reply.ts';
 import { OutageLog, type OutageLogFn } from '../bus/outage-log.ts';
-import type { RedisConnectionLog } from '../bus/redis-bus.ts';
+import type { RedisConnectionLog } from '../bus/redis-connection.ts';
 import type { ShardGate } from '../bus/shard-coverage.ts';
 import { replyStreamKey } from '../bus/shards.ts';
 import { ActorClient } from '../actors/client.ts';
@@ -21,11 +21,9 @@ import type { EnvConfig, Role } from '../config/env.ts';
 import { defaultLimitsConfig } from '../config/limits.ts';
 import { loadPartnersFile } from '../config/partners.ts';
 import type { CorridorConfig } from '../domain/corridors.ts';
-import type { FiatCurrency } from '../domain/assets.ts';
 import type { LimitsConfig } from '../domain/limits.ts';
-import type { Decimal } from '../domain/money.ts';
-import { createKeyRing, generateApiKey, sha256Hex, type KeyRing } from '../edge/auth.ts';
-import { createAuthThrottle, type AuthThrottle } from '../edge/auth-throttle.ts';
+import { createKeyRing, generateApiKey, sha256Hex } from '../edge/auth.ts';
+import { createAuthThrottle } from '../edge/auth-throttle.ts';
 import { LmdbStore } from '../store/lmdb-store.ts';
 import { MongoStore } from '../store/mongo-store.ts';
 import { defaultReadModelIndexes, type ReadModelIndex, type SnapshotStore } from '../store/store.ts';
@@ -33,53 +31,16 @@ import { withEncryptedBlobs } from '../store/encrypted-blobs.ts';
 import { retentionReadModelIndexes } from './retention.ts';
 import type { DataKeyring } from '../store/data-encryption.ts';
 import { dataKeyringFromEnv, sandboxDataKeyId } from '../config/data-keys.ts';
-import { PartnerDirectory, partnerFromConfig } from './partners.ts';
+import type { LiveConfig, ServiceContext } from '../ports/context.ts';
+import { demoPartnerId, PartnerDirectory, partnerFromConfig } from '../ports/partners.ts';
 import { webhookReadModelIndexes } from '../webhooks/records.ts';
 import { onrampReadModelIndexes } from '../onramp/pix-inbox.ts';
 import { join } from 'node:path';
-
-export const demoPartnerId = 'demo';
 
 /** Read-model indexes of every role (declared once, created at start). */
 export const serviceReadModelIndexes: ReadModelIndex[] = [
   ...defaultReadModelIndexes, ...runtimeReadModelIndexes, ...webhookReadModelIndexes, ...onrampReadModelIndexes, ...retentionReadModelIndexes,
 ];
-
-export interface LiveConfig {
-  corridors(): CorridorConfig;
-  limits(): LimitsConfig;
-  rates(): Readonly<Partial<Record<FiatCurrency, Decimal>>>;
-  /** Sandbox/admin: replace the fixed rates. */
-  setRate(currency: FiatCurrency, rate: Decimal): void;
-}
-
-export interface ServiceContext {
-  readonly env: EnvConfig;
-  readonly processId: string;
-  readonly clock: { nowMs(): number };
-  readonly log: Logger;
-  readonly bus: Bus;
-  readonly leases: Leases;
-  /** Blobs are encrypted on their way in and out (src/store/encrypted-blobs.ts). */
-  readonly store: SnapshotStore;
-  /** The data keys of encryption at rest; null in a role that holds no personal data (`dataKeyRoles`). */
-  readonly dataKeys: DataKeyring | null;
-  readonly keyPrefix: string;
-  readonly shardCount: number;
-  readonly config: LiveConfig;
-  readonly partners: PartnerDirectory;
-  readonly keyRing: KeyRing;
-  /**
-   * Failed authentications per client address, for every door of this process (edge partner and
-   * ops keys, health listener /metrics, admin gRPC): counted, throttled, logged by sample.
-   */
-  readonly authThrottle: AuthThrottle;
-  /** Keys generated at start (not from the environment), shown once (src/service/generated-keys.ts). Never logged. */
-  readonly generatedKeys: { readonly demoApiKey?: string; readonly opsApiKey?: string };
-  /** An actor client with its own reply stream (one per role that asks actors); `gate`: see ActorClient. */
-  actorClient(name: string, options?: { readonly gate?: ShardGate }): Promise<ActorClient>;
-  close(): Promise<void>;
-}
 
 function liveConfig(corridors: CorridorConfig, limits: LimitsConfig): LiveConfig {
   let rates = { ...corridors.rates };

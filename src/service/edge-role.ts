@@ -7,7 +7,8 @@
 import { RequestTimeoutError } from '../bus/request-reply.ts';
 import { RateLimitedLog } from '../bus/outage-log.ts';
 import { systemClock } from '../bus/bus.ts';
-import { createHttpApp, type HttpAppOptions, type HttpAppStats, type RequestHead, type Route } from '../edge/http.ts';
+import { createHttpApp } from '../edge/http-app.ts';
+import type { HttpAppOptions, HttpAppStats, RequestHead, Route } from '../edge/http-types.ts';
 import { opsGuard, partnerGuard, publicGuard } from '../edge/auth.ts';
 import { authThrottleMetrics, createPublicThrottle, publicThrottleMetrics } from '../edge/auth-throttle.ts';
 import { createClientAddressResolver } from '../edge/client-address.ts';
@@ -18,7 +19,7 @@ import { createRateLimiter, defaultRateLimitConfig, inProcessRateLimit, type Par
 import { createSharedRateLimit } from '../edge/shared-rate-limit.ts';
 import { createInProcessKycQuota, createSharedKycQuota, type KycQuota } from '../edge/kyc-quota.ts';
 import { RedisTokenBuckets } from '../bus/redis-token-buckets.ts';
-import { edgeActors, type EdgeActors, type EdgeEnv } from '../edge/routes/common.ts';
+import { edgeActors, type EdgeActors, type EdgeDeps, type EdgeEnv } from '../edge/routes/common.ts';
 import { kycRoutes } from '../edge/routes/kyc.ts';
 import { createEdgeMetrics, metricsRoutes } from '../edge/routes/metrics.ts';
 import { opsRoutes } from '../edge/routes/ops.ts';
@@ -29,24 +30,12 @@ import { sandboxRoutes } from '../edge/routes/sandbox.ts';
 import { transactionRoutes } from '../edge/routes/transactions.ts';
 import { eventsRoutes } from '../edge/routes/events.ts';
 import { createEventLogReader } from '../webhooks/event-log.ts';
-import { outageLogTo, type ServiceContext } from './context.ts';
-import { createClusterStats } from './cluster-stats.ts';
-import type { HealthCheck } from './health.ts';
-import { renderFamilies } from './role-metrics.ts';
+import type { ServiceContext } from '../ports/context.ts';
+import { outageLogTo } from './context.ts';
+import { createClusterStats } from '../actors/cluster-stats.ts';
+import type { HealthCheck } from '../lifecycle/health.ts';
+import { renderFamilies } from '../lifecycle/metrics.ts';
 import { startShardWatch, type ShardWatch } from './shard-watch.ts';
-import type { ChainAvailability, DepositVerifier, LiquidityView, OnrampAcceptance, PaymentContexts, Reconciler, SandboxDriver } from './ports.ts';
-
-/** What the edge needs from other roles; each is optional until that role is wired. */
-export interface EdgeDeps {
-  readonly liquidity?: LiquidityView;
-  readonly depositVerifier?: DepositVerifier;
-  readonly reconciler?: Reconciler;
-  readonly paymentContexts?: PaymentContexts;
-  readonly chainAvailability?: ChainAvailability;
-  readonly sandbox?: SandboxDriver;
-  /** Onramp acceptance: inventory check and PIX charge (src/onramp). */
-  readonly onramp?: OnrampAcceptance;
-}
 
 export interface EdgeRoleOptions {
   /** Per-partner token bucket; `defaultRateLimitConfig` (200/s, bursts of 400) by default. */

@@ -4,14 +4,14 @@
 //   GET /healthz — liveness: 200 while every loop makes rounds, 503 `stalled` when one is stuck.
 //   GET /readyz  — readiness: 200 when every loop's rounds succeed, 503 `not_ready` or `stopping`.
 //   GET /metrics — with X-OPS-API-KEY: the roles' numbers in the Prometheus text format
-//                  (src/service/role-metrics.ts), and every check's readiness and rounds.
-// The probes answer the whole report (src/service/health.ts): per check, live/ready and ages, never
+//                  (src/lifecycle/metrics.ts), and every check's readiness and rounds.
+// The probes answer the whole report (src/lifecycle/health.ts): per check, live/ready and ages, never
 // error texts. Requests carry no body we read; anything else is refused with the edge's error bodies.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { errorBody, errorStatus, type ErrorCode } from '../edge/errors.ts';
-import { healthReport, type HealthCheck, type HealthReport } from './health.ts';
-import { healthMetrics, renderFamilies, type MetricFamily } from './role-metrics.ts';
+import { healthReport, type HealthCheck, type HealthReport } from '../lifecycle/health.ts';
+import { healthMetrics, renderFamilies, type MetricFamily } from '../lifecycle/metrics.ts';
 
 export interface HealthListenerOptions {
   readonly host: string;

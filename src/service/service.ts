@@ -3,27 +3,29 @@
 import { randomUUID } from 'node:crypto';
 import type { EnvConfig, Role } from '../config/env.ts';
 import { serviceBehaviors } from './behaviors.ts';
-import { createContext, requireDataKeys, type ContextOverrides, type ServiceContext } from './context.ts';
+import type { ServiceContext } from '../ports/context.ts';
+import { createContext, requireDataKeys, type ContextOverrides } from './context.ts';
 import { startShardRole } from './shard-role.ts';
 import { retentionConfigOf, startRetentionLoop } from './retention.ts';
-import { applyPartnerOverrides, startPartnerRefresh } from './partner-overrides.ts';
+import { applyPartnerOverrides, startPartnerRefresh } from '../ports/partner-overrides.ts';
 import { startAdminServer, type AdminCapabilities } from '../grpc/admin-server.ts';
-import { createRailServices, type RailServices } from '../rails/rail-services.ts';
+import { createRailServices, type RailServices } from './rail-services.ts';
 import { createWebhookServices } from '../webhooks/index.ts';
 import { createChainServices, type ChainServices, type ChainServicesOptions } from '../chains/chain-services.ts';
 import { loadChainsFile } from '../chains/config.ts';
 import { mainnetNetworks, sandboxStartRefusal } from '../chains/sandbox-guard.ts';
 import { linkChainServices } from '../grpc/chains-link.ts';
 import { createOnrampServices } from '../onramp/onramp-services.ts';
-import { settlesWithin, shutdownBudget, stopPhases, type StopPhase } from './shutdown.ts';
-import type { HealthCheck } from './health.ts';
+import { settlesWithin, shutdownBudget, stopPhases, type StopPhase } from '../lifecycle/shutdown.ts';
+import type { HealthCheck } from '../lifecycle/health.ts';
 import { startHealthListener, type HealthListener } from './health-listener.ts';
 import { authThrottleMetrics } from '../edge/auth-throttle.ts';
-import { deliveryMetrics, payoutMetrics, refundMetrics, shardMetrics, watcherMetrics, type MetricFamily } from './role-metrics.ts';
+import type { MetricFamily } from '../lifecycle/metrics.ts';
+import { deliveryMetrics, payoutMetrics, refundMetrics, shardMetrics, watcherMetrics } from './role-metrics.ts';
 
 export interface RunningRole {
   readonly name: Role;
-  /** When it stops relative to the other roles (src/service/shutdown.ts). */
+  /** When it stops relative to the other roles (src/lifecycle/shutdown.ts). */
   readonly phase: StopPhase;
   /** Stops taking work, waits at most `waitMs` for work in flight, hands back what it still holds. */
   stop(waitMs: number): Promise<void>;

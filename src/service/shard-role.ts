@@ -6,9 +6,9 @@ import { ActorRuntime } from '../actors/runtime.ts';
 import { ShardWorker } from '../actors/shard-worker.ts';
 import { quarantineOnStore } from '../actors/quarantine.ts';
 import { runtimeStore } from '../actors/store-adapter.ts';
+import { commandGroup } from '../bus/shards.ts';
 import type { SnapshotStore } from '../store/store.ts';
 
-export const commandGroup = 'shard-workers';
 
 export interface ShardRoleOptions {
   readonly bus: Bus;

@@ -21,7 +21,7 @@ import {
   type ShardGate,
 } from '../bus/shard-coverage.ts';
 import { shardLeaseName } from '../bus/shards.ts';
-import { LoopHealth, type HealthCheck } from './health.ts';
+import { LoopHealth, type HealthCheck } from '../lifecycle/health.ts';
 
 export interface ShardWatchOptions {
   readonly leases: Leases;

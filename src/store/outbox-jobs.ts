@@ -34,8 +34,8 @@
 // worker sees it, counted (`malformedRows`), and parked with the reason for operations. Due times
 // come from the injected clock; the loop itself ticks on a real timer every `tickMs`.
 import type { Logger } from 'pino';
-import { settlesWithin } from '../service/shutdown.ts';
-import { LoopHealth, loopCheck, type HealthCheck } from '../service/health.ts';
+import { settlesWithin } from '../lifecycle/shutdown.ts';
+import { LoopHealth, loopCheck, type HealthCheck } from '../lifecycle/health.ts';
 import { outboxBatchMax, outboxReasonCharsMax, type OutboxDeferral, type OutboxRow, type SnapshotStore } from './store.ts';
 
 export interface OutboxJobEntry<Job> {

@@ -52,9 +52,9 @@ import type { ResolvedDestination } from './destinations.ts';
 import { deliveryHeaders, eventIdOf } from './signing.ts';
 import { sendWebhook, type SendOutcome, type SendRequest, type TransportLimits } from './transport.ts';
 import type { UrlPolicyMode } from './url-policy.ts';
-import { settlesWithin } from '../service/shutdown.ts';
-import { LoopHealth, loopCheck, type HealthCheck } from '../service/health.ts';
-import { countersBy, gauge, type MetricFamily } from '../service/role-metrics.ts';
+import { settlesWithin } from '../lifecycle/shutdown.ts';
+import { LoopHealth, loopCheck, type HealthCheck } from '../lifecycle/health.ts';
+import { countersBy, gauge, type MetricFamily } from '../lifecycle/metrics.ts';
 
 export interface DispatcherLimits {
   /** Claim length; must exceed attemptTimeoutMs + claimMarginMs. */

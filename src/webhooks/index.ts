@@ -15,8 +15,8 @@ import { defaultDispatcherLimits, WebhookDispatcher, type DispatcherLimits, type
 import { createEventLogReader, type EventLogReader } from './event-log.ts';
 import { defaultDeliveryPolicy, type DeliveryPolicy } from './policy.ts';
 import { checkTransportLimits, defaultTransportLimits, type TransportLimits } from './transport.ts';
-import type { HealthCheck } from '../service/health.ts';
-import type { MetricFamily } from '../service/role-metrics.ts';
+import type { HealthCheck } from '../lifecycle/health.ts';
+import type { MetricFamily } from '../lifecycle/metrics.ts';
 
 export { webhookReadModelIndexes } from './records.ts';
 export type { EventLogReader, EventsPage, PartnerEvent } from './event-log.ts';

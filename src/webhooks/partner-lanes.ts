@@ -16,7 +16,7 @@ import {
   type BreakerSignal,
   type BreakerState,
 } from './breaker.ts';
-import type { MetricFamily } from '../service/role-metrics.ts';
+import type { MetricFamily } from '../lifecycle/metrics.ts';
 
 interface Lane {
   inFlight: number;

@@ -12,7 +12,7 @@ import { createChainServices, type ChainServices, type WatcherRole } from '../..
 import { readEnv } from '../../src/config/env.ts';
 import type { Network } from '../../src/domain/assets.ts';
 import { transactionReference } from '../../src/domain/reference.ts';
-import { createRailServices, type RailServices, type RunningPayoutRole } from '../../src/rails/rail-services.ts';
+import { createRailServices, type RailServices, type RunningPayoutRole } from '../../src/service/rail-services.ts';
 import { startEdgeRole, type EdgeRole } from '../../src/service/edge-role.ts';
 import { startService, type RunningService } from '../../src/service/service.ts';
 import { eventually } from '../support/eventually.ts';

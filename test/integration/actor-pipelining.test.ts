@@ -24,7 +24,8 @@ import { runtimeStore } from '../../src/actors/store-adapter.ts';
 import { LmdbStore } from '../../src/store/lmdb-store.ts';
 import type { CommitWrite, SnapshotStore } from '../../src/store/store.ts';
 import { serviceReadModelIndexes } from '../../src/service/context.ts';
-import { commandGroup, startShardRole, type ShardRole } from '../../src/service/shard-role.ts';
+import { commandGroup } from '../../src/bus/shards.ts';
+import { startShardRole, type ShardRole } from '../../src/service/shard-role.ts';
 import { tallyActorType, tallyBehavior, type TallyState } from '../support/tally-actor.ts';
 import { randomKeyPrefix, startRedis, type PrivateRedis } from '../support/redis-server.ts';
 

@@ -18,7 +18,8 @@ import { listQuarantined, quarantineDetail, requestReplay } from '../../src/acto
 import { LmdbStore } from '../../src/store/lmdb-store.ts';
 import { serviceReadModelIndexes } from '../../src/service/context.ts';
 import { startShardRole, type ShardRole } from '../../src/service/shard-role.ts';
-import { renderFamilies, shardMetrics } from '../../src/service/role-metrics.ts';
+import { renderFamilies } from '../../src/lifecycle/metrics.ts';
+import { shardMetrics } from '../../src/service/role-metrics.ts';
 import { eventually } from '../support/eventually.ts';
 
 interface Jar {

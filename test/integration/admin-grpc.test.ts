@@ -9,7 +9,7 @@ import { readEnv } from '../../src/config/env.ts';
 import { startService, type RunningService } from '../../src/service/service.ts';
 import { createAdminClient, type AdminClient } from '../../src/grpc/admin-client.ts';
 import { runCli } from '../../src/grpc/admin-cli.ts';
-import { applyPartnerOverrides, partnerOverridesCollection } from '../../src/service/partner-overrides.ts';
+import { applyPartnerOverrides, partnerOverridesCollection } from '../../src/ports/partner-overrides.ts';
 import { sha256Hex } from '../../src/edge/auth.ts';
 import { randomBytes } from 'node:crypto';
 import { pino } from 'pino';

@@ -27,7 +27,7 @@ import type { CeloAdapterOptions } from '../../src/chains/celo.ts';
 import { sendJournalOnStore } from '../../src/chains/chains.ts';
 import type { SendRequest } from '../../src/chains/chains.ts';
 import { decimalFromString, toFixedString } from '../../src/domain/money.ts';
-import type { ServiceContext } from '../../src/service/context.ts';
+import type { ServiceContext } from '../../src/ports/context.ts';
 import { LmdbStore } from '../../src/store/lmdb-store.ts';
 import { startAnvil } from '../support/anvil.ts';
 import type { PrivateAnvil } from '../support/anvil.ts';

@@ -26,7 +26,7 @@ import type { CryptoAsset, Network, PaymentMethod } from '../../src/domain/asset
 import { add, decimal, decimalFromExactString, toFixedString } from '../../src/domain/money.ts';
 import type { Quote } from '../../src/domain/quote.ts';
 import { transactionReference } from '../../src/domain/reference.ts';
-import { createRailServices, type RunningPayoutRole } from '../../src/rails/rail-services.ts';
+import { createRailServices, type RunningPayoutRole } from '../../src/service/rail-services.ts';
 import { startService, type RunningService } from '../../src/service/service.ts';
 import type { JsonObject } from '../../src/store/store.ts';
 import { eventually } from '../support/eventually.ts';

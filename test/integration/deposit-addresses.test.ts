@@ -23,7 +23,7 @@ import { readEnv } from '../../src/config/env.ts';
 import type { Network } from '../../src/domain/assets.ts';
 import { toFixedString } from '../../src/domain/money.ts';
 import type { Quote } from '../../src/domain/quote.ts';
-import { createRailServices, type RunningPayoutRole } from '../../src/rails/rail-services.ts';
+import { createRailServices, type RunningPayoutRole } from '../../src/service/rail-services.ts';
 import { startService, type RunningService } from '../../src/service/service.ts';
 import type { JsonObject } from '../../src/store/store.ts';
 import { acceptPayload } from '../support/accept-payload.ts';

@@ -15,7 +15,7 @@ import { LmdbStore } from '../../src/store/lmdb-store.ts';
 import { serviceReadModelIndexes } from '../../src/service/context.ts';
 import { startShardRole, type ShardRole } from '../../src/service/shard-role.ts';
 import { startHealthListener, type HealthListener } from '../../src/service/health-listener.ts';
-import type { HealthReport } from '../../src/service/health.ts';
+import type { HealthReport } from '../../src/lifecycle/health.ts';
 import { tallyBehavior } from '../support/tally-actor.ts';
 import { eventually } from '../support/eventually.ts';
 import { randomKeyPrefix, startRedis, type PrivateRedis } from '../support/redis-server.ts';

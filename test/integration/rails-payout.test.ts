@@ -15,7 +15,7 @@ import { readEnv } from '../../src/config/env.ts';
 import { decimalFromExactString, subtract, toFixedString } from '../../src/domain/money.ts';
 import type { Deposit } from '../../src/domain/transaction.ts';
 import { payoutIdempotencyKey, retryDelayMs } from '../../src/rails/payout-worker.ts';
-import { createRailServices, type RailServices, type RunningPayoutRole } from '../../src/rails/rail-services.ts';
+import { createRailServices, type RailServices, type RunningPayoutRole } from '../../src/service/rail-services.ts';
 import type { SandboxRail } from '../../src/rails/sandbox-rail.ts';
 import { startService, type RunningService } from '../../src/service/service.ts';
 import { eventually } from '../support/eventually.ts';

@@ -11,7 +11,7 @@ import { MemoryLeases } from '../../src/bus/memory-leases.ts';
 import { quoteExpiryCollection } from '../../src/actors/quote-actor.ts';
 import { transactionsCollection } from '../../src/actors/transaction-actor.ts';
 import { createIdempotency, idempotencyCollection } from '../../src/edge/idempotency.ts';
-import { jsonResponse } from '../../src/edge/http.ts';
+import { jsonResponse } from '../../src/edge/http-response.ts';
 import { serviceReadModelIndexes } from '../../src/service/context.ts';
 import { dayMs, hourMs, retentionLeaseName, startRetentionLoop, sweepRetention, type RetentionConfig } from '../../src/service/retention.ts';
 import { LmdbStore } from '../../src/store/lmdb-store.ts';

@@ -21,7 +21,7 @@ import {
   transferCheckedInstruction,
 } from '../../src/chains/solana-helpers.ts';
 import { decimalFromString, toFixedString } from '../../src/domain/money.ts';
-import type { ServiceContext } from '../../src/service/context.ts';
+import type { ServiceContext } from '../../src/ports/context.ts';
 import { LmdbStore } from '../../src/store/lmdb-store.ts';
 import { createMint, fundTokenAccount, fundedKeypair, mintToCheckedInstruction, startLiteSvmRpc, tokenBalance } from '../support/litesvm-rpc.ts';
 import type { LiteSvmRpc } from '../support/litesvm-rpc.ts';

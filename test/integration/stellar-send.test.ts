@@ -16,7 +16,7 @@ import type { SendRequest } from '../../src/chains/chains.ts';
 import type { StellarChainConfig } from '../../src/chains/config.ts';
 import { createStellarChain, type StellarChain, type StellarChainOptions } from '../../src/chains/stellar.ts';
 import { decimal } from '../../src/domain/money.ts';
-import type { ServiceContext } from '../../src/service/context.ts';
+import type { ServiceContext } from '../../src/ports/context.ts';
 import { LmdbStore } from '../../src/store/lmdb-store.ts';
 import { FakeHorizon } from '../support/fake-horizon.ts';
 

@@ -17,7 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { LmdbStore } from '../../src/store/lmdb-store.ts';
 import { defaultReadModelIndexes } from '../../src/store/store.ts';
 import { createKeyRing } from '../../src/edge/auth.ts';
-import { PartnerDirectory } from '../../src/service/partners.ts';
+import { PartnerDirectory } from '../../src/ports/partners.ts';
 import { createWebhookServices, webhookReadModelIndexes } from '../../src/webhooks/index.ts';
 import { eventually } from '../support/eventually.ts';
 import { commitWebhooks, newTransaction, startWebhookReceiver, type FedTransaction, type WebhookReceiver } from '../support/webhook-receiver.ts';

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { LmdbStore } from '../../src/store/lmdb-store.ts';
 import { defaultReadModelIndexes } from '../../src/store/store.ts';
 import { createKeyRing } from '../../src/edge/auth.ts';
-import { PartnerDirectory } from '../../src/service/partners.ts';
+import { PartnerDirectory } from '../../src/ports/partners.ts';
 import { createWebhookServices, webhookReadModelIndexes, type RunningWebhooksRole, type WebhookServices } from '../../src/webhooks/index.ts';
 import { verifySignature, webhookHeaders } from '../../src/webhooks/signing.ts';
 import { eventually } from '../support/eventually.ts';

@@ -13,10 +13,10 @@ import { join } from 'node:path';
 import { LmdbStore } from '../../src/store/lmdb-store.ts';
 import { defaultReadModelIndexes } from '../../src/store/store.ts';
 import { createKeyRing } from '../../src/edge/auth.ts';
-import { PartnerDirectory, type Partner } from '../../src/service/partners.ts';
+import { PartnerDirectory, type Partner } from '../../src/ports/partners.ts';
 import { createWebhookServices, webhookReadModelIndexes, type WebhookOptions, type WebhookServices } from '../../src/webhooks/index.ts';
 import { sendWebhook } from '../../src/webhooks/transport.ts';
-import type { MetricFamily } from '../../src/service/role-metrics.ts';
+import type { MetricFamily } from '../../src/lifecycle/metrics.ts';
 import { eventually } from '../support/eventually.ts';
 import { collectingLogger, commitWebhooks, newTransaction, startTarpit, startWebhookReceiver, type FedTransaction, type WebhookReceiver } from '../support/webhook-receiver.ts';
 

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { LmdbStore } from '../../src/store/lmdb-store.ts';
 import { defaultReadModelIndexes } from '../../src/store/store.ts';
 import { createKeyRing } from '../../src/edge/auth.ts';
-import { PartnerDirectory } from '../../src/service/partners.ts';
+import { PartnerDirectory } from '../../src/ports/partners.ts';
 import { createWebhookServices, webhookReadModelIndexes, type WebhookServices } from '../../src/webhooks/index.ts';
 import type { WebhookDispatcher } from '../../src/webhooks/dispatcher.ts';
 import {

@@ -11,7 +11,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { LmdbStore } from '../../src/store/lmdb-store.ts';
 import { defaultReadModelIndexes } from '../../src/store/store.ts';
 import { createKeyRing } from '../../src/edge/auth.ts';
-import { PartnerDirectory } from '../../src/service/partners.ts';
+import { PartnerDirectory } from '../../src/ports/partners.ts';
 import { createWebhookServices, webhookReadModelIndexes } from '../../src/webhooks/index.ts';
 import { collectingLogger, commitWebhooks, newTransaction, startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts';
 

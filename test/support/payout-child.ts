@@ -14,7 +14,7 @@ import type { AcceptReply, DomainReply } from '../../src/actors/transaction-acto
 import { readEnv } from '../../src/config/env.ts';
 import type { Quote } from '../../src/domain/quote.ts';
 import type { Decimal } from '../../src/domain/money.ts';
-import { createRailServices } from '../../src/rails/rail-services.ts';
+import { createRailServices } from '../../src/service/rail-services.ts';
 import { createContext } from '../../src/service/context.ts';
 import type { SnapshotStore } from '../../src/store/store.ts';
 import { acceptPayload } from './accept-payload.ts';

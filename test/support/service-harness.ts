@@ -25,9 +25,10 @@ import { toJsonNumber } from '../../src/domain/money.ts';
 import { transactionReference } from '../../src/domain/reference.ts';
 import type { Quote } from '../../src/domain/quote.ts';
 import { createAdminClient, type AdminClient } from '../../src/grpc/admin-client.ts';
-import type { ServiceContext } from '../../src/service/context.ts';
-import { startEdgeRole, type EdgeDeps, type EdgeRole, type EdgeRoleOptions } from '../../src/service/edge-role.ts';
-import type { PaymentContexts } from '../../src/service/ports.ts';
+import type { ServiceContext } from '../../src/ports/context.ts';
+import type { EdgeDeps } from '../../src/edge/routes/common.ts';
+import { startEdgeRole, type EdgeRole, type EdgeRoleOptions } from '../../src/service/edge-role.ts';
+import type { PaymentContexts } from '../../src/ports/ports.ts';
 import { startService, type RunningService } from '../../src/service/service.ts';
 import { randomKeyPrefix, startRedis, type PrivateRedis } from './redis-server.ts';
 

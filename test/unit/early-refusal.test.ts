@@ -12,8 +12,9 @@ import { loadDefaultCorridors } from '../../src/config/corridors.ts';
 import type { QuoteUse } from '../../src/domain/quote-use.ts';
 import type { CommandEnvelope, JsonValue } from '../../src/actors/envelope.ts';
 import { toJsonValue } from '../../src/actors/state-codec.ts';
+import { earlyRefusalStage } from '../../src/domain/acceptance.ts';
 import {
-  earlyRefusalStage,
+  answerReply,
   transactionBehavior,
   type AcceptPayload,
   type AcceptReply,
@@ -98,7 +99,8 @@ function both(accept: AcceptPayload, state: (window: 'methodDay' | 'kyb') => Cou
     const value = state(window);
     if (value !== undefined) states.set(key, value);
   }
-  const early = stage === null ? null : stage.refusal((key) => states.get(key) ?? emptyCounter(), quoteUse);
+  const refusal = stage === null ? null : stage.refusal((key) => states.get(key) ?? emptyCounter(), quoteUse);
+  const early = refusal === null ? null : answerReply(refusal);
   return { keys, early, saga: runSaga(accept, states, quoteUse) };
 }
 

@@ -2,7 +2,7 @@
 // ready) and when as stuck (not live), and how the process report adds the checks up.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { healthReport, LoopHealth, loopCheck, loopThresholds, stalledAfterMsFloor, watchersCheck, type WatcherState } from '../../src/service/health.ts';
+import { healthReport, LoopHealth, loopCheck, loopThresholds, stalledAfterMsFloor, watchersCheck, type WatcherState } from '../../src/lifecycle/health.ts';
 
 function clock(startMs = 1_000_000): { now: () => number; advance: (ms: number) => void } {
   let nowMs = startMs;

@@ -1,7 +1,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createNotifyBudget, notifyIsCharged } from '../../src/edge/notify-budget.ts';
-import type { NotifyResult } from '../../src/service/ports.ts';
+import type { NotifyResult } from '../../src/ports/ports.ts';
 import {
   createRateLimiter,
   defaultRateLimitConfig,

@@ -2,8 +2,9 @@
 // watcher states, and the payout worker's outcomes under one bounded label.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { healthReport, LoopHealth, loopCheck, watchersCheck } from '../../src/service/health.ts';
-import { healthMetrics, payoutMetrics, renderFamilies, watcherMetrics } from '../../src/service/role-metrics.ts';
+import { healthReport, LoopHealth, loopCheck, watchersCheck } from '../../src/lifecycle/health.ts';
+import { healthMetrics, renderFamilies } from '../../src/lifecycle/metrics.ts';
+import { payoutMetrics, watcherMetrics } from '../../src/service/role-metrics.ts';
 import type { PayoutWorkerStats } from '../../src/rails/payout-worker.ts';
 
 test('families of one name from two sources share one HELP and TYPE; label values are escaped', () => {

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { parsePartners } from '../../src/config/partners.ts';
 import { readUserId, userIdMatchForm } from '../../src/domain/user-ids.ts';
 import { createKeyRing } from '../../src/edge/auth.ts';
-import { PartnerDirectory, partnerFromConfig } from '../../src/service/partners.ts';
+import { PartnerDirectory, partnerFromConfig } from '../../src/ports/partners.ts';
 
 const charsMax = 128;
 

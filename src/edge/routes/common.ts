@@ -12,12 +12,13 @@ import { counterActorType } from '../../actors/counter-actor.ts';
 import { parseUuid } from '../../domain/ids.ts';
 import { describeAcceptanceRejection, kycMonthCounterKey, userDayCounterKey, type AcceptanceRejection } from '../../domain/limits.ts';
 import type { Quote } from '../../domain/quote.ts';
-import type { ServiceContext } from '../../service/context.ts';
-import type { EdgeDeps } from '../../service/edge-role.ts';
+import type { ServiceContext } from '../../ports/context.ts';
+import type { ChainAvailability, DepositVerifier, LiquidityView, OnrampAcceptance, PaymentContexts, Reconciler, SandboxDriver } from '../../ports/ports.ts';
 import { identifierBytesMax, type JsonObject } from '../../store/store.ts';
 import { parseJsonBody } from '../body.ts';
 import { errorResponse, unavailableResponse } from '../errors.ts';
-import { jsonResponse, type Guard, type HttpResponse, type RequestContext } from '../http.ts';
+import { jsonResponse } from '../http-response.ts';
+import type { Guard, HttpResponse, RequestContext } from '../http-types.ts';
 import { canonicalJson, fingerprint, readIdempotencyKey, type Idempotency, type Ids } from '../idempotency.ts';
 import type { KycQuota } from '../kyc-quota.ts';
 import type { NotifyBudget } from '../notify-budget.ts';
@@ -69,6 +70,21 @@ export function edgeActors(client: ActorClient, options: EdgeActorsOptions = {})
     },
     pending: () => pending,
   };
+}
+
+/**
+ * What the edge needs from other roles; each is optional until that role is wired (the composition
+ * root, src/service/edge-role.ts, hands them over).
+ */
+export interface EdgeDeps {
+  readonly liquidity?: LiquidityView;
+  readonly depositVerifier?: DepositVerifier;
+  readonly reconciler?: Reconciler;
+  readonly paymentContexts?: PaymentContexts;
+  readonly chainAvailability?: ChainAvailability;
+  readonly sandbox?: SandboxDriver;
+  /** Onramp acceptance: inventory check and PIX charge (src/onramp). */
+  readonly onramp?: OnrampAcceptance;
 }
 
 export interface EdgeEnv {

@@ -2,7 +2,8 @@
 // order, for catching up after missed deliveries (docs/webhooks.md, "The event feed").
 // Response: { events: [{ sequence, id, event, data, createdAtMs }], next_after }.
 import { errorResponse } from '../errors.ts';
-import { jsonResponse, type Guard, type Route } from '../http.ts';
+import { jsonResponse } from '../http-response.ts';
+import type { Guard, Route } from '../http-types.ts';
 import { eventsPageSizeDefault, eventsPageSizeMax, type EventLogReader } from '../../webhooks/event-log.ts';
 
 export interface EventsRouteDeps {

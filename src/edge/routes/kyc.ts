@@ -22,7 +22,8 @@ import { validateKycSubmission, type KycCommand, type KycFieldError, type KycSub
 import type { SnapshotStore } from '../../store/store.ts';
 import { errorResponse } from '../errors.ts';
 import { knownFields } from '../idempotency.ts';
-import { jsonResponse, type HttpResponse, type RequestContext, type Route } from '../http.ts';
+import { jsonResponse } from '../http-response.ts';
+import type { HttpResponse, RequestContext, Route } from '../http-types.ts';
 import { checkDocumentType, documentSniffBytes, type DocumentTypeCheck } from '../magic-bytes.ts';
 import { kycUploadBodyBytesMax, parseMultipartStream, type StreamedFile } from '../multipart.ts';
 import { kycFormSchema, parseWith, userIdQuerySchema } from '../schemas.ts';

@@ -2,13 +2,13 @@
 // method and status; a latency histogram by route; requests in flight; actor requests waiting for
 // a reply. Labels are bounded: routes are the declared patterns (`unmatched` otherwise), methods
 // the known ones (`OTHER` otherwise), statuses three digits (`aborted` when the client left).
-// Also the shard workers as the cluster sees them (src/service/cluster-stats.ts, cached): owner,
+// Also the shard workers as the cluster sees them (src/actors/cluster-stats.ts, cached): owner,
 // fencing token, stream length, pending and lag per shard (labels: shard numbers < SHARDS), and
 // owned shards, actors in memory, RSS and heap per live shard worker (labels: live worker ids).
 // Every edge reports the same cluster numbers: aggregate them with max(), not sum().
 import type { AccessLogEntry } from '../access-log.ts';
-import type { Guard, HttpResponse, Route } from '../http.ts';
-import { outboxBacklogShownMax, type ClusterStatsReading, type OutboxTopicStats, type ShardStats, type WorkerStatsView } from '../../service/cluster-stats.ts';
+import type { Guard, HttpResponse, Route } from '../http-types.ts';
+import { outboxBacklogShownMax, type ClusterStatsReading, type OutboxTopicStats, type ShardStats, type WorkerStatsView } from '../../actors/cluster-stats.ts';
 
 /** Upper bounds of the latency buckets, in seconds. */
 export const latencyBucketsSeconds = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30] as const;

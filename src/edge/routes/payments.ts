@@ -6,10 +6,11 @@ import { isOneOf, methodCurrency, networks, paymentMethods, type Network } from 
 import { parseUuid } from '../../domain/ids.ts';
 import { fiatDecimals } from '../../domain/assets.ts';
 import { rescale, toFixedString, toJsonNumber, type Decimal } from '../../domain/money.ts';
-import type { NotifyResult } from '../../service/ports.ts';
+import type { NotifyResult } from '../../ports/ports.ts';
 import { decodeBrCode, toDecoderResponse } from '../../rails/brcode.ts';
 import { errorResponse, reasonCharsMax } from '../errors.ts';
-import { jsonResponse, type HttpResponse, type RequestContext, type Route } from '../http.ts';
+import { jsonResponse } from '../http-response.ts';
+import type { HttpResponse, RequestContext, Route } from '../http-types.ts';
 import { chainNotifyBodySchema, liquidityQuerySchema, notifyBodySchema, parseWith, qrDecoderQuerySchema } from '../schemas.ts';
 import { notifyIsCharged } from '../notify-budget.ts';
 import { checkOnChainTx } from './chain-formats.ts';

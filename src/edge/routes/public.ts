@@ -5,7 +5,8 @@
 import type { CoverageSummary } from '../../bus/shard-coverage.ts';
 import { corridorToJson, listCorridors } from '../../domain/corridors.ts';
 import { errorBody, errorResponse } from '../errors.ts';
-import { jsonResponse, type HttpResponse, type Route } from '../http.ts';
+import { jsonResponse } from '../http-response.ts';
+import type { HttpResponse, Route } from '../http-types.ts';
 import type { EdgeEnv } from './common.ts';
 
 /** How long a readiness probe waits for the store or the bus. */

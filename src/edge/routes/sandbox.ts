@@ -6,10 +6,11 @@
 import { randomUUID } from 'node:crypto';
 import { fiatDecimals } from '../../domain/assets.ts';
 import { parseAmount, type Decimal } from '../../domain/money.ts';
-import type { SandboxResult } from '../../service/ports.ts';
+import type { SandboxResult } from '../../ports/ports.ts';
 import { errorResponse, reasonCharsMax } from '../errors.ts';
 import { knownFields } from '../idempotency.ts';
-import { jsonResponse, type HttpResponse, type RequestContext, type Route } from '../http.ts';
+import { jsonResponse } from '../http-response.ts';
+import type { HttpResponse, RequestContext, Route } from '../http-types.ts';
 import { parseWith, sandboxBodySchema } from '../schemas.ts';
 import {
   capabilityUnavailable,

@@ -2,8 +2,9 @@
 //
 // Acceptance: the edge checks what it can read cheaply, in the acceptance catalogue's order of
 // precedence (user_disabled → quote_not_found → quote_expired → quote_used / quote_in_use →
-// transaction_cap → rail_unavailable → account_unverifiable; docs/decisions-limits.md), then asks
-// the transaction actor, which runs the same read checks again (authoritative), liquidity, the
+// transaction_cap → rail_unavailable → account_unverifiable; docs/decisions-limits.md) with the
+// saga's own read checks (`preChecks` in src/domain/acceptance.ts), then asks the transaction
+// actor, which runs the same read checks again (authoritative), liquidity, the
 // quote's claim (single use) and the counter reservations (KYC gate, daily caps, KYB). One
 // deviation from the catalogue's order: `kyb_cap` is a counter reservation, so it answers after
 // `rail_unavailable`/`account_unverifiable` (docs/api.md). The quote's use is read with the quote
@@ -15,19 +16,20 @@ import type { JsonValue } from '../../actors/envelope.ts';
 import { kycCollection, kycKey } from '../../actors/kyc-actor.ts';
 import { loadQuoteRecord } from '../../actors/quote-actor.ts';
 import { toJsonValue } from '../../actors/state-codec.ts';
-import { railAmount, transactionActorType, transactionsCollection, type AcceptPayload, type AcceptReply } from '../../actors/transaction-actor.ts';
+import { transactionActorType, transactionsCollection, type AcceptPayload, type AcceptReply } from '../../actors/transaction-actor.ts';
+import { preChecks } from '../../domain/acceptance.ts';
 import { parseUuid } from '../../domain/ids.ts';
-import { checkPerTransaction } from '../../domain/limits.ts';
 import { toJsonNumber } from '../../domain/money.ts';
 import type { Quote } from '../../domain/quote.ts';
-import { claim, type QuoteUse } from '../../domain/quote-use.ts';
+import type { QuoteUse } from '../../domain/quote-use.ts';
 import { transactionReference } from '../../domain/reference.ts';
 import { classifyBrebKey } from '../../rails/breb-keys.ts';
 import { pixRecipient } from '../../rails/pix-recipient.ts';
 import { listOffsetMax, type JsonObject } from '../../store/store.ts';
 import { createEarlyRefusals, type EarlyRefusals } from '../early-refusal.ts';
 import { errorResponse } from '../errors.ts';
-import { jsonResponse, type HttpResponse, type RequestContext, type Route } from '../http.ts';
+import { jsonResponse } from '../http-response.ts';
+import type { HttpResponse, RequestContext, Route } from '../http-types.ts';
 import { listQuerySchema, parseWith, transactionBodySchema, type TransactionBody } from '../schemas.ts';
 import { randomUuid } from '../uuid.ts';
 import { checkWallet } from './chain-formats.ts';
@@ -82,16 +84,6 @@ function checkRecipient(quote: Quote, body: TransactionBody): Recipient {
   if (body.account_number === null) return invalid('account_number (a Bre-B key) is required for BREB payouts');
   const key = classifyBrebKey(body.account_number);
   return key.ok ? { ok: true, accountNumber: key.normalized, qrCode: null } : unverifiable(`account_number: ${key.reason}`);
-}
-
-/** The read checks after the quote's own (exists, expiry, use) that the edge can answer before asking the actor, in order. */
-function preChecks(env: EdgeEnv, quote: Quote): HttpResponse | null {
-  const cap = checkPerTransaction(env.ctx.config.limits(), quote.paymentMethod, railAmount(quote));
-  if (!cap.ok) return acceptanceRejection(cap.rejection);
-  if (env.deps.liquidity !== undefined && !env.deps.liquidity.available(quote.paymentMethod)) {
-    return acceptanceRejection({ code: 'rail_unavailable', method: quote.paymentMethod });
-  }
-  return null;
 }
 
 /** payment_context from the chains role; 503 when it is not wired or cannot give one now. */
@@ -172,14 +164,13 @@ async function accept(
   const partner = env.ctx.partners.get(partnerId);
   if (partner === undefined) return errorResponse('authentication_failed', 'Unknown partner');
   const transactionId = idOf(ids, 'transactionId');
-  const nowMs = env.ctx.clock.nowMs();
-  if (nowMs >= quote.expiresAtMs) return acceptanceRejection({ code: 'quote_expired' });
-  // Used by (or being accepted for) another transaction. This request's own transaction (a retry
-  // with the same Idempotency-Key after a failure) passes, and its actor answers as before.
-  const claimed = claim(record.use, transactionId).outcome;
-  if (!claimed.ok) return acceptanceRejection(claimed.rejection);
-  const rejected = preChecks(env, quote);
-  if (rejected !== null) return rejected;
+  // The saga's read checks ranked before the recipient's (expiry, the quote's use, the transaction
+  // cap, the rail). The quote's use: used by (or being accepted for) another transaction. This
+  // request's own transaction (a retry with the same Idempotency-Key after a failure) passes, and
+  // its actor answers as before. Liquidity ranks after the recipient: the actor checks it.
+  const read = { quote, railAvailable: env.deps.liquidity?.available(quote.paymentMethod) ?? true, liquidity: null, quoteUse: { use: record.use, transactionId } };
+  const rejected = preChecks(read, env.ctx.config.limits(), env.ctx.clock.nowMs(), 'account_unverifiable');
+  if (rejected !== null) return acceptanceRejection(rejected);
   const recipient = checkRecipient(quote, body);
   if (!recipient.ok) return recipient.response;
   const instructions =

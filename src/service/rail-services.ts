@@ -1,4 +1,6 @@
-// The fiat side, assembled for the composition root: the rail (the sandbox rail in sandbox mode),
+// The fiat side, wired by the composition root (it lives here, not in src/rails/, because it
+// picks between the rail in this process and the payout link to another: the link is src/grpc/'s,
+// a layer above the rails): the rail (the sandbox rail in sandbox mode),
 // the edge's cached LiquidityView, and the `payout` role (payout worker + internal gRPC link).
 //
 //   const rails = createRailServices(ctx);
@@ -13,12 +15,12 @@ import type { LogLevel } from '../actors/envelope.ts';
 import { createPayoutOps, PayoutLinkClient, remoteLiquiditySource, startPayoutLinkServer, type PayoutOps } from '../grpc/payout-link.ts';
 import { internalClientTls, internalServerTls } from '../grpc/link-security.ts';
 import { createAuditLog } from '../audit/operator-audit.ts';
-import type { ServiceContext } from '../service/context.ts';
-import { CachedLiquidityView, railLiquiditySource, type CachedLiquidityOptions } from './liquidity.ts';
-import { PayoutWorker, type PayoutWorkerOptions } from './payout-worker.ts';
-import type { Rail } from './rails.ts';
-import { SandboxRail, type SandboxRailOptions } from './sandbox-rail.ts';
-import type { HealthCheck } from '../service/health.ts';
+import type { ServiceContext } from '../ports/context.ts';
+import { CachedLiquidityView, railLiquiditySource, type CachedLiquidityOptions } from '../rails/liquidity.ts';
+import { PayoutWorker, type PayoutWorkerOptions } from '../rails/payout-worker.ts';
+import type { Rail } from '../rails/rails.ts';
+import { SandboxRail, type SandboxRailOptions } from '../rails/sandbox-rail.ts';
+import type { HealthCheck } from '../lifecycle/health.ts';
 
 export interface RailServicesOptions {
   readonly sandbox?: Omit<SandboxRailOptions, 'store' | 'clock'>;

@@ -4,8 +4,8 @@
 import { toFixedString } from '../domain/money.ts';
 import type { JsonObject } from '../store/store.ts';
 import { decimalFromExactString } from '../domain/money.ts';
-import { demoPartnerId, type ServiceContext } from './context.ts';
-import { disabledUserSet, type Partner } from './partners.ts';
+import type { ServiceContext } from './context.ts';
+import { demoPartnerId, disabledUserSet, type Partner } from './partners.ts';
 
 export const partnerOverridesCollection = 'partner_overrides';
 const refreshEveryMsDefault = 2_000;

@@ -7,16 +7,15 @@
 // scraper likes) cost Redis one round of reads per `cacheMs` at most.
 import type { Bus } from '../bus/bus.ts';
 import type { Leases } from '../bus/leases.ts';
-import { commandStreamKey, shardLeaseName } from '../bus/shards.ts';
-import { workerStatsCollection } from '../actors/store-adapter.ts';
-import { outboxTopicCommands } from '../actors/runtime.ts';
-import { chainSweepTopic } from '../actors/deposit-actor.ts';
+import { commandGroup, commandStreamKey, shardLeaseName } from '../bus/shards.ts';
+import { workerStatsCollection } from './store-adapter.ts';
+import { outboxTopicCommands } from './runtime.ts';
+import { chainSweepTopic } from './deposit-actor.ts';
 import {
   outboxTopicDeliveries, outboxTopicPayouts, outboxTopicRefundsChain, outboxTopicRefundsPix, outboxTopicWebhooks,
-} from '../actors/transaction-actor.ts';
+} from './transaction-actor.ts';
 import type { SnapshotStore } from '../store/store.ts';
-import { commandGroup } from './shard-role.ts';
-import { settlesWithin } from './shutdown.ts';
+import { settlesWithin } from '../lifecycle/shutdown.ts';
 
 export interface ShardStats {
   readonly shard: number;

@@ -5,7 +5,10 @@ import { feeFromText } from '../config/corridors.ts';
 import type { PartnerConfig } from '../config/partners.ts';
 import type { FeeConfig } from '../domain/corridors.ts';
 import { userIdMatchForm } from '../domain/user-ids.ts';
-import type { KeyRing } from '../edge/auth.ts';
+import type { KeyRing } from './access.ts';
+
+/** The partner that exists in sandbox mode only (src/service/context.ts adds it there). */
+export const demoPartnerId = 'demo';
 
 export interface Partner {
   readonly id: string;

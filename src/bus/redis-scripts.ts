@@ -1,0 +1,227 @@
+// Every Lua script of ours, each with a header listing its KEYS, ARGV, returns and errors, run
+// through ioredis' own `defineCommand`: it sends EVAL the first time on each connection and EVALSHA
+// after, and falls back to EVAL when the server lost the script (restart, SCRIPT FLUSH). Every
+// script touches one slot (its keys share a hash tag), so it runs on a Redis Cluster too. What a
+// script's return codes mean is decided in its adapter, in one place (e.g. `leaseOutcome`).
+//
+// Why every client gets every script when it is made (`createRedisClient`), not on first use: an
+// auto-pipelined call joins the pipeline ioredis is filling for that slot, and a pipeline only knows
+// the scripts defined when it was opened. A script defined later, in the same tick as another
+// command on that client, would not be found on the open pipeline (test/integration/redis-scripts.test.ts).
+// The adapters also define them when built, for a client made elsewhere (before its first command).
+import type { Cluster, Redis } from 'ioredis';
+
+/** A client scripts are defined on (the connection module's `RedisClient`; named here to keep imports one-way). */
+type ScriptHost = Redis | Cluster;
+
+/** What `defineCommand` adds to a client: the script called with its keys, then its arguments. */
+type DefinedScript = (...keysThenArgs: Array<string | number>) => Promise<unknown>;
+
+/** The scripts defined on each client, by name, with their source (a name is never reused for another script). */
+const definedScripts = new WeakMap<ScriptHost, Map<string, string>>();
+
+export class RedisScript {
+  constructor(
+    /** The client method's name: unique among every script of ours and every Redis command. */
+    readonly name: string,
+    readonly lua: string,
+    readonly numberOfKeys: number,
+  ) {}
+
+  /** Runs the script (defined on this client by `defineScripts`). */
+  async run(client: ScriptHost, keys: readonly string[], args: ReadonlyArray<string | number>): Promise<unknown> {
+    if (keys.length !== this.numberOfKeys) {
+      throw new Error(`script ${this.name} takes ${this.numberOfKeys} keys, got ${keys.length}`);
+    }
+    if (definedScripts.get(client)?.get(this.name) !== this.lua) {
+      throw new Error(`bug: script ${this.name} was not defined on this client (clients made by createRedisClient have every script)`);
+    }
+    const command = (client as unknown as Record<string, DefinedScript>)[this.name];
+    if (command === undefined) throw new Error(`bug: script ${this.name} is missing from its client`);
+    return command.call(client, ...keys, ...args);
+  }
+}
+
+/** Defines scripts (default: all of ours) on a client, once each: a client shared by several adapters gets each script once. */
+export function defineScripts(client: ScriptHost, scripts: readonly RedisScript[] = allScripts): void {
+  let defined = definedScripts.get(client);
+  if (defined === undefined) {
+    defined = new Map();
+    definedScripts.set(client, defined);
+  }
+  for (const script of scripts) {
+    const lua = defined.get(script.name);
+    if (lua === script.lua) continue;
+    if (lua !== undefined) throw new Error(`bug: two different scripts named ${script.name}`);
+    client.defineCommand(script.name, { lua: script.lua, numberOfKeys: script.numberOfKeys });
+    defined.set(script.name, script.lua);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The bus (redis-bus.ts): single key each.
+
+/**
+ * readPending: re-read this consumer's own pending entries and report their delivery counts.
+ *   KEYS[1]  stream
+ *   ARGV[1]  group
+ *   ARGV[2]  consumer
+ *   ARGV[3]  count
+ *   ARGV[4]  afterId (exclusive; '0' = from the start)
+ * Returns { entries, pending }:
+ *   entries  XREADGROUP's entries for the stream: { id, fields } or { id, false } when trimmed;
+ *            trimmed ids are XACKed here, so each is reported exactly once.
+ *   pending  XPENDING extended rows { id, consumer, idleMs, deliveries } after the re-read.
+ * Errors: NOGROUP when the group (or stream) does not exist.
+ */
+export const readPendingScript = new RedisScript('busReadPending', `
+local reply = redis.call('XREADGROUP', 'GROUP', ARGV[1], ARGV[2], 'COUNT', ARGV[3], 'STREAMS', KEYS[1], ARGV[4])
+local entries = {}
+if reply and reply[1] then entries = reply[1][2] end
+for _, entry in ipairs(entries) do
+  if not entry[2] then redis.call('XACK', KEYS[1], ARGV[1], entry[1]) end
+end
+local start = '-'
+if ARGV[4] ~= '0' and ARGV[4] ~= '0-0' then start = '(' .. ARGV[4] end
+local pending = redis.call('XPENDING', KEYS[1], ARGV[1], start, '+', ARGV[3], ARGV[2])
+return { entries, pending }
+`, 1);
+
+/**
+ * claimStale: take over entries idle for at least minIdleMs, with their delivery counts.
+ *   KEYS[1]  stream
+ *   ARGV[1]  group
+ *   ARGV[2]  consumer that takes the entries
+ *   ARGV[3]  minIdleMs
+ *   ARGV[4]  cursor ('0-0' = start of the PEL)
+ *   ARGV[5]  count
+ * Returns { nextCursor, entries, deletedIds, deliveries }: XAUTOCLAIM's reply (deleted ids are
+ *   removed from the PEL by XAUTOCLAIM itself) plus deliveries[i] = delivery count of entries[i].
+ * Errors: NOGROUP when the group (or stream) does not exist.
+ */
+export const claimStaleScript = new RedisScript('busClaimStale', `
+local claimed = redis.call('XAUTOCLAIM', KEYS[1], ARGV[1], ARGV[2], ARGV[3], ARGV[4], 'COUNT', ARGV[5])
+local deliveries = {}
+for i, entry in ipairs(claimed[2]) do
+  local row = redis.call('XPENDING', KEYS[1], ARGV[1], entry[1], entry[1], 1)
+  if row[1] then deliveries[i] = row[1][4] else deliveries[i] = 1 end
+end
+return { claimed[1], claimed[2], claimed[3] or {}, deliveries }
+`, 1);
+
+// ---------------------------------------------------------------------------------------------
+// Leases (redis-leases.ts). A lease hash `<prefix>lease:{<name>}` and its fencing-token counter
+// `<prefix>lease-token:{<name>}` share the hash tag `{<name>}`: one slot.
+
+/**
+ * acquire
+ *   KEYS[1]  lease hash      <prefix>lease:{<name>}
+ *   KEYS[2]  token counter   <prefix>lease-token:{<name>}
+ *   ARGV[1]  owner
+ *   ARGV[2]  ttlMs
+ * Returns {1, token}  granted: the lease was free, lapsed or held by this same owner; a fresh token
+ *                     was drawn with INCR and the TTL set to ttlMs.
+ *         {0, 0}      refused: held by another owner.
+ */
+export const acquireScript = new RedisScript('leaseAcquire', `
+local holder = redis.call('HGET', KEYS[1], 'owner')
+if holder and holder ~= ARGV[1] then return {0, 0} end
+local token = redis.call('INCR', KEYS[2])
+redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'token', token)
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return {1, token}
+`, 2);
+
+/**
+ * renew
+ *   KEYS[1]  lease hash
+ *   ARGV[1]  owner
+ *   ARGV[2]  token
+ *   ARGV[3]  ttlMs
+ * Returns  1  renewed: TTL reset to ttlMs
+ *          0  no lease (lapsed or released)
+ *         -1  held by another owner or under another token (taken over)
+ */
+export const renewScript = new RedisScript('leaseRenew', `
+local holder = redis.call('HMGET', KEYS[1], 'owner', 'token')
+if not holder[1] then return 0 end
+if holder[1] ~= ARGV[1] or holder[2] ~= ARGV[2] then return -1 end
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return 1
+`, 1);
+
+/**
+ * release
+ *   KEYS[1]  lease hash
+ *   ARGV[1]  owner
+ *   ARGV[2]  token
+ * Returns  1  released: the lease key is deleted, anyone may acquire at once
+ *          0  no lease (lapsed or released)
+ *         -1  held by another owner or under another token (not ours to release)
+ */
+export const releaseScript = new RedisScript('leaseRelease', `
+local holder = redis.call('HMGET', KEYS[1], 'owner', 'token')
+if not holder[1] then return 0 end
+if holder[1] ~= ARGV[1] or holder[2] ~= ARGV[2] then return -1 end
+redis.call('DEL', KEYS[1])
+return 1
+`, 1);
+
+/**
+ * inspect (read-only)
+ *   KEYS[1]  lease hash
+ * Returns {owner, token, remainingMs} for a live lease, or {} when there is none.
+ */
+export const inspectScript = new RedisScript('leaseInspect', `
+local holder = redis.call('HMGET', KEYS[1], 'owner', 'token')
+if not holder[1] then return {} end
+return {holder[1], holder[2], redis.call('PTTL', KEYS[1])}
+`, 1);
+
+// ---------------------------------------------------------------------------------------------
+// Shared token buckets (redis-token-buckets.ts).
+
+/**
+ * take
+ *   KEYS[1]  bucket hash   <prefix>rate:{<name>}   fields: tokens (may be fractional), updatedAtMs
+ *   ARGV[1]  ratePerSecond  tokens added per second (decimal text, > 0)
+ *   ARGV[2]  burst          bucket size (integer ≥ 1)
+ *   ARGV[3]  wanted         tokens asked for (integer ≥ 1)
+ * The bucket is first refilled for the time since updatedAtMs (by the server's TIME; a clock step
+ * backwards refills nothing), then min(wanted, whole tokens held) are taken.
+ * Returns {granted, retryAfterMs}
+ *   granted       0..wanted tokens taken now
+ *   retryAfterMs  when granted < wanted: ms until the bucket holds one whole token again; else 0
+ * The key expires when a bucket untouched since would be full again.
+ */
+export const takeScript = new RedisScript('tokenBucketTake', `
+local time = redis.call('TIME')
+local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local rate = tonumber(ARGV[1])
+local burst = tonumber(ARGV[2])
+local wanted = tonumber(ARGV[3])
+local held = redis.call('HMGET', KEYS[1], 'tokens', 'updatedAtMs')
+local tokens = tonumber(held[1]) or burst
+local updatedAtMs = tonumber(held[2]) or nowMs
+tokens = math.min(burst, tokens + math.max(0, nowMs - updatedAtMs) * rate / 1000)
+if nowMs > updatedAtMs then updatedAtMs = nowMs end
+local granted = math.min(wanted, math.floor(tokens))
+if granted < 0 then granted = 0 end
+tokens = tokens - granted
+local retryAfterMs = 0
+if granted < wanted then retryAfterMs = math.ceil((1 - tokens) * 1000 / rate) end
+redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'updatedAtMs', tostring(updatedAtMs))
+redis.call('PEXPIRE', KEYS[1], math.ceil(burst * 1000 / rate) + 1000)
+return {granted, retryAfterMs}
+`, 1);
+
+/** Every script of ours: each client gets all of them when it is made (see the header). */
+export const allScripts: readonly RedisScript[] = [
+  readPendingScript,
+  claimStaleScript,
+  acquireScript,
+  renewScript,
+  releaseScript,
+  inspectScript,
+  takeScript,
+];
