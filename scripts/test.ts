@@ -1,25 +1,30 @@
 // The one test command (README, CI and `npm run verify` all call it): finds every *.test.ts under
-// test/ (optionally only under the folders named as arguments) and runs them with node:test,
-// several files at once. Each test file starts whatever it needs itself (a private redis-server on
-// a free port, an edge on a free port), so files are independent and may run in parallel.
-import { run } from 'node:test';
-import { spec } from 'node:test/reporters';
-import { readdirSync, statSync } from 'node:fs';
+// test/ (optionally only under the folders named as arguments) and runs them, several files at
+// once, each in a process of its own. Each test file starts whatever it needs itself (a private
+// redis-server on a free port, an edge on a free port), so files are independent.
+//
+// The runner makes sure a run can neither hang nor leak (scripts/test-runner/):
+// - each file runs in its own process group with a time bound; at the bound the whole group
+//   (the file and every process it started) is killed and the file is named with what it was doing;
+// - each file gets a private TMPDIR; what is left in it when the file exits is named and removed;
+// - processes still in a file's group after it exited are named and killed, and at the end so is
+//   any process carrying this run's marker (PAYMENTS_TEST_RUN) that escaped its group;
+// - skipped tests and suites are listed with their reason.
+// Any of these fails the run.
+//
+// TEST_CONCURRENCY: files at once (default twice the cores); TEST_FILE_TIMEOUT_MS: the bound per
+// file (default 300 s; a file may declare a longer one, see scripts/test-runner/time-bound.ts).
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir, availableParallelism } from 'node:os';
 import { join } from 'node:path';
-import { availableParallelism } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { findTestFiles } from './test-runner/find-files.ts';
+import { killRunningGroups, runFile, type FileResult } from './test-runner/file-run.ts';
+import { processesWithEnvironment, signalProcess } from './test-runner/process-table.ts';
+import { fileHeadline, fileProblems, runSummary } from './test-runner/summary.ts';
+import { defaultFileTimeoutMs, fileTimeoutMs } from './test-runner/time-bound.ts';
 
-function findTests(dir: string): string[] {
-  const found: string[] = [];
-  for (const name of readdirSync(dir).sort()) {
-    const path = join(dir, name);
-    if (statSync(path).isDirectory()) found.push(...findTests(path));
-    else if (name.endsWith('.test.ts')) found.push(path);
-  }
-  return found;
-}
-
-const roots = process.argv.slice(2);
-const files = (roots.length > 0 ? roots : ['']).flatMap((root) => findTests(join('test', root)));
+const files = findTestFiles(process.argv.slice(2));
 if (files.length === 0) {
   console.error('no test files found');
   process.exit(1);
@@ -27,12 +32,46 @@ if (files.length === 0) {
 
 // Integration files mostly wait on Redis and child processes, so more files than cores is fine.
 const concurrency = Number(process.env.TEST_CONCURRENCY ?? Math.max(2, availableParallelism() * 2));
-let failed = false;
-const stream = run({ files, concurrency, timeout: 5 * 60_000 });
-stream.on('test:fail', () => {
-  failed = true;
-});
-stream.compose(new spec()).pipe(process.stdout);
-stream.once('end', () => {
-  process.exitCode = failed ? 1 : 0;
-});
+const defaultTimeoutMs = Number(process.env.TEST_FILE_TIMEOUT_MS ?? defaultFileTimeoutMs);
+const runId = `${process.pid}-${randomBytes(4).toString('hex')}`;
+const marker = { PAYMENTS_TEST_RUN: runId };
+const runDir = mkdtempSync(join(tmpdir(), 'payments-test-run-'));
+mkdirSync(join(runDir, 'tmp'));
+mkdirSync(join(runDir, 'events'));
+
+function interrupted(signal: NodeJS.Signals): void {
+  console.error(`\n${signal}: stopping every running test file and what it started`);
+  killRunningGroups();
+  rmSync(runDir, { recursive: true, force: true });
+  process.exit(130);
+}
+process.once('SIGINT', interrupted);
+process.once('SIGTERM', interrupted);
+
+const started = Date.now();
+const results: FileResult[] = [];
+let next = 0;
+async function worker(): Promise<void> {
+  while (next < files.length) {
+    const index = next;
+    next += 1;
+    const file = files[index] as string;
+    const timeoutMs = fileTimeoutMs(readFileSync(file, 'utf8'), defaultTimeoutMs);
+    const result = await runFile({ file, runDir, index, timeoutMs, env: marker });
+    results.push(result);
+    // Whole blocks, one file at a time: parallel files never interleave their output.
+    const problems = fileProblems(result);
+    process.stdout.write(`\n${fileHeadline(result)}\n${problems.length > 0 ? `${result.output}\n${problems.map((p) => `  ✖ ${p}`).join('\n')}\n` : result.output}`);
+  }
+}
+await Promise.all(Array.from({ length: Math.min(concurrency, files.length) }, () => worker()));
+
+// A process that left its file's group (setsid, `detached`) still carries the run's marker.
+const escaped = processesWithEnvironment(`PAYMENTS_TEST_RUN=${runId}`, process.pid);
+for (const orphan of escaped) signalProcess(orphan.pid, 'SIGKILL');
+rmSync(runDir, { recursive: true, force: true });
+
+results.sort((a, b) => a.file.localeCompare(b.file));
+const summary = runSummary(results, escaped, Date.now() - started);
+process.stdout.write(`${summary.lines.join('\n')}\n`);
+process.exitCode = summary.failed ? 1 : 0;

@@ -116,9 +116,14 @@ export type AcceptReply =
   | {
       readonly ok: false;
       readonly code: string;
-      readonly httpStatus: number;
       readonly reason: string;
       readonly retryable: boolean;
+      /**
+       * Only in replies stored before the edge became the one place codes map to HTTP (snapshots of
+       * refused sagas): the status then. The edge answers by the code; this is its fallback for a
+       * code it no longer knows. Never written now.
+       */
+      readonly httpStatus?: number;
     };
 
 export interface TransactionActorDeps {
@@ -129,7 +134,7 @@ export { railAmount, stablecoinAmount } from '../domain/acceptance.ts';
 
 function rejectionReply(rejection: AcceptanceRejection): AcceptReply {
   const described = describeAcceptanceRejection(rejection);
-  return { ok: false, code: described.code, httpStatus: described.httpStatus, reason: described.reason, retryable: described.retryable };
+  return { ok: false, code: described.code, reason: described.reason, retryable: described.retryable };
 }
 
 /** The reply that carries a refusal of the saga (a rejection, or KYC required). */
@@ -294,7 +299,7 @@ function recordResult(
     const answer = reply(
       created.rejection.code === 'quote_expired'
         ? rejectionReply({ code: 'quote_expired' })
-        : { ok: false, code: 'invalid_request', httpStatus: 400, reason: `The transaction could not be created (${created.rejection.code})`, retryable: false },
+        : { ok: false, code: 'invalid_request', reason: `The transaction could not be created (${created.rejection.code})`, retryable: false },
     );
     return { state: { phase: 'rejected', reply: answer }, replies: answerAll(answer), send: releaseAll(decision.release) };
   }

@@ -5,6 +5,7 @@ import { describeZodError } from './partners.ts';
 import { checkKeyStrength } from './key-strength.ts';
 import { parseCidrList } from '../domain/ip-address.ts';
 import { linkBindsIssues } from './link-binds.ts';
+import { productionPiecesRefusal } from './production-pieces.ts';
 
 export const roles = ['all', 'edge', 'shard', 'watcher', 'payout', 'webhooks', 'admin'] as const;
 export type Role = (typeof roles)[number];
@@ -211,10 +212,16 @@ export function readEnv(env: NodeJS.ProcessEnv, argv: readonly string[] = []): E
   const parsed = envSchema
     .superRefine((config, issues) => {
       for (const issue of linkBindsIssues(config)) issues.addIssue({ code: 'custom', path: [issue.variable], message: issue.message });
+      // Outside sandbox mode, a role run apart names every production piece it lacks (src/config/production-pieces.ts).
+      const refusal = productionPiecesRefusal({ ...config, sandbox: sandboxMode(config) });
+      if (refusal !== null) issues.addIssue({ code: 'custom', path: ['SANDBOX'], message: refusal });
     })
     .safeParse({ ...env, ...(cliRole !== undefined ? { ROLE: cliRole } : {}) });
   if (!parsed.success) throw new Error(describeZodError(parsed.error, 'environment'));
-  // Sandbox by default when no real chain or rail is configured (DESIGN's configuration contract).
-  const sandbox = parsed.data.SANDBOX ?? parsed.data.CHAINS_FILE === undefined;
-  return { ...parsed.data, sandbox };
+  return { ...parsed.data, sandbox: sandboxMode(parsed.data) };
+}
+
+/** Sandbox by default when no real chain or rail is configured (DESIGN's configuration contract). */
+function sandboxMode(config: { readonly SANDBOX?: boolean | undefined; readonly CHAINS_FILE?: string | undefined }): boolean {
+  return config.SANDBOX ?? config.CHAINS_FILE === undefined;
 }

@@ -100,7 +100,6 @@ export type AcceptanceCheck = (typeof acceptanceCheckOrder)[number];
 type RejectionOf<C extends AcceptanceRejectionCode> = Extract<AcceptanceRejection, { code: C }>;
 
 interface CatalogueEntry<C extends AcceptanceRejectionCode> {
-  readonly httpStatus: 400 | 403;
   /** True when the same request (same quote) may succeed if tried again later. */
   readonly retryable: boolean;
   readonly reason: (rejection: RejectionOf<C>) => string;
@@ -110,75 +109,62 @@ function currencyOf(method: PaymentMethod): FiatCurrency {
   return methodCurrency[method];
 }
 
-/** Every acceptance rejection: HTTP status, retryability and reason text, in one place. */
+/** Every acceptance rejection: retryability and reason text, in one place (its HTTP status is the edge's: src/edge/errors.ts). */
 export const acceptanceRejectionCatalogue: { readonly [C in AcceptanceRejectionCode]: CatalogueEntry<C> } = {
   user_disabled: {
-    httpStatus: 403,
     retryable: false,
     reason: () => 'The user is disabled; no transaction can be accepted for this user',
   },
   quote_not_found: {
-    httpStatus: 400,
     retryable: false,
     // The same answer as the edge's own check (`quote_not_found` in src/edge/errors.ts).
     reason: () => 'The quote does not exist; request a new quote',
   },
   quote_expired: {
-    httpStatus: 400,
     retryable: false,
     reason: () => 'The quote has expired; request a new quote',
   },
   quote_used: {
-    httpStatus: 400,
     retryable: false,
     reason: (r) => `The quote was already accepted (transaction ${r.transactionId}); request a new quote`,
   },
   quote_in_use: {
-    httpStatus: 400,
     // The running acceptance may create nothing (a cap, kycRequired) and give the quote back.
     retryable: true,
     reason: () => 'Another acceptance of this quote is in progress; retry shortly or request a new quote',
   },
   transaction_cap: {
-    httpStatus: 400,
     retryable: false,
     reason: (r) =>
       `The amount exceeds the ${r.method} maximum of ${toFixedString(r.cap)} ${currencyOf(r.method)} per transaction`,
   },
   kyb_cap: {
-    httpStatus: 400,
     retryable: false,
     reason: (r) => `Partner is limited to a total of ${toPlainString(r.cap)} until KYB is approved`,
   },
   rail_unavailable: {
-    httpStatus: 400,
     retryable: true,
     reason: (r) => `Payments via ${r.method} are temporarily unavailable`,
   },
   account_unverifiable: {
-    httpStatus: 400,
     retryable: false,
     reason: () => 'The account number could not be verified',
   },
   liquidity_insufficient: {
-    httpStatus: 400,
     retryable: true,
     reason: () =>
       'Cannot process because liquidity is below the requested amount; try a smaller amount or another method.',
   },
   user_daily_count_cap: {
-    httpStatus: 400,
     retryable: false,
     reason: () => 'The maximum number of transactions for today was reached',
   },
   user_daily_amount_cap: {
-    httpStatus: 400,
     retryable: false,
     reason: (r) =>
       `The user reached today's ${r.method} limit of ${toFixedString(r.cap)} ${currencyOf(r.method)}`,
   },
   method_daily_cap: {
-    httpStatus: 400,
     retryable: false,
     reason: (r) => `${r.method} reached today's payout limit`,
   },
@@ -186,19 +172,18 @@ export const acceptanceRejectionCatalogue: { readonly [C in AcceptanceRejectionC
 
 export interface RejectionDescription {
   readonly code: AcceptanceRejectionCode;
-  readonly httpStatus: 400 | 403;
   readonly retryable: boolean;
   readonly reason: string;
 }
 
-/** What the edge sends: `{ code, reason, retryable }` with `httpStatus`. */
+/** What the edge sends: `{ code, reason, retryable }` (the edge adds the HTTP status). */
 export function describeAcceptanceRejection(rejection: AcceptanceRejection): RejectionDescription {
   // The catalogue is keyed by code, so the entry found is the one for this rejection's variant;
   // TypeScript cannot correlate the two through the index, hence the widening.
   const entry = acceptanceRejectionCatalogue[rejection.code] as CatalogueEntry<AcceptanceRejectionCode> & {
     readonly reason: (r: AcceptanceRejection) => string;
   };
-  return { code: rejection.code, httpStatus: entry.httpStatus, retryable: entry.retryable, reason: entry.reason(rejection) };
+  return { code: rejection.code, retryable: entry.retryable, reason: entry.reason(rejection) };
 }
 
 /** Position in `acceptanceCheckOrder`: the lower one answers when several checks fail. */

@@ -1,6 +1,6 @@
-// The quote error catalogue: every code the three quote endpoints can answer, with its HTTP status
-// and whether the same request may be retried. Rejections are values of this union; the edge maps
-// them to HTTP once, through `quoteErrorHttpStatus`. Provider errors never reach a reason text.
+// The quote error catalogue: every code the three quote endpoints can answer, and whether the same
+// request may be retried. Rejections are values of this union; the edge maps them to HTTP once
+// (`httpStatusOf` in src/edge/errors.ts). Provider errors never reach a reason text.
 
 export const quoteErrorCodes = [
   'authentication_failed',
@@ -22,35 +22,25 @@ export interface QuoteError {
 }
 
 export interface QuoteErrorEntry {
-  readonly httpStatus: 400 | 401 | 500;
   readonly retryable: boolean;
   readonly meaning: string;
 }
 
 /**
- * The spec fixes 401 for `authentication_failed`, `retryable` false for `minimum` and true for
- * `quote_unavailable`; the rest is ours (docs/decisions-pricing.md). Every rejection caused by the
- * request or by the route is 400; only a failure on our side is 500.
+ * The spec fixes `retryable` false for `minimum` and true for `quote_unavailable`; the rest is ours
+ * (docs/decisions-pricing.md). The HTTP statuses (the spec's 401 for `authentication_failed`, 400
+ * for the request's or the route's fault, 500 for ours) are the edge's (src/edge/errors.ts).
  */
 export const quoteErrorCatalogue: Readonly<Record<QuoteErrorCode, QuoteErrorEntry>> = {
-  authentication_failed: { httpStatus: 401, retryable: false, meaning: 'Missing or invalid API key or bearer token.' },
-  invalid_request: { httpStatus: 400, retryable: false, meaning: 'A field is missing, malformed or out of range.' },
-  corridor_unavailable: { httpStatus: 400, retryable: false, meaning: 'The route is not enabled.' },
-  minimum: { httpStatus: 400, retryable: false, meaning: 'The amount is below the corridor minimum.' },
-  maximum: { httpStatus: 400, retryable: false, meaning: 'The amount is above the corridor maximum.' },
-  quote_unavailable: { httpStatus: 400, retryable: true, meaning: 'No rate is available right now.' },
-  server_error: { httpStatus: 500, retryable: true, meaning: 'Internal error.' },
+  authentication_failed: { retryable: false, meaning: 'Missing or invalid API key or bearer token.' },
+  invalid_request: { retryable: false, meaning: 'A field is missing, malformed or out of range.' },
+  corridor_unavailable: { retryable: false, meaning: 'The route is not enabled.' },
+  minimum: { retryable: false, meaning: 'The amount is below the corridor minimum.' },
+  maximum: { retryable: false, meaning: 'The amount is above the corridor maximum.' },
+  quote_unavailable: { retryable: true, meaning: 'No rate is available right now.' },
+  server_error: { retryable: true, meaning: 'Internal error.' },
 };
 
 export function quoteError<C extends QuoteErrorCode>(code: C, reason: string): QuoteError & { readonly code: C } {
   return { code, reason, retryable: quoteErrorCatalogue[code].retryable };
-}
-
-export function quoteErrorHttpStatus(code: QuoteErrorCode): 400 | 401 | 500 {
-  return quoteErrorCatalogue[code].httpStatus;
-}
-
-/** The JSON body of a quote error response. */
-export function quoteErrorToJson(error: QuoteError): { code: QuoteErrorCode; reason: string; retryable: boolean } {
-  return { code: error.code, reason: error.reason, retryable: error.retryable };
 }

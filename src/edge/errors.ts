@@ -1,8 +1,14 @@
-// The error catalogue of the partner-facing edge for every endpoint other than the quotes (whose
-// codes are the spec's quote error shape). One table: code → HTTP status, retryable flag and the
-// default reason. The body is always `{ code, reason, retryable }` (DESIGN.md, "Error body of
-// non-quote endpoints"). Reasons are for humans and never carry provider errors, stack traces,
-// keys or personal data; callers may pass a more specific, equally safe reason.
+// The one error catalogue of the partner-facing edge: every code a partner can receive, and the
+// one place a code becomes an HTTP status (`httpStatusOf`). Two kinds of codes:
+// - the edge's own (`errorCatalogue`): code → HTTP status, retryable flag and default reason;
+// - the domain's rejections (quote errors, src/domain/quote-errors.ts; acceptance rejections,
+//   src/domain/limits.ts): the domain decides code, retryable and reason, and knows nothing of
+//   HTTP; `domainErrorStatuses` gives each its status here.
+// A test ties this to docs/api.md's error table (test/unit/error-catalogue.test.ts): every code is
+// documented with its status, and the doc names no other.
+// The body is always `{ code, reason, retryable }` (DESIGN.md, "Error body of non-quote endpoints").
+// Reasons are for humans and never carry provider errors, stack traces, keys or personal data;
+// callers may pass a more specific, equally safe reason.
 //
 // Infrastructure failures (Redis unreachable, no shard worker, no reply in time) are not bugs:
 // `unavailableReason` is the one place they become a 503 `service_unavailable` with a reason that
@@ -10,6 +16,8 @@
 import { BusError } from '../bus/bus.ts';
 import { RequestError, isUnavailableFailure } from '../bus/request-reply.ts';
 import type { HttpResponse } from './http-types.ts';
+import type { QuoteErrorCode } from '../domain/quote-errors.ts';
+import type { AcceptanceRejectionCode } from '../domain/limits.ts';
 
 export interface ErrorDefinition {
   readonly status: number;
@@ -46,6 +54,58 @@ export const errorCatalogue = {
 } as const satisfies Record<string, ErrorDefinition>;
 
 export type ErrorCode = keyof typeof errorCatalogue;
+
+/** The domain's codes that the edge does not also answer by itself. */
+type DomainOnlyCode = Exclude<QuoteErrorCode | AcceptanceRejectionCode, ErrorCode>;
+
+/**
+ * HTTP status of each domain rejection (a code both the edge and the domain use takes the edge's
+ * row above). Every refusal caused by the request, the quote, the route or a limit is 400;
+ * `user_disabled` is 403 (above).
+ */
+export const domainErrorStatuses: { readonly [C in DomainOnlyCode]: 400 } = {
+  corridor_unavailable: 400,
+  minimum: 400,
+  maximum: 400,
+  quote_unavailable: 400,
+  quote_expired: 400,
+  quote_used: 400,
+  quote_in_use: 400,
+  transaction_cap: 400,
+  kyb_cap: 400,
+  rail_unavailable: 400,
+  account_unverifiable: 400,
+  liquidity_insufficient: 400,
+  user_daily_count_cap: 400,
+  user_daily_amount_cap: 400,
+  method_daily_cap: 400,
+};
+
+/** Every code a partner can receive. */
+export type PartnerErrorCode = ErrorCode | DomainOnlyCode;
+
+export const partnerErrorCodes: readonly PartnerErrorCode[] = Object.freeze([
+  ...(Object.keys(errorCatalogue) as ErrorCode[]),
+  ...(Object.keys(domainErrorStatuses) as DomainOnlyCode[]),
+]);
+
+export function isPartnerErrorCode(value: string): value is PartnerErrorCode {
+  return isErrorCode(value) || Object.prototype.hasOwnProperty.call(domainErrorStatuses, value);
+}
+
+/** The HTTP status of a code: the one place codes become statuses. */
+export function httpStatusOf(code: PartnerErrorCode): number {
+  return isErrorCode(code) ? errorCatalogue[code].status : domainErrorStatuses[code];
+}
+
+/** A rejection the domain decided (code, reason, retryable), as the partner sees it. */
+export function rejectionResponse(code: PartnerErrorCode, reason: string, retryable: boolean): HttpResponse {
+  return {
+    status: httpStatusOf(code),
+    headers: { 'content-type': 'application/json; charset=utf-8' },
+    body: JSON.stringify({ code, reason, retryable }),
+  };
+}
 
 export interface ErrorBody {
   readonly code: ErrorCode;

@@ -1,12 +1,15 @@
-// `npm run admin -- <command> …`: the ops CLI over the admin gRPC service. Reads OPS_API_KEY,
+// `npm run admin -- <command> …` (from the build, as in production: `node dist/grpc/admin-cli.js
+// <command> …`): the ops CLI over the admin gRPC service. Reads OPS_API_KEY,
 // ADMIN_ADDR (default 127.0.0.1:$GRPC_PORT or 127.0.0.1:50051) and how to reach it:
 // ADMIN_TLS_CA_FILE (the CA of the admin's certificate; ADMIN_TLS_SERVER_NAME when the address is
 // not a name in it) or ADMIN_TLS=off (a development service on loopback). Neither: it refuses to
 // send the ops key.
+import { realpathSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { createAdminClient, type AdminClient } from './admin-client.ts';
 import { adminClientTls } from './link-security.ts';
 
-const usage = `usage: npm run admin -- <command> [arguments]
+const usage = `usage: npm run admin -- <command> [arguments]   (from the build: node dist/grpc/admin-cli.js <command> …)
   shards                                   shard ownership, fencing tokens, stream length, pending, lag
   workers                                  shard workers: shards owned, actors in memory, memory
   disable-user <partner> <user>            no transaction can be accepted for the user (403)
@@ -200,7 +203,22 @@ export async function runCli(argv: string[], env: NodeJS.ProcessEnv, print: (tex
   }
 }
 
-if (process.argv[1]?.endsWith('admin-cli.ts')) {
+/**
+ * Whether this module is the program node was asked to run (`node dist/grpc/admin-cli.js` in
+ * production, `src/grpc/admin-cli.ts` through tsx in development), not a module a test imported
+ * for `runCli`. Compared by real path, so a symlinked install or the compiled name both count.
+ */
+function isProgram(): boolean {
+  const entry = process.argv[1];
+  if (entry === undefined) return false;
+  try {
+    return realpathSync(entry) === realpathSync(fileURLToPath(import.meta.url));
+  } catch {
+    return false;
+  }
+}
+
+if (isProgram()) {
   runCli(process.argv.slice(2), process.env, (text) => process.stdout.write(`${text}\n`)).then(
     (code) => process.exit(code),
     (error: unknown) => {

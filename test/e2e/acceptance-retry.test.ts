@@ -10,6 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { call, payoutQuoteBody } from './support.ts';
 import { startServiceFleet, type FleetProcess, type ServiceFleet } from '../support/service-fleet.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts';
+import { teardown } from '../support/teardown.ts';
 
 let receiver: WebhookReceiver;
 let fleet: ServiceFleet;
@@ -25,12 +26,12 @@ before(async () => {
   edges = [await fleet.start('edge', 'edge-1'), await fleet.start('edge', 'edge-2')];
 });
 
-after(async () => {
+after(() => teardown(
   // A paused worker must run again to stop gracefully.
-  if (shard?.child.pid !== undefined) process.kill(shard.child.pid, 'SIGCONT');
-  await fleet?.stop();
-  await receiver?.close();
-});
+  () => { if (shard?.child.pid !== undefined) process.kill(shard.child.pid, 'SIGCONT'); },
+  () => fleet?.stop(),
+  () => receiver?.close(),
+));
 
 function edgeUrl(index: number): string {
   const url = edges[index]?.baseUrl;

@@ -17,6 +17,7 @@ import { createMint, fundTokenAccount, fundedKeypair, startLiteSvmRpc, tokenBala
 import { eventually } from '../support/eventually.ts';
 import { startServiceHarness, testPartners, type ServiceHarness } from '../support/service-harness.ts';
 import { call, payoutQuoteBody, untilStatus, type CallOptions } from './support.ts';
+import { teardown } from '../support/teardown.ts';
 
 const brebMobile = '3001234567';
 
@@ -123,13 +124,13 @@ describe('per-transaction deposit addresses (Solana on litesvm, over HTTP)', () 
     keyA = h.apiKeys[testPartners.kycOff] ?? '';
     keyB = h.apiKeys[testPartners.kycOn] ?? '';
   });
-  after(async () => {
-    await h.stop();
-    delete process.env[hotWalletEnv];
-    delete process.env[masterEnv];
-    rmSync(dir, { recursive: true, force: true });
-    await rpc.close();
-  });
+  after(() => teardown(
+    () => h?.stop(),
+    () => { delete process.env[hotWalletEnv]; },
+    () => { delete process.env[masterEnv]; },
+    () => { rmSync(dir, { recursive: true, force: true }); },
+    () => rpc?.close(),
+  ));
 
   /** A partner's wallet pays `amount` (token units, as payment_context gives it) to `owner`'s token account. */
   async function transferTo(owner: PublicKey, amount: number): Promise<string> {

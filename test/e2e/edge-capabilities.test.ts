@@ -23,6 +23,7 @@ import { startAnvil, type PrivateAnvil } from '../support/anvil.ts';
 import { deployTestDepositFactory } from '../support/celo-factory.ts';
 import { eventually } from '../support/eventually.ts';
 import { base58Encode, call, payoutQuoteBody } from './support.ts';
+import { teardown } from '../support/teardown.ts';
 
 function errorShape(json: Record<string, unknown>, code: string): void {
   assert.equal(json['code'], code, JSON.stringify(json));
@@ -84,11 +85,11 @@ describe('a network/asset without a deposit setup', () => {
     writeFileSync(chainsFile, JSON.stringify({ CELO: celo }));
     h = await startServiceHarness({ env: { CHAINS_FILE: chainsFile } });
   });
-  after(async () => {
-    await h.stop();
-    await anvil.stop();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  after(() => teardown(
+    () => h?.stop(),
+    () => anvil?.stop(),
+    () => { rmSync(dir, { recursive: true, force: true }); },
+  ));
 
   test('is not listed in the corridors; the others are', async () => {
     const corridors = (await call(h.baseUrl, 'GET', '/public/corridors')).json['corridors'] as Array<Record<string, unknown>>;

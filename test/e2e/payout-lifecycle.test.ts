@@ -16,6 +16,7 @@ import { createRailServices, type RailServices, type RunningPayoutRole } from '.
 import { startEdgeRole, type EdgeRole } from '../../src/service/edge-role.ts';
 import { startService, type RunningService } from '../../src/service/service.ts';
 import { eventually } from '../support/eventually.ts';
+import { teardown } from '../support/teardown.ts';
 
 const apiKey = `demo_${randomUUID().replaceAll('-', '')}`;
 const opsKey = `ops_${randomUUID().replaceAll('-', '')}`;
@@ -63,14 +64,14 @@ describe('payout lifecycle over HTTP (sandbox chain and rail)', () => {
     });
   });
 
-  after(async () => {
-    await edge.stop();
-    await watcher.stop();
-    await payout.stop();
-    await rails.close();
-    await service.stop();
-    rmSync(dataDir, { recursive: true, force: true });
-  });
+  after(() => teardown(
+    () => edge?.stop(),
+    () => watcher?.stop(),
+    () => payout?.stop(),
+    () => rails?.close(),
+    () => service?.stop(),
+    () => { rmSync(dataDir, { recursive: true, force: true }); },
+  ));
 
   async function accept(network: Network): Promise<{ id: string; value: number; context: Record<string, unknown> }> {
     const quote = await call('POST', '/quote', { amount: 10, crypto_currency: 'USDC', network, payment_method: 'PIX', target_currency: 'BRL' });

@@ -22,6 +22,7 @@ import { eventually } from '../support/eventually.ts';
 import { LoadBalancer, type BalancedResponse } from '../support/load-balancer.ts';
 import { startServiceFleet, type FleetProcess, type FleetRole, type ServiceFleet } from '../support/service-fleet.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts';
+import { teardown } from '../support/teardown.ts';
 
 const shardCount = 8;
 const partnerIds = ['alpha', 'beta', 'gamma'] as const;
@@ -67,12 +68,12 @@ before(async () => {
   leases = new RedisLeases({ redis: fleet.redisUrl, keyPrefix: fleet.keyPrefix });
 });
 
-after(async () => {
-  await balancer.stop();
-  await leases.close();
-  await fleet.stop();
-  await receiver.close();
-});
+after(() => teardown(
+  () => balancer?.stop(),
+  () => leases?.close(),
+  () => fleet?.stop(),
+  () => receiver?.close(),
+));
 
 /** The Colombian civil day (the BREB cap window), to notice a run that crosses midnight. */
 function colombianDay(nowMs: number): string {

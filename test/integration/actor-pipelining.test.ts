@@ -28,6 +28,7 @@ import { commandGroup } from '../../src/bus/shards.ts';
 import { startShardRole, type ShardRole } from '../../src/service/shard-role.ts';
 import { tallyActorType, tallyBehavior, type TallyState } from '../support/tally-actor.ts';
 import { randomKeyPrefix, startRedis, type PrivateRedis } from '../support/redis-server.ts';
+import { teardown } from '../support/teardown.ts';
 
 const behaviors = [tallyBehavior()] as unknown as Array<ActorBehavior<unknown>>;
 
@@ -68,11 +69,11 @@ describe('the runtime with batches applied concurrently', () => {
     });
   });
 
-  after(async () => {
-    await bus.close();
-    await store.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  after(() => teardown(
+    () => bus?.close(),
+    () => store?.close(),
+    () => { rmSync(dir, { recursive: true, force: true }); },
+  ));
 
   function command(key: string, commandId: string): CommandEnvelope {
     return {
@@ -271,14 +272,14 @@ describe('a shard worker with several batches in flight, over Redis', () => {
     client = new ActorClient({ bus, requester, keyPrefix, shardCount, nowMs: () => Date.now() });
   });
 
-  after(async () => {
-    await requester.close();
-    await role.stop();
-    await bus.close();
-    await lmdb.close();
-    rmSync(dir, { recursive: true, force: true });
-    await redis.stop();
-  });
+  after(() => teardown(
+    () => requester?.close(),
+    () => role?.stop(),
+    () => bus?.close(),
+    () => lmdb?.close(),
+    () => { rmSync(dir, { recursive: true, force: true }); },
+    () => redis?.stop(),
+  ));
 
   test('a hundred commands to one actor sent at once, some twice: each applied once, in order, each answered with its own count', async () => {
     const key = `burst-${randomUUID()}`;

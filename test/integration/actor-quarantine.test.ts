@@ -21,6 +21,7 @@ import { startShardRole, type ShardRole } from '../../src/service/shard-role.ts'
 import { renderFamilies } from '../../src/lifecycle/metrics.ts';
 import { shardMetrics } from '../../src/service/role-metrics.ts';
 import { eventually } from '../support/eventually.ts';
+import { teardown } from '../support/teardown.ts';
 
 interface Jar {
   readonly items: readonly string[];
@@ -96,13 +97,13 @@ before(async () => {
   client = new ActorClient({ bus, requester, keyPrefix, shardCount, nowMs: () => Date.now() });
 });
 
-after(async () => {
-  await requester.close();
-  await role.stop();
-  await bus.close();
-  await store.close();
-  rmSync(dir, { recursive: true, force: true });
-});
+after(() => teardown(
+  () => requester?.close(),
+  () => role?.stop(),
+  () => bus?.close(),
+  () => store?.close(),
+  () => { rmSync(dir, { recursive: true, force: true }); },
+));
 
 describe('a command whose handling throws', () => {
   test('quarantines its actor; the neighbour on the same shard is served; a replay after the fix applies the dead letters in order', async () => {

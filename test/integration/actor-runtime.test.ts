@@ -18,6 +18,7 @@ import { serviceReadModelIndexes } from '../../src/service/context.ts';
 import { startShardRole, type ShardRole } from '../../src/service/shard-role.ts';
 import { tallyBehavior, type TallyState } from '../support/tally-actor.ts';
 import { eventually } from '../support/eventually.ts';
+import { teardown } from '../support/teardown.ts';
 
 interface AlarmState {
   readonly dueAtMs: number;
@@ -109,13 +110,13 @@ before(async () => {
   client = new ActorClient({ bus, requester, keyPrefix, shardCount: 4, nowMs: () => Date.now() });
 });
 
-after(async () => {
-  await requester.close();
-  await role.stop();
-  await bus.close();
-  await store.close();
-  rmSync(dir, { recursive: true, force: true });
-});
+after(() => teardown(
+  () => requester?.close(),
+  () => role?.stop(),
+  () => bus?.close(),
+  () => store?.close(),
+  () => { rmSync(dir, { recursive: true, force: true }); },
+));
 
 test('the same command delivered three times is applied once and answered three times alike', async () => {
   const commandId = randomUUID();

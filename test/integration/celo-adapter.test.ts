@@ -33,6 +33,7 @@ import { startAnvil } from '../support/anvil.ts';
 import type { PrivateAnvil } from '../support/anvil.ts';
 import { startLaggingRpc } from '../support/lagging-rpc.ts';
 import type { LaggingRpc } from '../support/lagging-rpc.ts';
+import { teardown } from '../support/teardown.ts';
 
 const decimals = 6;
 const confirmations = 3;
@@ -151,12 +152,12 @@ before(async () => {
   forwarderFactory = (await deployDepositFactory({ rpcUrl: anvil.url, chainId: 42220, hotWalletKey: hotKey, admin: factoryAdmin.address })).factory;
 });
 
-after(async () => {
-  await store?.close();
-  if (storeDir !== undefined) rmSync(storeDir, { recursive: true, force: true });
-  await lagging?.close();
-  await anvil?.stop();
-});
+after(() => teardown(
+  () => store?.close(),
+  () => { if (storeDir !== undefined) rmSync(storeDir, { recursive: true, force: true }); },
+  () => lagging?.close(),
+  () => anvil?.stop(),
+));
 
 describe('verify: a reported Celo deposit', () => {
   test('reports exact, short and long amounts as sent, with the sender for refunds', async () => {

@@ -23,6 +23,7 @@ import { startService, type RunningService } from '../../src/service/service.ts'
 import { eventually } from '../support/eventually.ts';
 import { randomKeyPrefix, startRedis, type PrivateRedis } from '../support/redis-server.ts';
 import { stopChild } from '../support/processes.ts';
+import { teardown } from '../support/teardown.ts';
 import { createTestCertificates, type TestCertificates } from '../support/dev-tls.ts';
 import type { ClientTls } from '../../src/grpc/link-security.ts';
 
@@ -175,18 +176,15 @@ describe('the chains link between an edge and a watcher started apart', () => {
     edge = await startService(readEnv({ ...common, ROLE: 'edge', PORT: '0', CHAINS_GRPC_URL: `127.0.0.1:${linkPort}` }));
   });
 
-  after(async () => {
-    try {
-      for (const service of extraServices) await service.stop();
-      await edge?.stop();
-      if (watcher !== null) await stopProcess(watcher);
-      await shard?.stop();
-      await redis?.stop();
-      rmSync(dataDir, { recursive: true, force: true });
-    } finally {
-      certs?.remove();
-    }
-  });
+  after(() => teardown(
+    ...extraServices.map((service) => () => service.stop()),
+    () => edge?.stop(),
+    () => (watcher === null ? undefined : stopProcess(watcher)),
+    () => shard?.stop(),
+    () => redis?.stop(),
+    () => { rmSync(dataDir, { recursive: true, force: true }); },
+    () => certs?.remove(),
+  ));
 
   test('a Solana deposit notified to the edge is verified by the watcher process: 202, then PROCESSING_PAYMENT', async () => {
     const id = await accept('SOLANA');

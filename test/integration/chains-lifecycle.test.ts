@@ -32,6 +32,7 @@ import type { JsonObject } from '../../src/store/store.ts';
 import { eventually } from '../support/eventually.ts';
 import { startRedis, type PrivateRedis } from '../support/redis-server.ts';
 import { acceptPayload } from '../support/accept-payload.ts';
+import { teardown } from '../support/teardown.ts';
 
 interface Stack {
   readonly service: RunningService;
@@ -178,11 +179,11 @@ function lifecycleSuite(busKind: 'memory' | 'redis'): void {
       if (busKind === 'redis') redis = await startRedis();
       stack = await startStack({ dataDir, ...(redis ? { redisUrl: redis.url } : {}) });
     });
-    after(async () => {
-      await stack.stop();
-      await redis?.stop();
-      rmSync(dataDir, { recursive: true, force: true });
-    });
+    after(() => teardown(
+      () => stack?.stop(),
+      () => redis?.stop(),
+      () => { rmSync(dataDir, { recursive: true, force: true }); },
+    ));
 
     test('Stellar: the exact amount with the memo is detected without notify and paid out', async () => {
       const { id, paymentContext } = await acceptOn(stack, 'STELLAR');
@@ -516,12 +517,12 @@ describe('a standby watcher process takes over when the active one stops (Redis 
     const second = await createChainServices(stack.service.ctx, { sandboxWatcherPollMs: 20, watcherLeaseTtlMs: 900 });
     standby = await second.startWatcherRole();
   });
-  after(async () => {
-    await standby.stop();
-    await stack.stop();
-    await redis.stop();
-    rmSync(dataDir, { recursive: true, force: true });
-  });
+  after(() => teardown(
+    () => standby?.stop(),
+    () => stack?.stop(),
+    () => redis?.stop(),
+    () => { rmSync(dataDir, { recursive: true, force: true }); },
+  ));
 
   test('deposits are found by the active process, then by the standby once the active one stopped', async () => {
     assert.equal(stack.watcher?.active(), true);

@@ -84,7 +84,6 @@ describe('early refusal at a spent method cap, on the real runtime and store', (
     assert.deepEqual(early, {
       ok: false,
       code: 'quote_used',
-      httpStatus: 400,
       reason: 'The quote was already accepted (transaction the-winner); request a new quote',
       retryable: false,
     });

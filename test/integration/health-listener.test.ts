@@ -19,6 +19,7 @@ import type { HealthReport } from '../../src/lifecycle/health.ts';
 import { tallyBehavior } from '../support/tally-actor.ts';
 import { eventually } from '../support/eventually.ts';
 import { randomKeyPrefix, startRedis, type PrivateRedis } from '../support/redis-server.ts';
+import { teardown } from '../support/teardown.ts';
 
 const shardCount = 4;
 /** Lease rounds every 300 ms; unready after 1 s without a successful one. */
@@ -67,15 +68,15 @@ before(async () => {
   base = `http://127.0.0.1:${listener.port}`;
 });
 
-after(async () => {
-  await listener.close();
-  await role.stop();
-  await bus.close();
-  await leases.close();
-  await store.close();
-  await redis.stop();
-  rmSync(dir, { recursive: true, force: true });
-});
+after(() => teardown(
+  () => listener?.close(),
+  () => role?.stop(),
+  () => bus?.close(),
+  () => leases?.close(),
+  () => store?.close(),
+  () => redis?.stop(),
+  () => { rmSync(dir, { recursive: true, force: true }); },
+));
 
 async function probe(path: string, init: RequestInit = {}): Promise<{ status: number; body: HealthReport & { code?: string } }> {
   const response = await fetch(`${base}${path}`, { ...init, signal: AbortSignal.timeout(5_000) });

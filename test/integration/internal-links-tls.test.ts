@@ -24,6 +24,7 @@ import { startService, type RunningService } from '../../src/service/service.ts'
 import { createTestCertificates, type TestCertificates } from '../support/dev-tls.ts';
 import { listeningAddresses } from '../support/listening-sockets.ts';
 import { freePort, stopChild } from '../support/processes.ts';
+import { teardown } from '../support/teardown.ts';
 
 const opsKey = `ops_${randomBytes(20).toString('hex')}`;
 const linkKey = `link_${randomBytes(24).toString('hex')}`;
@@ -187,12 +188,12 @@ describe('plaintext links for development: loopback only, with the link key', ()
     role = await rails.startPayoutRole();
   });
 
-  after(async () => {
-    await role?.stop();
-    await rails?.close();
-    await ctx?.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  after(() => teardown(
+    () => role?.stop(),
+    () => rails?.close(),
+    () => ctx?.close(),
+    () => { rmSync(dir, { recursive: true, force: true }); },
+  ));
 
   test('the link key opens the link; the ops key in its place does not', async () => {
     const address = `127.0.0.1:${String(role.linkPort)}`;

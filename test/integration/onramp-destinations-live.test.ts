@@ -28,6 +28,7 @@ import { startAnvil, type PrivateAnvil } from '../support/anvil.ts';
 import { deployTestDepositFactory } from '../support/celo-factory.ts';
 import { freePort } from '../support/processes.ts';
 import { createMint, fundTokenAccount, fundedKeypair, startLiteSvmRpc, type LiteSvmRpc } from '../support/litesvm-rpc.ts';
+import { teardown } from '../support/teardown.ts';
 
 const decimals = 6;
 const artifact = JSON.parse(readFileSync(new URL('../fixtures/erc20/TestToken.json', import.meta.url), 'utf8')) as { abi: Abi; bytecode: Hex };
@@ -78,10 +79,10 @@ before(async () => {
   otherContract = await deployToken('OTHER');
 });
 
-after(async () => {
-  await anvil.stop();
-  await rpc.close();
-});
+after(() => teardown(
+  () => anvil?.stop(),
+  () => rpc?.close(),
+));
 
 describe('account lookups', () => {
   test('Solana: token accounts and mints are token_account, programs are program, system accounts and unused keys are wallets', async () => {

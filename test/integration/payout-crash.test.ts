@@ -20,6 +20,7 @@ import { startService, type RunningService } from '../../src/service/service.ts'
 import { eventually } from '../support/eventually.ts';
 import { randomKeyPrefix, startRedis, type PrivateRedis } from '../support/redis-server.ts';
 import { accept, createQuote, depositExact, transactionDoc } from '../support/payout-child.ts';
+import { teardown } from '../support/teardown.ts';
 
 const shards = '8';
 let redis: PrivateRedis;
@@ -79,12 +80,12 @@ before(async () => {
   client = await service.ctx.actorClient('test');
 });
 
-after(async () => {
-  for (const child of [...children]) await kill(child);
-  await service.stop();
-  await redis.stop();
-  rmSync(dataDir, { recursive: true, force: true });
-});
+after(() => teardown(
+  ...[...children].map((child) => () => kill(child)),
+  () => service?.stop(),
+  () => redis?.stop(),
+  () => { rmSync(dataDir, { recursive: true, force: true }); },
+));
 
 test('a payout worker SIGKILLed after the rail paid: the next worker reports the same payout; paid exactly once', async () => {
   const store = service.ctx.store;

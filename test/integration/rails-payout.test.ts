@@ -20,6 +20,7 @@ import type { SandboxRail } from '../../src/rails/sandbox-rail.ts';
 import { startService, type RunningService } from '../../src/service/service.ts';
 import { eventually } from '../support/eventually.ts';
 import { accept, createQuote, depositExact, pixPaymentReceived, transactionDoc } from '../support/payout-child.ts';
+import { teardown } from '../support/teardown.ts';
 
 let dir: string;
 let service: RunningService;
@@ -41,12 +42,12 @@ before(async () => {
   payoutRole = await rails.startPayoutRole();
 });
 
-after(async () => {
-  await payoutRole.stop();
-  await rails.close();
-  await service.stop();
-  rmSync(dir, { recursive: true, force: true });
-});
+after(() => teardown(
+  () => payoutRole?.stop(),
+  () => rails?.close(),
+  () => service?.stop(),
+  () => { rmSync(dir, { recursive: true, force: true }); },
+));
 
 const store = () => service.ctx.store;
 

@@ -11,6 +11,7 @@ import { RedisBus } from '../../src/bus/redis-bus.ts';
 import { RedisLeases } from '../../src/bus/redis-leases.ts';
 import { eventually } from '../support/eventually.ts';
 import { randomKeyPrefix, startRedis, type PrivateRedis } from '../support/redis-server.ts';
+import { teardown } from '../support/teardown.ts';
 
 interface Line {
   readonly level: OutageLogLevel;
@@ -42,12 +43,12 @@ before(async () => {
   }) as typeof process.stderr.write;
 });
 
-after(async () => {
-  process.stderr.write = writeStderr;
-  await bus.close();
-  await leases.close();
-  await redis.stop();
-});
+after(() => teardown(
+  () => { process.stderr.write = writeStderr; },
+  () => bus?.close(),
+  () => leases?.close(),
+  () => redis?.stop(),
+));
 
 function linesOf(message: string, client: string): Line[] {
   return lines.filter((line) => line.message === message && line.fields['client'] === client);

@@ -9,6 +9,7 @@ import { RedisTokenBuckets } from '../../src/bus/redis-token-buckets.ts';
 import { batchTokens, createSharedRateLimit, type SharedRateLimit } from '../../src/edge/shared-rate-limit.ts';
 import type { Admission } from '../../src/edge/rate-limit.ts';
 import { randomKeyPrefix, startRedis, type PrivateRedis } from '../support/redis-server.ts';
+import { teardown } from '../support/teardown.ts';
 
 let redis: PrivateRedis;
 const opened: Array<{ close(): Promise<void> }> = [];
@@ -17,10 +18,10 @@ before(async () => {
   redis = await startRedis();
 });
 
-after(async () => {
-  for (const item of opened) await item.close();
-  await redis.stop();
-});
+after(() => teardown(
+  ...[...opened].map((item) => () => item.close()),
+  () => redis?.stop(),
+));
 
 function buckets(keyPrefix: string): RedisTokenBuckets {
   const store = new RedisTokenBuckets({ redis: redis.url, keyPrefix });

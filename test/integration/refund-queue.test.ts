@@ -25,6 +25,7 @@ import type { Network } from '../../src/domain/assets.ts';
 import { decimalFromExactString } from '../../src/domain/money.ts';
 import { startService, type RunningService } from '../../src/service/service.ts';
 import { eventually } from '../support/eventually.ts';
+import { teardown } from '../support/teardown.ts';
 
 const silent = pino({ level: 'silent' });
 
@@ -46,11 +47,11 @@ describe('chain refunds: one network that refuses or hangs does not stop the oth
     client = await service.ctx.actorClient('refund-queue-test');
   });
 
-  after(async () => {
-    await Promise.all(workers.map((worker) => worker.stop(1_000)));
-    await service.stop();
-    rmSync(dataDir, { recursive: true, force: true });
-  });
+  after(() => teardown(
+    () => Promise.all(workers.map((worker) => worker.stop(1_000))),
+    () => service?.stop(),
+    () => { rmSync(dataDir, { recursive: true, force: true }); },
+  ));
 
   function worker(owner: string, options: Partial<RefundWorkerOptions> = {}): RefundWorker {
     const created = new RefundWorker({ store: service.ctx.store, adapters: chains.adapters, actors: client, clock, log: silent, owner, ...options });

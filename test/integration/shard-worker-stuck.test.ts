@@ -20,6 +20,7 @@ import { startShardRole, type ShardRole } from '../../src/service/shard-role.ts'
 import { tallyBehavior, type TallyState } from '../support/tally-actor.ts';
 import { eventually } from '../support/eventually.ts';
 import { randomKeyPrefix, startRedis, type PrivateRedis } from '../support/redis-server.ts';
+import { teardown } from '../support/teardown.ts';
 
 const shardCount = 4;
 const workerId = 'w-stuck';
@@ -56,14 +57,14 @@ before(async () => {
   await new Promise((resolve) => setTimeout(resolve, 1_000));
 });
 
-after(async () => {
-  await role.stop();
-  await bus.close();
-  raw.disconnect();
-  await store.close();
-  await redis.stop();
-  rmSync(dir, { recursive: true, force: true });
-});
+after(() => teardown(
+  () => role?.stop(),
+  () => bus?.close(),
+  () => { raw.disconnect(); },
+  () => store?.close(),
+  () => redis?.stop(),
+  () => { rmSync(dir, { recursive: true, force: true }); },
+));
 
 test('an entry delivered to the worker whose read reply was lost is still applied, exactly once', async () => {
   const key = `lost-${randomUUID()}`;

@@ -13,6 +13,7 @@ import { RedisLeases } from '../../src/bus/redis-leases.ts';
 import { eventually } from '../support/eventually.ts';
 import { stopChild } from '../support/processes.ts';
 import { randomKeyPrefix, startRedis, type PrivateRedis } from '../support/redis-server.ts';
+import { teardown } from '../support/teardown.ts';
 
 let redis: PrivateRedis;
 let dataDir: string;
@@ -23,12 +24,12 @@ before(async () => {
   dataDir = mkdtempSync(join(tmpdir(), 'shutdown-'));
 });
 
-after(async () => {
-  process.kill(redis.pid, 'SIGCONT');
-  for (const child of children) await stopChild(child, 2_000);
-  await redis.stop();
-  rmSync(dataDir, { recursive: true, force: true });
-});
+after(() => teardown(
+  () => { process.kill(redis.pid, 'SIGCONT'); },
+  ...[...children].map((child) => () => stopChild(child, 2_000)),
+  () => redis?.stop(),
+  () => { rmSync(dataDir, { recursive: true, force: true }); },
+));
 
 interface Started {
   readonly child: ChildProcess;

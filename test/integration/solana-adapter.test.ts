@@ -25,6 +25,7 @@ import type { ServiceContext } from '../../src/ports/context.ts';
 import { LmdbStore } from '../../src/store/lmdb-store.ts';
 import { createMint, fundTokenAccount, fundedKeypair, mintToCheckedInstruction, startLiteSvmRpc, tokenBalance } from '../support/litesvm-rpc.ts';
 import type { LiteSvmRpc } from '../support/litesvm-rpc.ts';
+import { teardown } from '../support/teardown.ts';
 
 const decimals = 6;
 const signerEnv = 'TEST_SOLANA_HOT_WALLET';
@@ -110,12 +111,12 @@ before(async () => {
   fundTokenAccount(rpc, mintAuthority, hotWallet.publicKey, usdcMint, decimals, 100_000_000n);
 });
 
-after(async () => {
-  delete process.env[masterEnv];
-  await store.close();
-  rmSync(storeDir, { recursive: true, force: true });
-  await rpc.close();
-});
+after(() => teardown(
+  () => { delete process.env[masterEnv]; },
+  () => store?.close(),
+  () => { rmSync(storeDir, { recursive: true, force: true }); },
+  () => rpc?.close(),
+));
 
 describe('verify: a reported Solana deposit', () => {
   test('reports the exact amount of each transferChecked into the deposit account, with the sender for refunds', async () => {

@@ -19,6 +19,7 @@ import { decimal } from '../../src/domain/money.ts';
 import type { ServiceContext } from '../../src/ports/context.ts';
 import { LmdbStore } from '../../src/store/lmdb-store.ts';
 import { FakeHorizon } from '../support/fake-horizon.ts';
+import { teardown } from '../support/teardown.ts';
 
 const log = pino({ level: 'silent' });
 let nowMs = Date.now();
@@ -40,11 +41,11 @@ before(async () => {
   await store.init();
 });
 
-after(async () => {
-  await store.close();
-  await fake.close();
-  rmSync(storeDir, { recursive: true, force: true });
-});
+after(() => teardown(
+  () => store?.close(),
+  () => fake?.close(),
+  () => { rmSync(storeDir, { recursive: true, force: true }); },
+));
 
 const config = (): StellarChainConfig => ({
   network: 'testnet',

@@ -17,6 +17,7 @@ import { cursorCollection, unmatchedCollection } from '../../src/chains/stellar-
 import { LmdbStore } from '../../src/store/lmdb-store.ts';
 import { eventually } from '../support/eventually.ts';
 import { FakeHorizon } from '../support/fake-horizon.ts';
+import { teardown } from '../support/teardown.ts';
 
 const log = pino({ level: 'silent' });
 const clock = { nowMs: () => Date.now() };
@@ -46,11 +47,11 @@ afterEach(async () => {
   fake.setStreamsFrozen(false);
 });
 
-after(async () => {
-  await store.close();
-  await fake.close();
-  rmSync(storeDir, { recursive: true, force: true });
-});
+after(() => teardown(
+  () => store?.close(),
+  () => fake?.close(),
+  () => { rmSync(storeDir, { recursive: true, force: true }); },
+));
 
 /** A fresh deposit account per test, so cursors and payments of one test never meet another's. */
 function newDepositAccount(): Keypair {

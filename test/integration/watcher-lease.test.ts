@@ -1,8 +1,9 @@
 // One active watcher process, the others on standby: the process holding the `watchers` lease runs
 // the watchers; a standby takes over when the holder stops (at once) or lapses (after the TTL);
 // a holder whose lease was taken, or that could not renew for a whole TTL, stops its watchers; an
-// activation that fails gives the lease back and is tried again. Real timers, the in-process
-// lease store on a clock the test moves (the Redis adapter passes the same lease contract).
+// activation that fails gives the lease back and is tried again. Real timers for the renewal
+// rounds; the in-process lease store and the holders' lease time on a clock the test moves (the
+// Redis adapter passes the same lease contract).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Leases } from '../../src/bus/leases.ts';
@@ -50,16 +51,42 @@ function movableClock(): { nowMs: () => number; advance: (ms: number) => void } 
   return { nowMs: () => Date.now() + offsetMs, advance: (ms) => { offsetMs += ms; } };
 }
 
+/** Counts the renewals that reached the store (the holder's rounds are on real timers). */
+function countingRenewals(inner: Leases): { leases: Leases; renewals: () => number } {
+  let renewals = 0;
+  const leases: Leases = {
+    acquire: (...args) => inner.acquire(...args),
+    renew: async (...args) => {
+      const renewed = await inner.renew(...args);
+      if (renewed) renewals += 1;
+      return renewed;
+    },
+    release: (...args) => inner.release(...args),
+    owner: (name) => inner.owner(name),
+    listAll: (prefix) => inner.listAll(prefix),
+    close: () => inner.close(),
+  };
+  return { leases, renewals: () => renewals };
+}
+
 test('the first process runs the watchers, the second stands by and takes over at once when the first stops', async () => {
-  const leases = new MemoryLeases();
-  const first = watcherProcess(leases, 'p1');
-  const second = watcherProcess(leases, 'p2');
+  const clock = movableClock();
+  const { leases, renewals } = countingRenewals(new MemoryLeases({ clock }));
+  const first = watcherProcess(leases, 'p1', { now: clock.nowMs });
+  const second = watcherProcess(leases, 'p2', { now: clock.nowMs });
   await first.lease.start();
   await second.lease.start();
   assert.deepEqual([first.lease.active(), first.running()], [true, 1], 'started by the time start() resolves');
   assert.deepEqual([second.lease.active(), second.running(), second.activations()], [false, 0, 0]);
-  await new Promise((resolve) => setTimeout(resolve, ttlMs * 2));
+  // Two TTLs pass on the lease clock, half a TTL after each renewal: the lease never lapses, so
+  // the standby never gets it.
+  for (let step = 0; step < 4; step += 1) {
+    const seen = renewals();
+    await eventually(() => assert.ok(renewals() > seen, 'the holder renewed'), 3_000, 10);
+    clock.advance(ttlMs / 2);
+  }
   assert.equal(second.running(), 0, 'still standing by while the first renews');
+  assert.equal((await leases.owner(watcherLeaseName))?.owner, 'p1');
 
   await first.lease.stop();
   assert.deepEqual([first.lease.active(), first.running()], [false, 0], 'a stop stops the watchers');

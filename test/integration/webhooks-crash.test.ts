@@ -21,6 +21,7 @@ import { PartnerDirectory } from '../../src/ports/partners.ts';
 import { createWebhookServices, webhookReadModelIndexes } from '../../src/webhooks/index.ts';
 import { eventually } from '../support/eventually.ts';
 import { commitWebhooks, newTransaction, startWebhookReceiver, type FedTransaction, type WebhookReceiver } from '../support/webhook-receiver.ts';
+import { teardown } from '../support/teardown.ts';
 
 const thisFile = fileURLToPath(import.meta.url);
 const secret = 'acme-webhook-secret-0123456789';
@@ -115,10 +116,10 @@ function defineTests(): void {
     before(async () => {
       receiver = await startWebhookReceiver();
     });
-    after(async () => {
-      for (const child of children) await kill(child);
-      await receiver.close();
-    });
+    after(() => teardown(
+      ...[...children].map((child) => () => kill(child)),
+      () => receiver?.close(),
+    ));
 
     async function freshStore(): Promise<void> {
       dir = mkdtempSync(join(tmpdir(), 'webhooks-crash-'));

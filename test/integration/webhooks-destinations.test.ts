@@ -16,6 +16,7 @@ import { createWebhookServices, webhookReadModelIndexes, type RunningWebhooksRol
 import { verifySignature, webhookHeaders } from '../../src/webhooks/signing.ts';
 import { eventually } from '../support/eventually.ts';
 import { collectingLogger, commitWebhooks, newTransaction, startWebhookReceiver, type ReceivedRequest, type WebhookReceiver } from '../support/webhook-receiver.ts';
+import { teardown } from '../support/teardown.ts';
 
 const fileSecret = 'acme-file-secret-0123456789abc';
 
@@ -51,12 +52,12 @@ describe('webhook destinations', () => {
     );
     role = await services.startWebhooksRole();
   });
-  after(async () => {
-    await role.stop();
-    await receiver.close();
-    await store.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  after(() => teardown(
+    () => role?.stop(),
+    () => receiver?.close(),
+    () => store?.close(),
+    () => { rmSync(dir, { recursive: true, force: true }); },
+  ));
 
   async function deliverOne(): Promise<ReceivedRequest> {
     const before = receiver.requests.length;

@@ -17,6 +17,7 @@ import { PartnerDirectory, type Partner } from '../../src/ports/partners.ts';
 import { createWebhookServices, webhookReadModelIndexes, type WebhookServices } from '../../src/webhooks/index.ts';
 import { eventually } from '../support/eventually.ts';
 import { collectingLogger, commitWebhooks, newTransaction, startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts';
+import { teardown } from '../support/teardown.ts';
 
 const acmeKey = 'acme-api-key-0123456789abcdef';
 const otherKey = 'other-api-key-0123456789abcdef';
@@ -99,12 +100,12 @@ describe('GET /events', () => {
     }
   });
 
-  after(async () => {
-    listening.close();
-    await receiver.close();
-    await store.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  after(() => teardown(
+    () => { listening.close(); },
+    () => receiver?.close(),
+    () => store?.close(),
+    () => { rmSync(dir, { recursive: true, force: true }); },
+  ));
 
   async function get(path: string, key: string | null = acmeKey): Promise<{ status: number; body: unknown }> {
     const response = await fetch(`${base}${path}`, { headers: key === null ? {} : { 'x-api-key': key } });

@@ -19,6 +19,7 @@ import { sendWebhook } from '../../src/webhooks/transport.ts';
 import type { MetricFamily } from '../../src/lifecycle/metrics.ts';
 import { eventually } from '../support/eventually.ts';
 import { collectingLogger, commitWebhooks, newTransaction, startTarpit, startWebhookReceiver, type FedTransaction, type WebhookReceiver } from '../support/webhook-receiver.ts';
+import { teardown } from '../support/teardown.ts';
 
 const secret = 'fairness-webhook-secret-0123456789';
 const created = { event: 'transaction.created', status: 'AWAITING_PAYMENT' } as const;
@@ -61,12 +62,12 @@ describe('fair webhook delivery', () => {
     receiver = await startWebhookReceiver();
     dir = mkdtempSync(join(tmpdir(), 'webhooks-fairness-'));
   });
-  after(async () => {
-    await receiver.close();
-    for (const store of stores) await store.close();
-    stores = [];
-    rmSync(dir, { recursive: true, force: true });
-  });
+  after(() => teardown(
+    () => receiver?.close(),
+    ...[...stores].map((store) => () => store.close()),
+    () => { stores = []; },
+    () => { rmSync(dir, { recursive: true, force: true }); },
+  ));
 
   async function freshStore(): Promise<LmdbStore> {
     const store = new LmdbStore({ dir: mkdtempSync(join(dir, 'store-')), readModelIndexes: [...defaultReadModelIndexes, ...webhookReadModelIndexes] });

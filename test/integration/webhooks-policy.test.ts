@@ -25,6 +25,7 @@ import {
 import { ipv6Bytes } from '../../src/webhooks/address-policy.ts';
 import { checkDestinationUrl, isBlockedAddress } from '../../src/webhooks/url-policy.ts';
 import { collectingLogger, commitWebhooks, newTransaction, startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts';
+import { teardown } from '../support/teardown.ts';
 
 const policy = defaultDeliveryPolicy;
 const response = (httpStatus: number, retryAfter: string | null = null): AttemptResult => ({ kind: 'response', httpStatus, retryAfter });
@@ -103,11 +104,11 @@ describe('the dispatcher follows the schedule of an injected clock', () => {
       { random: () => randoms[draws++ % randoms.length] ?? 0.5 },
     );
   });
-  after(async () => {
-    await receiver.close();
-    await store.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  after(() => teardown(
+    () => receiver?.close(),
+    () => store?.close(),
+    () => { rmSync(dir, { recursive: true, force: true }); },
+  ));
 
   async function round(dispatcher: WebhookDispatcher): Promise<void> {
     await dispatcher.runRound();

@@ -14,6 +14,7 @@ import { createKeyRing } from '../../src/edge/auth.ts';
 import { PartnerDirectory } from '../../src/ports/partners.ts';
 import { createWebhookServices, webhookReadModelIndexes } from '../../src/webhooks/index.ts';
 import { collectingLogger, commitWebhooks, newTransaction, startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts';
+import { teardown } from '../support/teardown.ts';
 
 type VerifyWebhook = (
   rawBody: string,
@@ -48,11 +49,11 @@ describe('the documented verification example', () => {
     store = new LmdbStore({ dir: join(dir, 'store'), readModelIndexes: [...defaultReadModelIndexes, ...webhookReadModelIndexes] });
     await store.init();
   });
-  after(async () => {
-    await receiver.close();
-    await store.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  after(() => teardown(
+    () => receiver?.close(),
+    () => store?.close(),
+    () => { rmSync(dir, { recursive: true, force: true }); },
+  ));
 
   test('accepts a real delivery, rejects tampering, a wrong secret and a replay', async () => {
     const partners = new PartnerDirectory(createKeyRing());

@@ -17,7 +17,7 @@ import { freePort, stopChild } from './processes.ts';
 import { createDevCertificates, type DevCertificates } from '../../scripts/dev-certs.ts';
 import { randomKeyPrefix, startRedis, type PrivateRedis } from './redis-server.ts';
 
-export type FleetRole = 'edge' | 'shard' | 'payout' | 'watcher' | 'webhooks' | 'admin';
+export type FleetRole = 'edge' | 'shard' | 'payout' | 'watcher' | 'webhooks' | 'admin' | 'all';
 
 export interface FleetPartner {
   readonly id: string;
@@ -34,6 +34,12 @@ export interface ServiceFleetOptions {
   readonly redisArgs?: readonly string[];
   /** How much of each process's output (stdout and stderr) is kept; 6,000 characters by default. */
   readonly outputCharsMax?: number;
+  /**
+   * What each process runs: node's arguments before the role, and its working directory. By
+   * default the TypeScript sources through tsx (`--import tsx src/main.ts`) in this directory;
+   * the production build runs `dist/main.js` of a production-style install instead.
+   */
+  readonly program?: { readonly args: readonly string[]; readonly cwd: string };
 }
 
 export interface FleetProcess {
@@ -44,7 +50,7 @@ export interface FleetProcess {
   readonly baseUrl: string | null;
   /** The health listener's base URL (HEALTH_PORT given in the fleet's `env`), or null. */
   readonly healthUrl: string | null;
-  /** `127.0.0.1:<port>` of the admin gRPC service, or null for other roles. */
+  /** `127.0.0.1:<port>` of the admin gRPC service (`admin` and `all`), or null for other roles. */
   readonly adminAddress: string | null;
   /** The last lines the process wrote (stdout and stderr). */
   output(): string;
@@ -136,6 +142,7 @@ export async function startServiceFleet(options: ServiceFleetOptions): Promise<S
     LOG_LEVEL: process.env['FLEET_LOG'] ?? 'warn',
     ...options.env,
   };
+  const programArgs = options.program?.args ?? ['--import', 'tsx', join(import.meta.dirname, '../../src/main.ts')];
   const processes = new Set<FleetProcess>();
   // Every child from the moment it is spawned (also one still starting), so stop() reaches all.
   const children = new Set<ChildProcess>();
@@ -159,9 +166,10 @@ export async function startServiceFleet(options: ServiceFleetOptions): Promise<S
         PAYOUT_GRPC_PORT: String(await freePort()),
         CHAINS_GRPC_PORT: String(await freePort()),
       };
-      const child = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, '../../src/main.ts'), role], {
+      const child = spawn(process.execPath, [...programArgs, role], {
         stdio: ['ignore', 'pipe', 'pipe'],
         env: { ...process.env, ...env },
+        ...(options.program === undefined ? {} : { cwd: options.program.cwd }),
       });
       children.add(child);
       child.once('exit', () => children.delete(child));
@@ -202,7 +210,7 @@ export async function startServiceFleet(options: ServiceFleetOptions): Promise<S
         child,
         baseUrl,
         healthUrl,
-        adminAddress: role === 'admin' ? `127.0.0.1:${env['GRPC_PORT'] ?? ''}` : null,
+        adminAddress: role === 'admin' || role === 'all' ? `127.0.0.1:${env['GRPC_PORT'] ?? ''}` : null,
         output: () => output,
       };
       processes.add(started);

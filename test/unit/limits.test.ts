@@ -39,6 +39,7 @@ import { defaultLimitsConfig, defaultLimitsConfigInput, parseLimitsConfig } from
 import { add, compare, decimal, decimalFromString, toFixedString, zero } from '../../src/domain/money.ts';
 import type { Decimal } from '../../src/domain/money.ts';
 import type { PaymentMethod } from '../../src/domain/assets.ts';
+import { httpStatusOf } from '../../src/edge/errors.ts';
 
 const config = defaultLimitsConfig;
 const cop = (text: string): Decimal => decimalFromString(text, 2);
@@ -584,7 +585,9 @@ describe('acceptance rejection catalogue', () => {
 
   for (const { rejection, httpStatus, retryable, reason } of rows) {
     test(`${rejection.code} → ${httpStatus}: ${reason}`, () => {
-      assert.deepEqual(describeAcceptanceRejection(rejection), { code: rejection.code, httpStatus, retryable, reason });
+      assert.deepEqual(describeAcceptanceRejection(rejection), { code: rejection.code, retryable, reason });
+      // The status is the edge's, from the one catalogue (src/edge/errors.ts).
+      assert.equal(httpStatusOf(rejection.code), httpStatus);
     });
   }
 

@@ -19,7 +19,8 @@ import {
   type QuoteResult,
 } from '../../src/domain/pricing.ts';
 import { quoteValue, type Quote, type QuoteKind } from '../../src/domain/quote.ts';
-import { quoteError, quoteErrorHttpStatus } from '../../src/domain/quote-errors.ts';
+import { quoteError, type QuoteErrorCode } from '../../src/domain/quote-errors.ts';
+import { httpStatusOf } from '../../src/edge/errors.ts';
 
 const config = loadDefaultCorridors();
 const nowMs = 1_750_000_000_000;
@@ -289,7 +290,7 @@ describe('malformed amounts are invalid_request', () => {
       rejected(result, 'invalid_request', reason);
       assert.ok(!result.ok);
       assert.equal(result.error.retryable, false);
-      assert.equal(quoteErrorHttpStatus(result.error.code), 400);
+      assert.equal(httpStatusOf(result.error.code), 400);
     });
   }
 
@@ -334,7 +335,7 @@ describe('order of precedence (priceQuoteRequest)', () => {
     rejected(result, 'quote_unavailable', 'No BRL rate is available right now; try again shortly');
     assert.ok(!result.ok);
     assert.equal(result.error.retryable, true);
-    assert.equal(quoteErrorHttpStatus(result.error.code), 400);
+    assert.equal(httpStatusOf(result.error.code), 400);
   });
 
   test('a successful request is priced with the configured validity', () => {
@@ -362,7 +363,7 @@ describe('quote validity and the error catalogue', () => {
     assert.throws(() => price('onramp', routeFor('payout', 'STELLAR', 'USDC', 'BRL'), 10), /invariant/);
   });
 
-  test('HTTP status and retryable per code', () => {
+  test('HTTP status (the edge\'s) and retryable (the domain\'s) per code', () => {
     const expected: [string, number, boolean][] = [
       ['authentication_failed', 401, false],
       ['invalid_request', 400, false],
@@ -373,8 +374,8 @@ describe('quote validity and the error catalogue', () => {
       ['server_error', 500, true],
     ];
     for (const [code, status, retryable] of expected) {
-      const typed = code as Parameters<typeof quoteErrorHttpStatus>[0];
-      assert.equal(quoteErrorHttpStatus(typed), status, code);
+      const typed = code as QuoteErrorCode;
+      assert.equal(httpStatusOf(typed), status, code);
       assert.equal(quoteError(typed, 'x').retryable, retryable, code);
     }
   });

@@ -16,7 +16,7 @@ import type { ServiceContext } from '../../ports/context.ts';
 import type { ChainAvailability, DepositVerifier, LiquidityView, OnrampAcceptance, PaymentContexts, Reconciler, SandboxDriver } from '../../ports/ports.ts';
 import { identifierBytesMax, type JsonObject } from '../../store/store.ts';
 import { parseJsonBody } from '../body.ts';
-import { errorResponse, unavailableResponse } from '../errors.ts';
+import { errorResponse, rejectionResponse, unavailableResponse } from '../errors.ts';
 import { jsonResponse } from '../http-response.ts';
 import type { Guard, HttpResponse, RequestContext } from '../http-types.ts';
 import { canonicalJson, fingerprint, readIdempotencyKey, type Idempotency, type Ids } from '../idempotency.ts';
@@ -242,5 +242,5 @@ export function quoteOfDocument(doc: JsonObject): Quote {
 export function acceptanceRejection(rejection: AcceptanceRejection, detail?: string): HttpResponse {
   const described = describeAcceptanceRejection(rejection);
   const reason = detail === undefined ? described.reason : `${described.reason} (${detail})`;
-  return jsonResponse(described.httpStatus, { code: described.code, reason, retryable: described.retryable });
+  return rejectionResponse(described.code, reason, described.retryable);
 }

@@ -10,14 +10,14 @@ import type { JsonValue } from '../../actors/envelope.ts';
 import type { QuoteRequest } from '../../domain/pricing.ts';
 import type { QuoteKind } from '../../domain/quote.ts';
 import { cryptoAssets, isOneOf, networks } from '../../domain/assets.ts';
-import { quoteError, quoteErrorCodes, quoteErrorHttpStatus, quoteErrorToJson, type QuoteErrorCode } from '../../domain/quote-errors.ts';
+import { quoteError, quoteErrorCodes, type QuoteErrorCode } from '../../domain/quote-errors.ts';
 import { knownFields, type Ids } from '../idempotency.ts';
 import { jsonResponse, jsonTextResponse } from '../http-response.ts';
 import type { HttpResponse, RequestContext, Route } from '../http-types.ts';
 import { lastObjectMemberText } from '../json-text.ts';
 import { parseQuoteRoute } from '../schemas.ts';
 import { randomUuid } from '../uuid.ts';
-import { unavailableResponse } from '../errors.ts';
+import { rejectionResponse, unavailableResponse } from '../errors.ts';
 import { idOf, idempotentPost, jsonObjectBody, partnerOf, type EdgeEnv } from './common.ts';
 
 const amountFields: Readonly<Record<QuoteKind, 'amount' | 'source_amount' | 'fiat_amount'>> = {
@@ -34,7 +34,8 @@ const quoteFields: Readonly<Record<QuoteKind, readonly string[]>> = {
 };
 
 function quoteErrorResponse(code: QuoteErrorCode, reason: string): HttpResponse {
-  return jsonResponse(quoteErrorHttpStatus(code), quoteErrorToJson(quoteError(code, reason)));
+  const error = quoteError(code, reason);
+  return rejectionResponse(error.code, error.reason, error.retryable);
 }
 
 /** The body's quote request, or the quote error for a body that is not the documented shape. */
@@ -102,7 +103,7 @@ export function quoteReplyResponse(replyText: string): HttpResponse {
   const reply = JSON.parse(replyText) as QuoteReply;
   if (reply.ok) return jsonResponse(200, reply.quote);
   const code = isOneOf(quoteErrorCodes, reply.error.code) ? reply.error.code : 'server_error';
-  return jsonResponse(quoteErrorHttpStatus(code), { code, reason: reply.error.reason, retryable: reply.error.retryable });
+  return rejectionResponse(code, reply.error.reason, reply.error.retryable);
 }
 
 /** An infrastructure failure is the 503 of every endpoint (errors.ts); anything else is a bug (500). */

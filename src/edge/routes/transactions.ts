@@ -27,7 +27,7 @@ import { classifyBrebKey } from '../../rails/breb-keys.ts';
 import { pixRecipient } from '../../rails/pix-recipient.ts';
 import { listOffsetMax, type JsonObject } from '../../store/store.ts';
 import { createEarlyRefusals, type EarlyRefusals } from '../early-refusal.ts';
-import { errorResponse } from '../errors.ts';
+import { errorResponse, isPartnerErrorCode, rejectionResponse } from '../errors.ts';
 import { jsonResponse } from '../http-response.ts';
 import type { HttpResponse, RequestContext, Route } from '../http-types.ts';
 import { listQuerySchema, parseWith, transactionBodySchema, type TransactionBody } from '../schemas.ts';
@@ -113,9 +113,16 @@ async function onrampInstructions(
   return { ok: false, response: 'rejection' in prepared ? acceptanceRejection(prepared.rejection, prepared.detail) : capabilityUnavailable(prepared.unavailable) };
 }
 
-function acceptReplyResponse(reply: AcceptReply): HttpResponse {
+/**
+ * The HTTP answer to the transaction actor's reply. A refusal's status is its code's
+ * (`httpStatusOf`); a reply stored by an older version may carry the status it had then, used only
+ * for a code this edge no longer knows (a 4xx; anything else is 400).
+ */
+export function acceptReplyResponse(reply: AcceptReply): HttpResponse {
   if (!reply.ok) {
-    const status = Number.isInteger(reply.httpStatus) && reply.httpStatus >= 400 && reply.httpStatus < 500 ? reply.httpStatus : 400;
+    if (isPartnerErrorCode(reply.code)) return rejectionResponse(reply.code, reply.reason, reply.retryable);
+    const stored = reply.httpStatus;
+    const status = stored !== undefined && Number.isInteger(stored) && stored >= 400 && stored < 500 ? stored : 400;
     return jsonResponse(status, { code: reply.code, reason: reply.reason, retryable: reply.retryable });
   }
   if (reply.kycRequired) return jsonResponse(200, { id: null, kycRequired: true, transaction_reference: null, payment_context: null });
