@@ -92,7 +92,7 @@ const envSchema = z.object({
    * 429 `rate_limited` with Retry-After beyond them (src/edge/kyc-quota.ts, docs/api.md).
    */
   /**
-   * Encryption at rest of KYC documents and personal fields (src/config/data-keys.ts): the master
+   * Encryption at rest of KYC documents and personal fields (src/store/data-keys.ts): the master
    * key (32 bytes, base64 or hex; required when SANDBOX=0), its id, and retired keys still read
    * (`id:key,…`). docs/operations.md "The data key".
    */

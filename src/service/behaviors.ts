@@ -14,7 +14,7 @@ export interface BehaviorDeps extends QuoteActorDeps {
   limits(): LimitsConfig;
   /** Bound on open onramp inventory holds per network × asset (default `openHoldsMaxDefault`). */
   onrampOpenHoldsMax?(): number;
-  /** The keys the KYC record's personal fields are sealed under (src/config/data-keys.ts). */
+  /** The keys the KYC record's personal fields are sealed under (src/store/data-keys.ts). */
   readonly dataKeys: DataKeyring;
 }
 

@@ -30,7 +30,7 @@ import { defaultReadModelIndexes, type ReadModelIndex, type SnapshotStore } from
 import { withEncryptedBlobs } from '../store/encrypted-blobs.ts';
 import { retentionReadModelIndexes } from './retention.ts';
 import type { DataKeyring } from '../store/data-encryption.ts';
-import { dataKeyringFromEnv, sandboxDataKeyId } from '../config/data-keys.ts';
+import { dataKeyringFromEnv, sandboxDataKeyId } from '../store/data-keys.ts';
 import type { LiveConfig, ServiceContext } from '../ports/context.ts';
 import { demoPartnerId, PartnerDirectory, partnerFromConfig } from '../ports/partners.ts';
 import { webhookReadModelIndexes } from '../webhooks/records.ts';

@@ -3,7 +3,7 @@
 // key, which is encrypted ("wrapped") by a master key from the environment; the master key's id is
 // stored next to it, so after a rotation old data stays readable with the retired key while new data
 // uses the new one (docs/operations.md "The data key"). Pure functions over bytes: the keyring comes
-// from src/config/data-keys.ts, the store decorator is src/store/encrypted-blobs.ts.
+// from src/store/data-keys.ts, the store decorator is src/store/encrypted-blobs.ts.
 //
 // A blob is streamed (never whole in memory), so it is encrypted in segments of `segmentBytes`,
 // each its own GCM message whose additional data names the blob key, the segment's index and

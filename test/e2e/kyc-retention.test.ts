@@ -6,7 +6,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { decodeKycState, kycActorType, kycKey } from '../../src/actors/kyc-actor.ts';
-import { sandboxDataKeyring } from '../../src/config/data-keys.ts';
+import { sandboxDataKeyring } from '../../src/store/data-keys.ts';
 import { actorId } from '../../src/actors/envelope.ts';
 import { startServiceHarness, testPartners, type ServiceHarness } from '../support/service-harness.ts';
 import { call, kycForm, pngBytes } from './support.ts';

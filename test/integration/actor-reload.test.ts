@@ -20,7 +20,7 @@ import { serviceBehaviors } from '../../src/service/behaviors.ts';
 import { startActorHarness, type ActorHarness } from '../support/actor-harness.ts';
 import { acceptPayload } from '../support/accept-payload.ts';
 import { eventually } from '../support/eventually.ts';
-import { sandboxDataKeyring } from '../../src/config/data-keys.ts';
+import { sandboxDataKeyring } from '../../src/store/data-keys.ts';
 
 const askTimeoutMs = 10_000;
 

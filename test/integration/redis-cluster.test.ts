@@ -33,7 +33,7 @@ import { eventually } from '../support/eventually.ts';
 import { startRedisCluster, type PrivateRedisCluster } from '../support/redis-cluster.ts';
 import { randomKeyPrefix } from '../support/redis-server.ts';
 import { acceptPayload } from '../support/accept-payload.ts';
-import { sandboxDataKeyring } from '../../src/config/data-keys.ts';
+import { sandboxDataKeyring } from '../../src/store/data-keys.ts';
 import { teardown } from '../support/teardown.ts';
 
 /** Resolves with the value, or rejects if it takes longer than `ms`. */

@@ -25,7 +25,7 @@ import { defaultReadModelIndexes, type SnapshotStore } from '../../src/store/sto
 import { serviceBehaviors } from '../../src/service/behaviors.ts';
 import { startShardRole, type ShardRole } from '../../src/service/shard-role.ts';
 import { randomKeyPrefix, startRedis, type PrivateRedis } from './redis-server.ts';
-import { sandboxDataKeyring } from '../../src/config/data-keys.ts';
+import { sandboxDataKeyring } from '../../src/store/data-keys.ts';
 
 export type BusKind = 'memory' | 'redis';
 

@@ -12,7 +12,7 @@ import type { ActorBehavior } from '../../src/actors/envelope.ts';
 import { serviceBehaviors } from '../../src/service/behaviors.ts';
 import { loadDefaultCorridors } from '../../src/config/corridors.ts';
 import { defaultLimitsConfig } from '../../src/config/limits.ts';
-import { sandboxDataKeyring } from '../../src/config/data-keys.ts';
+import { sandboxDataKeyring } from '../../src/store/data-keys.ts';
 
 async function main(): Promise<void> {
   const [redisUrl, keyPrefix, storeDir, shards, workerId] = process.argv.slice(2);

@@ -1,4 +1,4 @@
-// Encryption at rest (src/store/data-encryption.ts, src/config/data-keys.ts): envelope encryption
+// Encryption at rest (src/store/data-encryption.ts, src/store/data-keys.ts): envelope encryption
 // with AES-256-GCM, a blob in authenticated segments, sealed values, the keyring from the
 // environment, and the KYC record's personal fields sealed in its snapshot.
 import { describe, test } from 'node:test';
@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { decodeKycState, encodeKycState } from '../../src/actors/kyc-actor.ts';
 import { toJsonValue } from '../../src/actors/state-codec.ts';
-import { dataKeyringFromEnv, parseDataKey, sandboxDataKeyring } from '../../src/config/data-keys.ts';
+import { dataKeyringFromEnv, parseDataKey, sandboxDataKeyring } from '../../src/store/data-keys.ts';
 import type { KycState } from '../../src/domain/kyc.ts';
 import {
   createDataKeyring,

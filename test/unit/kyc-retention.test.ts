@@ -8,7 +8,7 @@ import type { CommandEnvelope, JsonValue } from '../../src/actors/envelope.ts';
 import { toJsonValue } from '../../src/actors/state-codec.ts';
 import type { KycState, KycSubmissionInput } from '../../src/domain/kyc.ts';
 import { createInProcessKycQuota, dailyBucket } from '../../src/edge/kyc-quota.ts';
-import { sandboxDataKeyring } from '../../src/config/data-keys.ts';
+import { sandboxDataKeyring } from '../../src/store/data-keys.ts';
 
 const nowMs = Date.UTC(2026, 0, 10);
 const fields: KycSubmissionInput = {

@@ -7,7 +7,7 @@
 // used (id `sandbox`): stable across restarts and processes, and worthless as a secret, which is
 // why it is refused outside sandbox mode.
 import { createHash } from 'node:crypto';
-import { createDataKeyring, dataKeyBytes, dataKeyIdPattern, type DataKey, type DataKeyring } from '../store/data-encryption.ts';
+import { createDataKeyring, dataKeyBytes, dataKeyIdPattern, type DataKey, type DataKeyring } from './data-encryption.ts';
 
 export const sandboxDataKeyId = 'sandbox';
 export const defaultDataKeyId = 'k1';
