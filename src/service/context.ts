@@ -29,6 +29,7 @@ import { MongoStore } from '../store/mongo-store.ts';
 import { defaultReadModelIndexes, type ReadModelIndex, type SnapshotStore } from '../store/store.ts';
 import { withEncryptedBlobs } from '../store/encrypted-blobs.ts';
 import { retentionReadModelIndexes } from './retention.ts';
+import { storageUsageReadModelIndexes } from './storage-usage.ts';
 import type { DataKeyring } from '../store/data-encryption.ts';
 import { dataKeyringFromEnv, sandboxDataKeyId } from '../store/data-keys.ts';
 import type { LiveConfig, ServiceContext } from '../ports/context.ts';
@@ -40,6 +41,7 @@ import { join } from 'node:path';
 /** Read-model indexes of every role (declared once, created at start). */
 export const serviceReadModelIndexes: ReadModelIndex[] = [
   ...defaultReadModelIndexes, ...runtimeReadModelIndexes, ...webhookReadModelIndexes, ...onrampReadModelIndexes, ...retentionReadModelIndexes,
+  ...storageUsageReadModelIndexes,
 ];
 
 function liveConfig(corridors: CorridorConfig, limits: LimitsConfig): LiveConfig {

@@ -35,6 +35,7 @@ import { outageLogTo } from './context.ts';
 import { createClusterStats } from '../actors/cluster-stats.ts';
 import type { HealthCheck } from '../lifecycle/health.ts';
 import { renderFamilies } from '../lifecycle/metrics.ts';
+import { storageUsageMetrics } from './storage-usage.ts';
 import { startShardWatch, type ShardWatch } from './shard-watch.ts';
 
 export interface EdgeRoleOptions {
@@ -212,6 +213,7 @@ async function startEdgeApp(
           clock: ctx.clock,
         }),
         nowMs: () => ctx.clock.nowMs(),
+        stored: async () => renderFamilies(await storageUsageMetrics(ctx.store, ctx.clock.nowMs())),
         extra: () => renderFamilies([...authThrottleMetrics(ctx.authThrottle.stats()), ...publicThrottleMetrics(publicThrottle.stats())]),
       }),
     ],

@@ -13,6 +13,7 @@
 // two at once would only repeat work: every delete is idempotent or compare-and-set.
 import type { Leases } from '../bus/leases.ts';
 import type { EnvConfig } from '../config/env.ts';
+import { recordStorageUsage } from './storage-usage.ts';
 import { loadQuoteRecord, quoteActorType, quoteExpiryCollection } from '../actors/quote-actor.ts';
 import { actorId } from '../actors/envelope.ts';
 import { transactionsCollection } from '../actors/transaction-actor.ts';
@@ -168,7 +169,10 @@ export function startRetentionLoop(options: RetentionLoopOptions): RetentionLoop
   async function roundOnce(): Promise<SweepReport | null> {
     try {
       if (!(await holdLease())) return null;
-      const report = await sweepRetention(options.store, options.config, options.partnerIds(), options.clock.nowMs());
+      const nowMs = options.clock.nowMs();
+      const report = await sweepRetention(options.store, options.config, options.partnerIds(), nowMs);
+      // The per-partner storage metric, counted from the indexes after the sweep (src/service/storage-usage.ts).
+      await recordStorageUsage(options.store, options.partnerIds(), nowMs);
       if (report.idempotencyRecords + report.quotes + report.events > 0) options.onSweep?.(report);
       return report;
     } catch (error) {

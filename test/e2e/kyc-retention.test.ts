@@ -10,6 +10,7 @@ import { sandboxDataKeyring } from '../../src/store/data-keys.ts';
 import { actorId } from '../../src/actors/envelope.ts';
 import { startServiceHarness, testPartners, type ServiceHarness } from '../support/service-harness.ts';
 import { call, kycForm, pngBytes } from './support.ts';
+import { eventually } from '../support/eventually.ts';
 
 const dayMs = 86_400_000;
 
@@ -19,7 +20,7 @@ describe('KYC documents: one per record, quotas per day', () => {
   const uploads: string[] = [];
 
   before(async () => {
-    h = await startServiceHarness({ env: { KYC_SUBMISSIONS_PER_USER_PER_DAY: '3', KYC_SUBMISSIONS_PER_PARTNER_PER_DAY: '8' } });
+    h = await startServiceHarness({ env: { KYC_SUBMISSIONS_PER_USER_PER_DAY: '3', KYC_SUBMISSIONS_PER_PARTNER_PER_DAY: '8', RETENTION_SWEEP_INTERVAL_MS: '1000' } });
     key = h.apiKeys[testPartners.kycOn] ?? '';
     const store = h.ctx.store;
     const original = store.putBlobStream.bind(store);
@@ -71,6 +72,17 @@ describe('KYC documents: one per record, quotas per day', () => {
     // Another user of the same partner is not held back by this one's quota.
     const other = await call(h.baseUrl, 'POST', '/kyc', { key, rawBody: kycForm('calm-user') });
     assert.equal(other.status, 201, other.text);
+  });
+
+  test('/metrics: KYC documents and their bytes per partner (one document per user record)', async () => {
+    await eventually(async () => {
+      const metrics = await call(h.baseUrl, 'GET', '/metrics', { ops: h.opsApiKey });
+      assert.equal(metrics.status, 200);
+      // one-doc, busy-user, calm-user: one document each, whatever was resubmitted or refused.
+      assert.match(metrics.text, /^storage_partner_records\{partner="kyc-on",kind="kyc_documents"\} 3$/m);
+      assert.match(metrics.text, new RegExp(`^storage_partner_bytes\\{partner="kyc-on",kind="kyc_documents"\\} ${3 * pngBytes.length}$`, 'm'));
+      assert.match(metrics.text, /^storage_partner_records\{partner="kyc-off",kind="kyc_documents"\} 0$/m);
+    }, 20_000);
   });
 
   test('per partner: beyond the quota → 429 before the body is stored; a day later it is lifted', async () => {

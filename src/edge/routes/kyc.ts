@@ -29,6 +29,12 @@ import { kycUploadBodyBytesMax, parseMultipartStream, type StreamedFile } from '
 import { kycFormSchema, parseWith, userIdQuerySchema } from '../schemas.ts';
 import { askOr503, idOf, idempotentPost, partnerOf, userIdFits, userIdTooLong, type EdgeEnv } from './common.ts';
 
+/**
+ * One document per stored KYC upload, `{ partnerId, bytes, storedAtMs }`, removed with the blob: whose
+ * the bytes are (blob keys name no partner), read by the per-partner storage metric.
+ */
+export const kycDocumentsCollection = 'kyc_documents';
+
 /** Text fields of the form besides `userId` (the spec's table), in its order. */
 const submissionFields = ['fullName', 'documentType', 'documentNumber', 'dateOfBirth', 'nationality', 'city', 'address', 'email', 'phone'] as const;
 
@@ -73,7 +79,7 @@ class DocumentRefused extends Error {
  * `documentSniffBytes` before the first byte is written. A refused type stores nothing. A broken
  * form or a store failure propagates (the store has removed what it wrote).
  */
-async function storeDocument(store: SnapshotStore, ref: string, file: StreamedFile): Promise<DocumentOutcome> {
+async function storeDocument(store: SnapshotStore, partnerId: string, nowMs: number, ref: string, file: StreamedFile): Promise<DocumentOutcome> {
   const hash = createHash('sha256');
   let check: DocumentTypeCheck | null = null;
   async function* checkedBytes(): AsyncGenerator<Buffer> {
@@ -100,7 +106,8 @@ async function storeDocument(store: SnapshotStore, ref: string, file: StreamedFi
     }
   }
   try {
-    await store.putBlobStream(ref, checkedBytes());
+    const bytes = await store.putBlobStream(ref, checkedBytes());
+    await store.put(kycDocumentsCollection, ref, { partnerId, bytes, storedAtMs: nowMs });
   } catch (error) {
     if (error instanceof DocumentRefused) return { check: error.check, sha256: '', stored: false };
     throw error;
@@ -120,6 +127,7 @@ function quotaExceeded(whose: 'partner' | 'user', retryAfterSeconds: number): Ht
 async function discardUpload(store: SnapshotStore, ref: string): Promise<void> {
   try {
     await store.deleteBlob(ref);
+    await store.remove(kycDocumentsCollection, ref);
   } catch {
     // The answer stands; an unreferenced private blob is left (no key to it was ever handed out).
   }
@@ -136,7 +144,7 @@ async function submitKyc(env: EdgeEnv, request: RequestContext): Promise<HttpRes
   let keep = false;
   try {
     const form = await parseMultipartStream(request.headers['content-type'], request.bodyStream, { fileFieldName: 'document' }, (file) =>
-      storeDocument(store, uploadRef, file),
+      storeDocument(store, partnerId, env.ctx.clock.nowMs(), uploadRef, file),
     );
     if (!form.ok) return form.response;
     const { fields, file } = form.value;
