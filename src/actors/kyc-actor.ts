@@ -1,8 +1,12 @@
 // KYC records: one actor per partner × user. A complete valid submission is approved at once
 // (no manual review queue); the `kyc` read model answers GET /kyc/status and the acceptance's
 // KYC standing. The document itself is stored as a private blob before the command is sent; the
-// record keeps only its storage key.
-import { decideKyc, evolveKyc, kycStatusView, type KycCommand, type KycState } from '../domain/kyc.ts';
+// record keeps only its storage key, one document per record: a reply names the document the record
+// holds (`documentRef`) and the one a submission replaced (`supersededRef`), so the shell deletes
+// every upload the record does not hold (a refusal, a resubmission of an approved user) and the
+// superseded document.
+import { decideKyc, evolveKyc, kycStatusView, type KycCommand, type KycState, type KycSubmission } from '../domain/kyc.ts';
+import { isSealedValue, openText, sealText, type DataKeyring } from '../store/data-encryption.ts';
 import { z } from 'zod';
 import { decoderOf, idText } from './commands.ts';
 import type { ActorBehavior, CommandMap, JsonValue } from './envelope.ts';
@@ -17,7 +21,14 @@ export function kycKey(partnerId: string, userId: string): string {
 }
 
 export type KycReply =
-  | { readonly ok: true; readonly status: string }
+  | {
+      readonly ok: true;
+      readonly status: string;
+      /** The document the record holds after the command (absent in replies recorded before it was named). */
+      readonly documentRef?: string;
+      /** The document this command replaced: nothing refers to it any more. */
+      readonly supersededRef?: string;
+    }
   | { readonly ok: false; readonly code: string; readonly errors?: JsonValue };
 
 /** A KYC record's commands (the kind is also in the payload: the domain command as it is). */
@@ -50,11 +61,33 @@ export const kycCommands: CommandMap<KycCommands> = {
   Reject: decoderOf(z.object({ kind: z.literal('Reject'), reason: z.string() })),
 };
 
-export function kycBehavior(): ActorBehavior<KycState, KycCommands> {
+/** What the personal fields are sealed for: a sealed submission copied to another record does not open. */
+function sealContext(state: { readonly partnerId: string; readonly userId: string }): string {
+  return `kyc-submission\0${state.partnerId}\0${state.userId}`;
+}
+
+/**
+ * The snapshot: the personal fields (the whole submission, the document's key included) are sealed
+ * under the data key (src/store/data-encryption.ts); status and ids stay readable. A snapshot
+ * written before encryption at rest (a plain submission) is read as it is and sealed on its next write.
+ */
+export function encodeKycState(keys: DataKeyring, state: KycState): JsonValue {
+  const submission = sealText(keys, sealContext(state), JSON.stringify(toJsonValue(state.submission)));
+  return toJsonValue({ ...state, submission });
+}
+
+export function decodeKycState(keys: DataKeyring, json: JsonValue): KycState {
+  const raw = fromJsonValue<Omit<KycState, 'submission'> & { submission: unknown }>(json);
+  if (!isSealedValue(raw.submission)) return raw as KycState;
+  const submission = fromJsonValue<KycSubmission>(JSON.parse(openText(keys, sealContext(raw), raw.submission)) as JsonValue);
+  return { ...raw, submission };
+}
+
+export function kycBehavior(keys: DataKeyring): ActorBehavior<KycState, KycCommands> {
   return {
     type: kycActorType,
-    encode: (state) => toJsonValue(state),
-    decode: (json) => fromJsonValue<KycState>(json),
+    encode: (state) => encodeKycState(keys, state),
+    decode: (json) => decodeKycState(keys, json),
     commands: kycCommands,
     handle(state, envelope, ctx) {
       const command = envelope.payload;
@@ -73,10 +106,13 @@ export function kycBehavior(): ActorBehavior<KycState, KycCommands> {
       for (const event of decision.events) next = evolveKyc(next, event);
       if (next === null) return { reply: { ok: false, code: 'not_found' } };
       const view = kycStatusView(next);
-      if (next === state) return { reply: { ok: true, status: view.status ?? 'PENDING' } };
+      const held = next.submission.documentRef;
+      if (next === state) return { reply: { ok: true, status: view.status ?? 'PENDING', documentRef: held } };
+      const previous = state?.submission.documentRef;
+      const superseded = previous !== undefined && previous !== held ? { supersededRef: previous } : {};
       return {
         state: next,
-        reply: { ok: true, status: view.status ?? 'PENDING' },
+        reply: { ok: true, status: view.status ?? 'PENDING', documentRef: held, ...superseded },
         readModels: [
           {
             collection: kycCollection,

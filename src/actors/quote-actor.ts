@@ -19,6 +19,11 @@ import { actorId, type ActorBehavior, type CommandMap, type CommandToSend, type 
 import { fromJsonValue, toJsonValue } from './state-codec.ts';
 
 export const quoteActorType = 'quote';
+/**
+ * One document per quote, `{ partnerId, expiresAtMs }`, written with it: what the retention sweep
+ * (src/service/retention.ts) reads, by expiry, to find expired quotes without scanning actors.
+ */
+export const quoteExpiryCollection = 'quote_expiry';
 
 /** The kind of the command the quote actor sends back to a transaction that claimed it. */
 export const quoteClaimResultKind = 'quote_claim_result';
@@ -181,6 +186,7 @@ export function quoteBehavior(deps: QuoteActorDeps): ActorBehavior<QuoteRecord, 
       return {
         state: { quote: priced.quote, use: null },
         reply: { ok: true, quote: toJsonValue(quoteToJson(priced.quote)) },
+        readModels: [{ collection: quoteExpiryCollection, id: command.actorKey, doc: { partnerId: payload.partnerId, expiresAtMs: priced.quote.expiresAtMs } }],
       };
     },
   };

@@ -88,6 +88,30 @@ const envSchema = z.object({
   NOTIFY_MISMATCH_PER_MINUTE: z.coerce.number().positive().max(1_000_000).default(2),
   NOTIFY_MISMATCH_BURST: z.coerce.number().int().positive().max(1_000_000).default(10),
   /**
+   * POST /kyc submissions a day per user of a partner, and per partner (every attempt counts):
+   * 429 `rate_limited` with Retry-After beyond them (src/edge/kyc-quota.ts, docs/api.md).
+   */
+  /**
+   * Encryption at rest of KYC documents and personal fields (src/store/data-keys.ts): the master
+   * key (32 bytes, base64 or hex; required when SANDBOX=0), its id, and retired keys still read
+   * (`id:key,…`). docs/operations.md "The data key".
+   */
+  DATA_ENCRYPTION_KEY: z.string().max(200).optional(),
+  DATA_ENCRYPTION_KEY_ID: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, '1-64 of A-Z a-z 0-9 . _ -').optional(),
+  DATA_ENCRYPTION_RETIRED_KEYS: z.string().max(20_000).optional(),
+  /**
+   * Retention (src/service/retention.ts, docs/operations.md "Retention"): idempotency records are
+   * kept this many hours after their request started (a retry with the key after that is a new
+   * request); unclaimed quotes this long after their expiry; webhook events and deliveries this
+   * many days. The sweep runs with the shard role every RETENTION_SWEEP_INTERVAL_MS.
+   */
+  IDEMPOTENCY_TTL_HOURS: z.coerce.number().int().min(1).max(24 * 366).default(72),
+  QUOTE_RETENTION_GRACE_HOURS: z.coerce.number().int().min(1).max(24 * 366).default(24),
+  EVENT_RETENTION_DAYS: z.coerce.number().int().min(1).max(3_660).default(90),
+  RETENTION_SWEEP_INTERVAL_MS: z.coerce.number().int().min(1_000).max(24 * 3_600_000).default(60_000),
+  KYC_SUBMISSIONS_PER_USER_PER_DAY: z.coerce.number().int().min(1).max(1_000_000).default(10),
+  KYC_SUBMISSIONS_PER_PARTNER_PER_DAY: z.coerce.number().int().min(1).max(100_000_000).default(10_000),
+  /**
    * Graceful shutdown (SIGTERM): how long a role may take to finish its work in flight (the edge's
    * requests, a shard worker's batch, a payout or webhook attempt) before it stops anyway.
    */

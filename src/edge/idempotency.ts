@@ -14,7 +14,8 @@
 //   done      — the response is stored and replayed.
 // Outcomes stored: 2xx and non-retryable 4xx. A retryable rejection (`retryable: true`, e.g. the
 // rail is down) deletes the record: the same request may succeed later, and must then draw new ids.
-// Records are kept indefinitely (docs/api.md).
+// Records are removed IDEMPOTENCY_TTL_HOURS (72) after they started by the retention sweep
+// (src/service/retention.ts, docs/api.md).
 import { createHash } from 'node:crypto';
 import type { JsonObject, SnapshotStore } from '../store/store.ts';
 import { errorResponse } from './errors.ts';

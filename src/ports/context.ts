@@ -13,6 +13,7 @@ import type { FiatCurrency } from '../domain/assets.ts';
 import type { CorridorConfig } from '../domain/corridors.ts';
 import type { LimitsConfig } from '../domain/limits.ts';
 import type { Decimal } from '../domain/money.ts';
+import type { DataKeyring } from '../store/data-encryption.ts';
 import type { SnapshotStore } from '../store/store.ts';
 import type { AuthThrottle, KeyRing } from './access.ts';
 import type { PartnerDirectory } from './partners.ts';
@@ -32,7 +33,10 @@ export interface ServiceContext {
   readonly log: Logger;
   readonly bus: Bus;
   readonly leases: Leases;
+  /** Blobs are encrypted on their way in and out (src/store/encrypted-blobs.ts). */
   readonly store: SnapshotStore;
+  /** The data keys of encryption at rest; null in a role that holds no personal data (src/service/context.ts `dataKeyRoles`). */
+  readonly dataKeys: DataKeyring | null;
   readonly keyPrefix: string;
   readonly shardCount: number;
   readonly config: LiveConfig;

@@ -8,11 +8,14 @@ import { quoteBehavior, type QuoteActorDeps } from '../actors/quote-actor.ts';
 import { transactionBehavior } from '../actors/transaction-actor.ts';
 import type { LimitsConfig } from '../domain/limits.ts';
 import { openHoldsMaxDefault } from '../domain/onramp-inventory.ts';
+import type { DataKeyring } from '../store/data-encryption.ts';
 
 export interface BehaviorDeps extends QuoteActorDeps {
   limits(): LimitsConfig;
   /** Bound on open onramp inventory holds per network × asset (default `openHoldsMaxDefault`). */
   onrampOpenHoldsMax?(): number;
+  /** The keys the KYC record's personal fields are sealed under (src/store/data-keys.ts). */
+  readonly dataKeys: DataKeyring;
 }
 
 /** Every actor type of the service, each with its command map (decoded on arrival by the runtime). */
@@ -21,7 +24,7 @@ export function serviceBehaviors(deps: BehaviorDeps): AnyActorBehavior[] {
     quoteBehavior(deps),
     counterBehavior(deps),
     transactionBehavior(deps),
-    kycBehavior(),
+    kycBehavior(deps.dataKeys),
     depositBehavior(deps),
     inventoryBehavior({ openHoldsMax: () => deps.onrampOpenHoldsMax?.() ?? openHoldsMaxDefault }),
   ];

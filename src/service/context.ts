@@ -17,7 +17,7 @@ import { replyStreamKey } from '../bus/shards.ts';
 import { ActorClient } from '../actors/client.ts';
 import { runtimeReadModelIndexes } from '../actors/store-adapter.ts';
 import { loadCorridorsFile, loadDefaultCorridors } from '../config/corridors.ts';
-import type { EnvConfig } from '../config/env.ts';
+import type { EnvConfig, Role } from '../config/env.ts';
 import { defaultLimitsConfig } from '../config/limits.ts';
 import { loadPartnersFile } from '../config/partners.ts';
 import type { CorridorConfig } from '../domain/corridors.ts';
@@ -27,6 +27,11 @@ import { createAuthThrottle } from '../edge/auth-throttle.ts';
 import { LmdbStore } from '../store/lmdb-store.ts';
 import { MongoStore } from '../store/mongo-store.ts';
 import { defaultReadModelIndexes, type ReadModelIndex, type SnapshotStore } from '../store/store.ts';
+import { withEncryptedBlobs } from '../store/encrypted-blobs.ts';
+import { retentionReadModelIndexes } from './retention.ts';
+import { storageUsageReadModelIndexes } from './storage-usage.ts';
+import type { DataKeyring } from '../store/data-encryption.ts';
+import { dataKeyringFromEnv, sandboxDataKeyId } from '../store/data-keys.ts';
 import type { LiveConfig, ServiceContext } from '../ports/context.ts';
 import { demoPartnerId, PartnerDirectory, partnerFromConfig } from '../ports/partners.ts';
 import { webhookReadModelIndexes } from '../webhooks/records.ts';
@@ -34,7 +39,10 @@ import { onrampReadModelIndexes } from '../onramp/pix-inbox.ts';
 import { join } from 'node:path';
 
 /** Read-model indexes of every role (declared once, created at start). */
-export const serviceReadModelIndexes: ReadModelIndex[] = [...defaultReadModelIndexes, ...runtimeReadModelIndexes, ...webhookReadModelIndexes, ...onrampReadModelIndexes];
+export const serviceReadModelIndexes: ReadModelIndex[] = [
+  ...defaultReadModelIndexes, ...runtimeReadModelIndexes, ...webhookReadModelIndexes, ...onrampReadModelIndexes, ...retentionReadModelIndexes,
+  ...storageUsageReadModelIndexes,
+];
 
 function liveConfig(corridors: CorridorConfig, limits: LimitsConfig): LiveConfig {
   let rates = { ...corridors.rates };
@@ -61,21 +69,41 @@ export function outageLogTo(log: Logger): OutageLogFn {
   return (level, message, fields) => log[level](fields, message);
 }
 
+/**
+ * The roles that read or write personal data: the edge stores KYC documents, the shard workers run
+ * the KYC actor. Only they are given (and need) DATA_ENCRYPTION_KEY.
+ */
+export const dataKeyRoles: readonly Role[] = ['all', 'edge', 'shard'];
+
+/** The data keys of a role that holds personal data (a bug to ask in another role). */
+export function requireDataKeys(ctx: ServiceContext): DataKeyring {
+  if (ctx.dataKeys === null) throw new Error(`role ${ctx.env.ROLE} holds no data encryption key`);
+  return ctx.dataKeys;
+}
+
 export async function createContext(env: EnvConfig, overrides: ContextOverrides = {}): Promise<ServiceContext> {
   const processId = `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
   const log = overrides.log ?? pino({ level: env.LOG_LEVEL, base: { role: env.ROLE, processId } });
   const clock = overrides.clock ?? { nowMs: () => Date.now() };
+  // Before anything is opened: outside sandbox mode a role that holds personal data does not start
+  // without its key (the error says which variable and how to make one).
+  const dataKeys = dataKeyRoles.includes(env.ROLE) ? dataKeyringFromEnv(env) : null;
+  if (dataKeys?.current.id === sandboxDataKeyId) {
+    log.warn('DATA_ENCRYPTION_KEY is not set: personal data is encrypted under the public sandbox key (sandbox mode only)');
+  }
   // Connection outages of the Redis clients go to the log, one line when lost and one when back.
   const connectionLog: RedisConnectionLog = { log: outageLogTo(log) };
   const bus = overrides.bus ?? (env.REDIS_URL ? new RedisBus({ redis: env.REDIS_URL, connectionLog }) : new MemoryBus());
   const leases =
     overrides.leases ??
     (env.REDIS_URL ? new RedisLeases({ redis: env.REDIS_URL, keyPrefix: env.KEY_PREFIX, connectionLog }) : new MemoryLeases());
-  const store =
+  const store = withEncryptedBlobs(
     overrides.store ??
-    (env.MONGODB_URL
-      ? new MongoStore({ url: env.MONGODB_URL, dbName: env.MONGODB_DB, readModelIndexes: serviceReadModelIndexes })
-      : new LmdbStore({ dir: join(env.DATA_DIR, 'store'), readModelIndexes: serviceReadModelIndexes, plainMaps: env.STORE_PLAIN_MAPS }));
+      (env.MONGODB_URL
+        ? new MongoStore({ url: env.MONGODB_URL, dbName: env.MONGODB_DB, readModelIndexes: serviceReadModelIndexes })
+        : new LmdbStore({ dir: join(env.DATA_DIR, 'store'), readModelIndexes: serviceReadModelIndexes, plainMaps: env.STORE_PLAIN_MAPS })),
+    dataKeys,
+  );
   await store.init();
 
   const corridors = env.CORRIDORS_FILE ? loadCorridorsFile(env.CORRIDORS_FILE) : loadDefaultCorridors();
@@ -95,6 +123,7 @@ export async function createContext(env: EnvConfig, overrides: ContextOverrides 
     bus,
     leases,
     store,
+    dataKeys,
     keyPrefix: env.KEY_PREFIX,
     shardCount: env.SHARDS,
     config: liveConfig(corridors, defaultLimitsConfig),

@@ -17,6 +17,7 @@ import { createIdempotency } from '../edge/idempotency.ts';
 import { createNotifyBudget, defaultNotifyBudgetConfig, type NotifyBudgetConfig } from '../edge/notify-budget.ts';
 import { createRateLimiter, defaultRateLimitConfig, inProcessRateLimit, type PartnerRateLimit, type TokenBucketConfig } from '../edge/rate-limit.ts';
 import { createSharedRateLimit } from '../edge/shared-rate-limit.ts';
+import { createInProcessKycQuota, createSharedKycQuota, type KycQuota } from '../edge/kyc-quota.ts';
 import { RedisTokenBuckets } from '../bus/redis-token-buckets.ts';
 import { edgeActors, type EdgeActors, type EdgeDeps, type EdgeEnv } from '../edge/routes/common.ts';
 import { kycRoutes } from '../edge/routes/kyc.ts';
@@ -34,6 +35,7 @@ import { outageLogTo } from './context.ts';
 import { createClusterStats } from '../actors/cluster-stats.ts';
 import type { HealthCheck } from '../lifecycle/health.ts';
 import { renderFamilies } from '../lifecycle/metrics.ts';
+import { storageUsageMetrics } from './storage-usage.ts';
 import { startShardWatch, type ShardWatch } from './shard-watch.ts';
 
 export interface EdgeRoleOptions {
@@ -107,12 +109,33 @@ async function startEdgeWithWatch(
     },
   });
   const rateLimiter = partnerRateLimit(ctx, options.rateLimit ?? defaultRateLimitConfig);
+  const kycQuota = kycSubmissionQuota(ctx);
   try {
-    return await startEdgeApp(ctx, deps, options, shards, actors, rateLimiter);
+    return await startEdgeApp(ctx, deps, options, shards, actors, { rateLimiter, kycQuota });
   } catch (error) {
     await rateLimiter.close();
+    await kycQuota.close();
     throw error;
   }
+}
+
+/** The KYC submission quotas: shared through Redis with the Redis bus, this process's otherwise. */
+function kycSubmissionQuota(ctx: ServiceContext): KycQuota {
+  const config = { perUserPerDay: ctx.env.KYC_SUBMISSIONS_PER_USER_PER_DAY, perPartnerPerDay: ctx.env.KYC_SUBMISSIONS_PER_PARTNER_PER_DAY };
+  const redisUrl = ctx.env.REDIS_URL;
+  if (redisUrl === undefined) return createInProcessKycQuota(config, () => ctx.clock.nowMs());
+  const failures = new RateLimitedLog({
+    log: outageLogTo(ctx.log),
+    clock: systemClock,
+    level: 'warn',
+    message: 'the KYC submission quota did not answer; submissions are allowed meanwhile',
+    intervalMs: rateLimitFailureLogIntervalMs,
+  });
+  return createSharedKycQuota({
+    buckets: new RedisTokenBuckets({ redis: redisUrl, keyPrefix: ctx.keyPrefix, connectionLog: { log: outageLogTo(ctx.log) } }),
+    config,
+    onFailure: (error) => failures.note({ error: String(error) }),
+  });
 }
 
 /** Limiter batches that failed: one log line per this long at most (the Redis client logs the outage too). */
@@ -145,8 +168,9 @@ async function startEdgeApp(
   options: EdgeRoleOptions,
   shards: ShardWatch,
   actors: EdgeActors,
-  rateLimiter: PartnerRateLimit,
+  limits: { readonly rateLimiter: PartnerRateLimit; readonly kycQuota: KycQuota },
 ): Promise<EdgeRole> {
+  const { rateLimiter, kycQuota } = limits;
   const clientAddress = clientAddressOf(ctx.env.TRUSTED_PROXIES);
   const credentials = { keyRing: ctx.keyRing, authThrottle: ctx.authThrottle, clientAddress };
   const ops = opsGuard(credentials);
@@ -165,6 +189,7 @@ async function startEdgeApp(
     opsGuard: ops,
     publicGuard: publicGuard({ throttle: publicThrottle, clientAddress }),
     notifyBudget: createNotifyBudget(options.notifyBudget ?? defaultNotifyBudgetConfig, () => ctx.clock.nowMs()),
+    kycQuota,
     draining: () => draining(),
     shards,
   };
@@ -188,6 +213,7 @@ async function startEdgeApp(
           clock: ctx.clock,
         }),
         nowMs: () => ctx.clock.nowMs(),
+        stored: async () => renderFamilies(await storageUsageMetrics(ctx.store, ctx.clock.nowMs())),
         extra: () => renderFamilies([...authThrottleMetrics(ctx.authThrottle.stats()), ...publicThrottleMetrics(publicThrottle.stats())]),
       }),
     ],
@@ -214,6 +240,7 @@ async function startEdgeApp(
       if (left > 0) ctx.log.warn({ inFlightRequests: left }, 'edge stopped with requests still in flight');
       else ctx.log.info({ drainMs: Date.now() - startedAtMs }, 'edge drained');
       await rateLimiter.close();
+      await kycQuota.close();
       shards.stop();
     },
     health: () => [shards.check()],

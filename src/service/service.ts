@@ -4,8 +4,9 @@ import { randomUUID } from 'node:crypto';
 import type { EnvConfig, Role } from '../config/env.ts';
 import { serviceBehaviors } from './behaviors.ts';
 import type { ServiceContext } from '../ports/context.ts';
-import { createContext, type ContextOverrides } from './context.ts';
+import { createContext, requireDataKeys, type ContextOverrides } from './context.ts';
 import { startShardRole } from './shard-role.ts';
+import { retentionConfigOf, startRetentionLoop } from './retention.ts';
 import { applyPartnerOverrides, startPartnerRefresh } from '../ports/partner-overrides.ts';
 import { startAdminServer, type AdminCapabilities } from '../grpc/admin-server.ts';
 import { createRailServices, type RailServices } from './rail-services.ts';
@@ -127,6 +128,7 @@ export async function startService(env: EnvConfig, overrides: ContextOverrides =
           rates: () => ctx.config.rates(),
           limits: () => ctx.config.limits(),
           partnerFee: (partnerId) => ctx.partners.get(partnerId)?.fees,
+          dataKeys: requireDataKeys(ctx),
         }),
         workerId: `${ctx.processId}-${randomUUID().slice(0, 8)}`,
         keyPrefix: ctx.keyPrefix,
@@ -137,6 +139,19 @@ export async function startService(env: EnvConfig, overrides: ContextOverrides =
         log: (level, message, fields) => ctx.log[level](fields ?? {}, message),
       });
       roles.push({ name: 'shard', phase: 'shard', stop: () => shard.stop(), health: () => shard.worker.health(), metrics: () => shardMetrics(shard.runtime) });
+      // Retention sweeps (src/service/retention.ts) run with the shard role, in one process at a time.
+      const retention = startRetentionLoop({
+        store: ctx.store,
+        leases: ctx.leases,
+        owner: ctx.processId,
+        config: retentionConfigOf(env),
+        partnerIds: () => ctx.partners.all().map((partner) => partner.id),
+        clock: ctx.clock,
+        intervalMs: env.RETENTION_SWEEP_INTERVAL_MS,
+        onSweep: (report) => ctx.log.info({ ...report }, 'retention sweep removed expired records'),
+        onError: (error) => ctx.log.warn({ error: String(error) }, 'retention sweep failed; the next round tries again'),
+      });
+      roles.push({ name: 'shard', phase: 'intake', stop: () => retention.stop() });
     }
     if (runs(env, 'edge')) {
       // Acceptance needs a fresh liquidity reading: the cached view refreshes in the background.

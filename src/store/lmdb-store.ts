@@ -148,6 +148,22 @@ export class LmdbStore implements SnapshotStore {
     return record === undefined ? null : { reply: record.reply };
   }
 
+  async deleteActor(actorKey: string, expectedVersion: number): Promise<'ok' | 'version_conflict' | 'not_found'> {
+    assertIdentifier('actorKey', actorKey);
+    assertNonNegativeInteger('expectedVersion', expectedVersion);
+    return this.write((dbs) => {
+      const current = dbs.actors.get(actorKey);
+      if (current === undefined || current.version !== expectedVersion) return current === undefined ? 'not_found' : 'version_conflict';
+      for (const { key, value: commandId } of dbs.appliedOrder.getRange({ start: [actorKey], end: [actorKey, prefixEnd] })) {
+        dbs.applied.removeSync([actorKey, commandId]);
+        dbs.appliedOrder.removeSync(key);
+      }
+      for (const { key } of dbs.events.getRange({ start: [actorKey], end: [actorKey, prefixEnd] })) dbs.events.removeSync(key);
+      dbs.actors.removeSync(actorKey);
+      return 'ok';
+    });
+  }
+
   async loadEvents(actorKey: string, afterVersion: number, limit: number): Promise<StoredEvent[]> {
     assertIdentifier('actorKey', actorKey);
     assertNonNegativeInteger('afterVersion', afterVersion);

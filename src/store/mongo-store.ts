@@ -183,6 +183,20 @@ export class MongoStore implements SnapshotStore {
     return doc === null ? null : { reply: doc.reply };
   }
 
+  async deleteActor(actorKey: string, expectedVersion: number): Promise<'ok' | 'version_conflict' | 'not_found'> {
+    assertIdentifier('actorKey', actorKey);
+    assertNonNegativeInteger('expectedVersion', expectedVersion);
+    return this.inTransaction(async (session) => {
+      const current = await this.actors.findOne({ _id: actorKey }, { session });
+      if (current === null) return 'not_found';
+      if (current.version !== expectedVersion) return 'version_conflict';
+      await this.actors.deleteOne({ _id: actorKey, version: expectedVersion }, { session });
+      await this.applied.deleteMany({ actorKey }, { session });
+      await this.events.deleteMany({ actorKey }, { session });
+      return 'ok';
+    });
+  }
+
   async loadEvents(actorKey: string, afterVersion: number, limit: number): Promise<StoredEvent[]> {
     assertIdentifier('actorKey', actorKey);
     assertNonNegativeInteger('afterVersion', afterVersion);

@@ -193,6 +193,14 @@ export interface SnapshotStore {
   raiseFence(shard: number, token: number): Promise<FenceResult>;
   /** The stored reply of an applied command, while it is inside the retention window. */
   getAppliedReply(actorKey: string, commandId: string): Promise<AppliedReply | null>;
+  /**
+   * Retention: removes an actor's snapshot, its dedupe log and its events, only if the stored
+   * version is still `expectedVersion` (compare-and-set: an actor written since is left alone,
+   * 'version_conflict'; none stored: 'not_found'). A live owner's next write of that actor is then
+   * refused as a version conflict and the owner reloads it (absent). Outbox rows, read models and
+   * fences are not touched.
+   */
+  deleteActor(actorKey: string, expectedVersion: number): Promise<'ok' | 'version_conflict' | 'not_found'>;
   /** Events committed with versions > afterVersion, in (version, index) order. */
   loadEvents(actorKey: string, afterVersion: number, limit: number): Promise<StoredEvent[]>;
 

@@ -28,9 +28,11 @@ const duringAttackExtraBytesMax = 48 * mebibyte;
 /**
  * After the attack and a GC: the process's own resident memory (RssAnon) and heap near the
  * baseline. Total RSS also counts pages of the embedded store's memory-mapped file that the
- * uploads' parts touched (the kernel's to reclaim), hence its looser bound.
+ * uploads' parts touched (the kernel's to reclaim), hence its looser bound. Documents are
+ * encrypted on their way to the store (AES-GCM per segment): the cipher's and OpenSSL's arenas
+ * stay with the process, measured here at up to ~37 MiB; the attack this bounds grew it by 300 MiB.
  */
-const afterAttackRssAnonExtraBytesMax = 32 * mebibyte;
+const afterAttackRssAnonExtraBytesMax = 48 * mebibyte;
 const afterAttackRssExtraBytesMax = 64 * mebibyte;
 const afterAttackHeapExtraBytesMax = 16 * mebibyte;
 /** Bound on the bystander's rounds of calls while the attack lasts (each round is three calls). */
@@ -92,7 +94,8 @@ describe('fair shares at the edge: one partner\'s slow uploads starve no one', (
 
   before(async () => {
     // A short rate window keeps the test short; the default (5 s) behaves the same, later.
-    child = await startEdgeChild({ EDGE_BODY_RATE_WINDOW_MS: '1000' });
+    // The KYC quotas are raised: this attack is about memory and shares, not the daily submission quota.
+    child = await startEdgeChild({ EDGE_BODY_RATE_WINDOW_MS: '1000', KYC_SUBMISSIONS_PER_USER_PER_DAY: '1000', KYC_SUBMISSIONS_PER_PARTNER_PER_DAY: '100000' });
   });
 
   after(async () => {
@@ -150,9 +153,10 @@ describe('fair shares at the edge: one partner\'s slow uploads starve no one', (
     assert.match(refused?.received ?? '', /retry-after: 1\r\n[\s\S]*"reason":"Too many uploads in flight for this API key/);
     for (const upload of uploads) upload.socket.destroy();
 
-    // Nothing of the cut documents stays in the store.
-    // (Each small KYC document is one part.)
-    await eventually(async () => assert.deepEqual(await child.blobs(), { stagingEntries: 0, parts: blobsBefore.parts + kycSubmitted }), 30_000);
+    // Nothing of the cut documents stays in the store, and the bystander's user record holds one
+    // document however often it was submitted (each small KYC document is one part).
+    assert.ok(kycSubmitted > 0);
+    await eventually(async () => assert.deepEqual(await child.blobs(), { stagingEntries: 0, parts: blobsBefore.parts + 1 }), 30_000);
 
     const afterwards = await child.measure();
     assert.ok(

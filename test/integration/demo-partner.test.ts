@@ -4,7 +4,7 @@
 // otherwise win at every later start) does not bring it back.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -24,9 +24,14 @@ after(() => {
   rmSync(dataDir, { recursive: true, force: true });
 });
 
+const testDataKey = randomBytes(32).toString('base64');
+
 function env(extra: Record<string, string>): ReturnType<typeof readEnv> {
   return readEnv({
     ROLE: 'all',
+    // Outside sandbox mode personal data needs its key (a throwaway one here).
+    DATA_ENCRYPTION_KEY: testDataKey,
+    DATA_ENCRYPTION_KEY_ID: 'test-1',
     HOST: '127.0.0.1',
     PORT: '0',
     GRPC_PORT: '0',

@@ -33,6 +33,7 @@ import { eventually } from '../support/eventually.ts';
 import { startRedisCluster, type PrivateRedisCluster } from '../support/redis-cluster.ts';
 import { randomKeyPrefix } from '../support/redis-server.ts';
 import { acceptPayload } from '../support/accept-payload.ts';
+import { sandboxDataKeyring } from '../../src/store/data-keys.ts';
 import { teardown } from '../support/teardown.ts';
 
 /** Resolves with the value, or rejects if it takes longer than `ms`. */
@@ -421,6 +422,7 @@ describe('Redis Cluster', { timeout: 180_000 }, () => {
       await store.init();
       const corridors = loadDefaultCorridors();
       const behaviors = serviceBehaviors({
+        dataKeys: sandboxDataKeyring(),
         corridors: () => corridors,
         rates: () => corridors.rates,
         partnerFee: () => undefined,

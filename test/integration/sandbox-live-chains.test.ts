@@ -10,7 +10,7 @@
 //   the field, and a mainnet chain in sandbox mode is refused unless SANDBOX_WITH_MAINNET says so.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -233,7 +233,7 @@ describe('start-up with live chains', () => {
   });
 
   test('without sandbox mode a mainnet chain starts without the override', async () => {
-    const service = await startService(serviceEnv({ CHAINS_FILE: writeChainsFile('chains-production.json', 'mainnet'), SANDBOX: '0' }));
+    const service = await startService(serviceEnv({ CHAINS_FILE: writeChainsFile('chains-production.json', 'mainnet'), SANDBOX: '0', DATA_ENCRYPTION_KEY: randomBytes(32).toString('base64'), DATA_ENCRYPTION_KEY_ID: 'test-1' }));
     await service.stop();
   });
 });

@@ -205,6 +205,30 @@ function contract(adapter: Adapter): void {
       assert.equal(await store.commit(write('actor-1', 1)), 'ok'); // the right version still works
     }));
 
+    test('deleteActor (retention): compare-and-set on the version; the snapshot, dedupe log and events go, nothing else', () => withStore(adapter, {}, async (store) => {
+      assert.equal(await store.commit(write('quote/q1', 0, { commandIds: ['c1'], events: [{ type: 'created' }], topics: ['t'], readModels: [{ collection: 'quotes', id: 'q1', doc: { kept: true } }] })), 'ok');
+      assert.equal(await store.commit(write('quote/q1', 1, { commandIds: ['c2'] })), 'ok');
+      assert.equal(await store.commit(write('quote/q10', 0, { commandIds: ['c1'], events: [{ type: 'other' }] })), 'ok');
+      assert.equal(await store.deleteActor('quote/q1', 1), 'version_conflict', 'written since it was read');
+      assert.equal((await store.load('quote/q1'))?.version, 2);
+      assert.equal(await store.deleteActor('quote/q1', 2), 'ok');
+      assert.equal(await store.load('quote/q1'), null);
+      assert.equal(await store.getAppliedReply('quote/q1', 'c1'), null);
+      assert.equal(await store.getAppliedReply('quote/q1', 'c2'), null);
+      assert.deepEqual(await store.loadEvents('quote/q1', 0, 10), []);
+      assert.equal(await store.deleteActor('quote/q1', 2), 'not_found');
+      // Another actor (even one whose key starts with this one's) keeps everything.
+      assert.equal((await store.load('quote/q10'))?.version, 1);
+      assert.notEqual(await store.getAppliedReply('quote/q10', 'c1'), null);
+      assert.equal((await store.loadEvents('quote/q10', 0, 10)).length, 1);
+      // Outbox rows and read models written with it stay (they belong to their own retention).
+      assert.deepEqual((await allPending(store, 't')).map((row) => row.id), ['quote/q1:1:0']);
+      assert.deepEqual(await store.get('quotes', 'q1'), { kept: true });
+      // A live owner that still holds version 2 is refused and reloads; a new start at version 0 is allowed.
+      assert.equal(await store.commit(write('quote/q1', 2)), 'version_conflict');
+      assert.equal(await store.commit(write('quote/q1', 0)), 'ok');
+    }));
+
     test('fencing: below the highest token for the shard is refused, equal is allowed, higher raises', () => withStore(adapter, {}, async (store) => {
       assert.equal(await store.commit(write('a', 0, { shard: 3, token: 5 })), 'ok');
       assert.equal(await store.commit(write('a', 1, { shard: 3, token: 4, topics: ['t'], commandIds: ['late'] })), 'fenced');

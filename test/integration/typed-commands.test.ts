@@ -2,6 +2,7 @@
 // whose payload does not fit its actor type's command map, or whose kind is not in it, is logged,
 // acknowledged and dropped on arrival — answered `malformed_command` when someone waits — and never
 // reaches the actor; the next good command to the same actor is applied as usual.
+import { sandboxDataKeyring } from '../../src/store/data-keys.ts';
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -104,7 +105,7 @@ test('a kind the actor type does not take is malformed too', async () => {
 
 test('every actor type of the service declares its command map', () => {
   const corridors = loadDefaultCorridors();
-  const behaviors = serviceBehaviors({ corridors: () => corridors, rates: () => corridors.rates, partnerFee: () => undefined, limits: () => defaultLimitsConfig });
+  const behaviors = serviceBehaviors({ corridors: () => corridors, rates: () => corridors.rates, partnerFee: () => undefined, limits: () => defaultLimitsConfig, dataKeys: sandboxDataKeyring() });
   for (const behavior of behaviors) assert.ok(behavior.commands !== undefined, `${behavior.type} has no command map`);
   assert.ok(behaviors.find((behavior) => behavior.type === 'transaction')?.commands?.['timer'], 'the transaction takes its timer');
 });

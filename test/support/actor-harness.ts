@@ -25,6 +25,7 @@ import { defaultReadModelIndexes, type SnapshotStore } from '../../src/store/sto
 import { serviceBehaviors } from '../../src/service/behaviors.ts';
 import { startShardRole, type ShardRole } from '../../src/service/shard-role.ts';
 import { randomKeyPrefix, startRedis, type PrivateRedis } from './redis-server.ts';
+import { sandboxDataKeyring } from '../../src/store/data-keys.ts';
 
 export type BusKind = 'memory' | 'redis';
 
@@ -83,6 +84,7 @@ export async function startActorHarness(options: HarnessOptions): Promise<ActorH
   const corridors = options.quoteTtlMs === undefined ? loadDefaultCorridors() : { ...loadDefaultCorridors(), quoteTtlMs: options.quoteTtlMs };
   const limits = options.limits ?? defaultLimitsConfig;
   const behaviors = serviceBehaviors({
+    dataKeys: sandboxDataKeyring(),
     corridors: () => corridors,
     rates: () => corridors.rates,
     partnerFee: () => undefined,

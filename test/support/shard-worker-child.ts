@@ -12,6 +12,7 @@ import type { ActorBehavior } from '../../src/actors/envelope.ts';
 import { serviceBehaviors } from '../../src/service/behaviors.ts';
 import { loadDefaultCorridors } from '../../src/config/corridors.ts';
 import { defaultLimitsConfig } from '../../src/config/limits.ts';
+import { sandboxDataKeyring } from '../../src/store/data-keys.ts';
 
 async function main(): Promise<void> {
   const [redisUrl, keyPrefix, storeDir, shards, workerId] = process.argv.slice(2);
@@ -30,6 +31,7 @@ async function main(): Promise<void> {
     behaviors: [
       tallyBehavior() as unknown as ActorBehavior<unknown>,
       ...serviceBehaviors({
+        dataKeys: sandboxDataKeyring(),
         corridors: () => corridors,
         rates: () => corridors.rates,
         limits: () => defaultLimitsConfig,

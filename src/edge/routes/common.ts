@@ -19,6 +19,7 @@ import { errorResponse, rejectionResponse, unavailableResponse } from '../errors
 import { jsonResponse } from '../http-response.ts';
 import type { Guard, HttpResponse, RequestContext } from '../http-types.ts';
 import { canonicalJson, fingerprint, readIdempotencyKey, type Idempotency, type Ids } from '../idempotency.ts';
+import type { KycQuota } from '../kyc-quota.ts';
 import type { NotifyBudget } from '../notify-budget.ts';
 
 /** Default time the edge waits for an actor's reply before answering 503 (EDGE_ASK_TIMEOUT_MS; the command may still apply). */
@@ -83,6 +84,8 @@ export interface EdgeEnv {
   readonly publicGuard?: Guard;
   /** Per-partner budget of notifies that cannot fund their transaction (src/edge/notify-budget.ts). */
   readonly notifyBudget: NotifyBudget;
+  /** POST /kyc submissions a day per partner and per user (src/edge/kyc-quota.ts). */
+  readonly kycQuota: KycQuota;
   /** True once the edge drains for shutdown: /readyz answers 503 so load balancers stop routing here. */
   readonly draining?: () => boolean;
   /** Whether every shard has a live worker (src/service/shard-watch.ts), for /readyz. */

@@ -208,6 +208,8 @@ export interface MetricsRouteOptions {
   readonly nowMs?: () => number;
   /** More families in the text format, appended (authentication failures and throttling). */
   readonly extra?: () => string;
+  /** Families read at each scrape (the per-partner storage numbers: one stored document). */
+  readonly stored?: () => Promise<string>;
 }
 
 export function metricsRoutes(options: MetricsRouteOptions): Route[] {
@@ -223,7 +225,7 @@ export function metricsRoutes(options: MetricsRouteOptions): Route[] {
         return {
           status: 200,
           headers: { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' },
-          body: edge + cluster + (options.extra?.() ?? ''),
+          body: edge + cluster + (options.extra?.() ?? '') + ((await options.stored?.()) ?? ''),
         };
       },
     },
