@@ -67,7 +67,10 @@ async function worker(): Promise<void> {
 await Promise.all(Array.from({ length: Math.min(concurrency, files.length) }, () => worker()));
 
 // A process that left its file's group (setsid, `detached`) still carries the run's marker.
-const escaped = processesWithEnvironment(`PAYMENTS_TEST_RUN=${runId}`, process.pid);
+// One a file's own check already named and killed may not be reaped yet on a loaded machine: it is
+// not counted twice.
+const namedAlready = new Set(results.flatMap((result) => result.orphans.map((orphan) => orphan.pid)));
+const escaped = processesWithEnvironment(`PAYMENTS_TEST_RUN=${runId}`, process.pid).filter((found) => !namedAlready.has(found.pid));
 for (const orphan of escaped) signalProcess(orphan.pid, 'SIGKILL');
 rmSync(runDir, { recursive: true, force: true });
 

@@ -30,7 +30,7 @@ test('hangs, leftovers and skips are stopped, named and cleaned up, and fail the
   const pidsFile = join(dir, 'pids.json');
   const runner = spawn(process.execPath, ['--import', 'tsx', 'scripts/test.ts', ...fixtures], {
     cwd: repoRoot,
-    env: { ...process.env, TEST_FILE_TIMEOUT_MS: '4000', TEST_CONCURRENCY: '4', RUNNER_FIXTURE_PIDS: pidsFile },
+    env: { ...process.env, TEST_FILE_TIMEOUT_MS: '20000', TEST_CONCURRENCY: '4', RUNNER_FIXTURE_PIDS: pidsFile },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   t.after(() => {
