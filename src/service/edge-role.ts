@@ -124,18 +124,22 @@ function kycSubmissionQuota(ctx: ServiceContext): KycQuota {
   const config = { perUserPerDay: ctx.env.KYC_SUBMISSIONS_PER_USER_PER_DAY, perPartnerPerDay: ctx.env.KYC_SUBMISSIONS_PER_PARTNER_PER_DAY };
   const redisUrl = ctx.env.REDIS_URL;
   if (redisUrl === undefined) return createInProcessKycQuota(config, () => ctx.clock.nowMs());
+  return createSharedKycQuota({ ...sharedBuckets(ctx, redisUrl, 'the KYC submission quota did not answer; submissions are allowed meanwhile'), config });
+}
+
+/** Token buckets in Redis for every edge, and where their failures go: one log line per interval at most. */
+function sharedBuckets(ctx: ServiceContext, redisUrl: string, failureMessage: string): { buckets: RedisTokenBuckets; onFailure: (error: unknown) => void } {
   const failures = new RateLimitedLog({
     log: outageLogTo(ctx.log),
     clock: systemClock,
     level: 'warn',
-    message: 'the KYC submission quota did not answer; submissions are allowed meanwhile',
+    message: failureMessage,
     intervalMs: rateLimitFailureLogIntervalMs,
   });
-  return createSharedKycQuota({
+  return {
     buckets: new RedisTokenBuckets({ redis: redisUrl, keyPrefix: ctx.keyPrefix, connectionLog: { log: outageLogTo(ctx.log) } }),
-    config,
     onFailure: (error) => failures.note({ error: String(error) }),
-  });
+  };
 }
 
 /** Limiter batches that failed: one log line per this long at most (the Redis client logs the outage too). */
@@ -148,18 +152,7 @@ const rateLimitFailureLogIntervalMs = 60_000;
 function partnerRateLimit(ctx: ServiceContext, config: TokenBucketConfig): PartnerRateLimit {
   const redisUrl = ctx.env.REDIS_URL;
   if (redisUrl === undefined) return inProcessRateLimit(createRateLimiter({ config }));
-  const failures = new RateLimitedLog({
-    log: outageLogTo(ctx.log),
-    clock: systemClock,
-    level: 'warn',
-    message: 'the shared rate limit did not answer; this edge uses its own buckets for a while',
-    intervalMs: rateLimitFailureLogIntervalMs,
-  });
-  return createSharedRateLimit({
-    buckets: new RedisTokenBuckets({ redis: redisUrl, keyPrefix: ctx.keyPrefix, connectionLog: { log: outageLogTo(ctx.log) } }),
-    config,
-    onFailure: (error) => failures.note({ error: String(error) }),
-  });
+  return createSharedRateLimit({ ...sharedBuckets(ctx, redisUrl, 'the shared rate limit did not answer; this edge uses its own buckets for a while'), config });
 }
 
 async function startEdgeApp(
