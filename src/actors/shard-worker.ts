@@ -10,10 +10,9 @@ import type { Leases } from '../bus/leases.ts';
 import { commandStreamKey, shardLeaseName, shardOfCommandStream } from '../bus/shards.ts';
 import { RetryLog } from '../bus/outage-log.ts';
 import type { OutboxRowWrite } from './actor-store.ts';
-import { outboxBatchMax } from '../store/store.ts';
-import { decodeEnvelope, envelopeFromJson } from './codec.ts';
-import type { CommandEnvelope, LogLevel } from './envelope.ts';
-import { outboxTopicCommands, type ActorRuntime } from './runtime.ts';
+import type { LogLevel } from './envelope.ts';
+import type { ActorRuntime } from './runtime.ts';
+import { CommandRelay } from './command-relay.ts';
 import { LoopHealth, loopCheck, type HealthCheck } from '../lifecycle/health.ts';
 
 export interface WorkerStore {
@@ -48,6 +47,8 @@ export interface ShardWorkerOptions {
   readonly group: string;
   readonly leaseTtlMs?: number;
   readonly leaseRenewEveryMs?: number;
+  /** How often `Leases.changes` is read between rounds (default 200 ms: five cheap reads a second). */
+  readonly leaseChangesPollMs?: number;
   readonly readBlockMs?: number;
   /** Actors unused this long leave memory (default 10 minutes). */
   readonly actorIdleMs?: number;
@@ -103,6 +104,8 @@ export class ShardWorker {
   private leaseLoop: Promise<void> | null = null;
   private consumeLoop: Promise<void> | null = null;
   private readAbort = new AbortController();
+  /** The consume loop's read of new entries, while it is in progress. */
+  private currentRead: Promise<BusEntry[]> | null = null;
   private memberToken: number | null = null;
   private readonly leaseTtlMs: number;
   /** The lease loop's rounds: renewals, rebalancing, relays and sweeps (the health listener's check). */
@@ -115,6 +118,9 @@ export class ShardWorker {
   /** The consume loop's failed reads, logged with a back-off (src/bus/outage-log.ts). */
   private readonly readFailures: RetryLog;
   private readonly renewEveryMs: number;
+  private readonly changesPollMs: number;
+  /** `Leases.changes` as last read; a different value starts a round early. */
+  private lastLeaseChanges: number | null = null;
   private readonly readBlockMs: number;
   private readonly wakers = new Set<() => void>();
   /** Batches being applied; each settles (never rejects) once its outcome is known. */
@@ -123,13 +129,13 @@ export class ShardWorker {
   /** Shards acquired since their last recovery: their in-memory actors (if any) are from before. */
   private readonly acquiredSinceRecovery = new Set<number>();
   private pauseBeforeNextRead = false;
-  /** Command rows relayed and not yet marked done (see markRelayedDone). */
-  private readonly relayedRowIds: string[] = [];
-  private markingDone: Promise<void> | null = null;
+  private readonly relay: CommandRelay;
 
   constructor(private readonly options: ShardWorkerOptions) {
     this.leaseTtlMs = options.leaseTtlMs ?? 10_000;
+    this.relay = new CommandRelay({ store: options.store, runtime: options.runtime, log: (level, message, fields) => this.log(level, message, fields) });
     this.renewEveryMs = options.leaseRenewEveryMs ?? Math.floor(this.leaseTtlMs / 3);
+    this.changesPollMs = Math.min(options.leaseChangesPollMs ?? 200, this.renewEveryMs);
     this.leaseRounds = new LoopHealth(this.renewEveryMs);
     this.readBlockMs = options.readBlockMs ?? 1_000;
     this.readRounds = new LoopHealth(this.readBlockMs);
@@ -174,7 +180,7 @@ export class ShardWorker {
   async start(): Promise<void> {
     this.running = true;
     await this.rebalance();
-    await this.relayPendingCommands();
+    await this.relay.relayPending();
     this.leaseLoop = this.runLeaseLoop();
     this.consumeLoop = this.runConsumeLoop();
   }
@@ -191,7 +197,7 @@ export class ShardWorker {
     await this.settled();
     await this.leaseLoop;
     // Not required (the sweep would relay unmarked rows again), but it saves the next owner that.
-    await this.markingDone?.catch(() => undefined);
+    await this.relay.settled();
     for (const timer of this.timers.values()) clearTimeout(timer.handle);
     this.timers.clear();
     this.timerRefusals.clear();
@@ -251,59 +257,44 @@ export class ShardWorker {
   }
 
   /** Relays commands that actors sent to each other, then marks their outbox rows done. */
-  async relayCommands(rows: readonly OutboxRowWrite[]): Promise<void> {
-    const commandRows = rows.filter((row) => row.topic === outboxTopicCommands);
-    if (commandRows.length === 0) return;
-    const envelopes: CommandEnvelope[] = [];
-    for (const row of commandRows) {
-      const envelope = envelopeFromJson(row.payload);
-      // Written by the runtime itself, so only a corrupt row gets here: it can never be delivered.
-      if (envelope === null) this.log('error', 'an outbox command row is not a command envelope; dropped', { rowId: row.id });
-      else envelopes.push(envelope);
-    }
-    await Promise.all(envelopes.map((envelope) => this.options.runtime.send(envelope)));
-    for (const row of commandRows) this.relayedRowIds.push(row.id);
-    await this.markRelayedDone();
-  }
-
-  /**
-   * Marks relayed command rows done, many relays per store write: while one write is in flight,
-   * the rows relayed meanwhile wait for the next (each write costs a sync; under load every batch
-   * relays some). A row not yet marked when the worker dies is relayed again by the outbox sweep,
-   * which is harmless: receivers dedupe by commandId.
-   */
-  private markRelayedDone(): Promise<void> {
-    if (this.markingDone === null) {
-      const run = this.drainRelayedRows();
-      this.markingDone = run;
-      // Cleared once settled (a failure reaches the callers through `run` itself). Rows relayed
-      // after the drain's last look start the next drain; if that one fails, they stay in the
-      // outbox and the sweep relays them again.
-      run.finally(() => {
-        if (this.markingDone === run) this.markingDone = null;
-        if (this.relayedRowIds.length > 0) this.markRelayedDone().catch(() => undefined);
-      }).catch(() => undefined);
-    }
-    return this.markingDone;
-  }
-
-  private async drainRelayedRows(): Promise<void> {
-    while (this.relayedRowIds.length > 0) {
-      await this.options.store.markOutboxDone(this.relayedRowIds.splice(0, outboxBatchMax));
-    }
+  relayCommands(rows: readonly OutboxRowWrite[]): Promise<void> {
+    return this.relay.relay(rows);
   }
 
   private memberLeaseName(): string {
     return `${memberLeasePrefix}${this.options.workerId}`;
   }
 
+  /**
+   * Waits for the next lease round: a whole renewal period, or less when a lease was taken or given
+   * up meanwhile (`Leases.changes`, read every `changesPollMs`). A joining worker, one leaving
+   * gracefully, and shards given back above a fair share are then acted on within a poll, not a
+   * round: a shard passes from its old owner to its new one in a fraction of a second instead of
+   * waiting up to a third of the lease TTL unowned (test/integration/scaling.test.ts).
+   */
+  private async untilNextRound(): Promise<void> {
+    const deadlineMs = Date.now() + this.renewEveryMs;
+    for (;;) {
+      const leftMs = deadlineMs - Date.now();
+      if (leftMs <= 0 || !this.running) return;
+      await this.sleep(Math.min(leftMs, this.changesPollMs));
+      if (!this.running) return;
+      // An unreadable counter only means the full round: the round itself reports the outage.
+      const changes = await this.options.leases.changes().catch(() => null);
+      if (changes === null) continue;
+      const changed = this.lastLeaseChanges !== null && changes !== this.lastLeaseChanges;
+      this.lastLeaseChanges = changes;
+      if (changed) return;
+    }
+  }
+
   private async runLeaseLoop(): Promise<void> {
     while (this.running) {
-      await this.sleep(this.renewEveryMs);
+      await this.untilNextRound();
       if (!this.running) break;
       try {
         await this.rebalance();
-        await this.relayPendingCommands();
+        await this.relay.relayPending();
         await this.sweepStuckPending();
         this.options.runtime.passivateIdle(this.options.actorIdleMs ?? 600_000);
         const memory = process.memoryUsage();
@@ -335,9 +326,10 @@ export class ShardWorker {
     const members = Math.max(1, (await leases.listAll(memberLeasePrefix)).length);
     const fairShare = Math.ceil(this.options.shardCount / members);
     if (this.owned.size > fairShare) {
-      for (const shard of this.ownedShards().slice(fairShare)) {
-        const token = this.owned.get(shard);
-        this.loseShard(shard);
+      const extras = this.ownedShards().slice(fairShare).map((shard) => [shard, this.owned.get(shard)] as const);
+      for (const [shard] of extras) this.loseShard(shard);
+      await this.readsEnded();
+      for (const [shard, token] of extras) {
         if (token !== undefined) await leases.release(shardLeaseName(shard), workerId, token);
       }
       return;
@@ -545,23 +537,28 @@ export class ShardWorker {
       if (!this.running) return [];
       this.readAbort = new AbortController();
     }
-    return bus.read(group, workerId, streams, {
+    const read = bus.read(group, workerId, streams, {
       count: this.options.runtime.batchSize,
       blockMs: this.readBlockMs,
       signal: this.readAbort.signal,
     });
+    this.currentRead = read;
+    try {
+      return await read;
+    } finally {
+      if (this.currentRead === read) this.currentRead = null;
+    }
   }
 
-  private async relayPendingCommands(): Promise<void> {
-    // Re-sending a row another worker is relaying right now is harmless: receivers dedupe by
-    // commandId. Malformed rows cannot be relayed; they are marked done so they do not block.
-    const rows = await this.options.store.pendingCommandRows(1_000);
-    const malformed = rows.filter((row) => decodeEnvelope(JSON.stringify(row.payload)) === null);
-    if (malformed.length > 0) {
-      this.log('error', 'dropping malformed command rows from the outbox', { count: malformed.length });
-      await this.options.store.markOutboxDone(malformed.map((row) => row.id));
-    }
-    await this.relayCommands(rows.filter((row) => !malformed.includes(row)));
+  /**
+   * Ends the read in progress (it may cover shards just given up) and waits until it has returned.
+   * An entry the server handed to that read is then pending on this consumer before the lease is
+   * released, so the next owner's recovery claims it at once; released earlier, the entry reached
+   * us after the next owner had looked, and waited for the stuck-entry sweep (seconds).
+   */
+  private async readsEnded(): Promise<void> {
+    this.readAbort.abort();
+    await this.currentRead?.catch(() => undefined);
   }
 
   private wakeAll(): void {

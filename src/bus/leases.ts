@@ -8,6 +8,8 @@
 //   expired and was taken over, the old holder's renew fails and it must stop working on the shard.
 // - Writes made on behalf of a lease should carry its token, so the store can refuse a write from
 //   an owner whose token is lower than one it has already seen (fencing).
+// - `changes` moves on every acquire and release, so waiting owners can react without polling
+//   every lease.
 // - A lease store that cannot be reached fails a call with BusError `unavailable` (bus.ts).
 // Redis adapter: redis-leases.ts (expiry by the Redis server's clock); in-process: memory-leases.ts.
 
@@ -36,6 +38,12 @@ export interface Leases {
   owner(name: string): Promise<LeaseHolder | null>;
   /** Current holders of leases whose names start with `prefix`, sorted by name (at most `leasesListMax`). */
   listAll(prefix: string): Promise<LeaseHolder[]>;
+  /**
+   * A number that moves whenever a lease is acquired or released (not on renew, not on expiry):
+   * one cheap read lets shard workers notice a join, a graceful leave or a shard given back at
+   * once, instead of at their next lease round (docs/operations.md, "Hand-over").
+   */
+  changes(): Promise<number>;
   close(): Promise<void>;
 }
 

@@ -27,6 +27,7 @@ export class MemoryLeases implements Leases {
   private readonly held = new Map<string, Held>();
   /** Last token issued per name; kept after expiry and release so tokens are never reused. */
   private readonly lastTokens = new Map<string, number>();
+  private changeCount = 0;
 
   constructor(options: MemoryLeasesOptions = {}) {
     this.clock = options.clock ?? systemClock;
@@ -42,6 +43,7 @@ export class MemoryLeases implements Leases {
       const token = (this.lastTokens.get(name) ?? 0) + 1;
       this.lastTokens.set(name, token);
       this.held.set(name, { owner, token, expiresAtMs: this.clock.nowMs() + ttlMs });
+      this.changeCount += 1;
       return { name, owner, token, ttlMs };
     });
   }
@@ -60,6 +62,7 @@ export class MemoryLeases implements Leases {
     return settle(() => {
       if (this.matching(name, owner, token) === null) return false;
       this.held.delete(name);
+      this.changeCount += 1;
       return true;
     });
   }
@@ -82,6 +85,10 @@ export class MemoryLeases implements Leases {
       }
       return holders;
     });
+  }
+
+  changes(): Promise<number> {
+    return Promise.resolve(this.changeCount);
   }
 
   close(): Promise<void> {

@@ -102,6 +102,15 @@ export class RedisLeases implements Leases {
     return `${this.keyPrefix}lease-kinds`;
   }
 
+  private changesKey(): string {
+    return `${this.keyPrefix}lease-changes`;
+  }
+
+  /** After an acquire or a release: moves `changes`. Like the index, a failure only delays a reaction. */
+  private async changed(): Promise<void> {
+    await this.client.incr(this.changesKey()).catch(() => undefined);
+  }
+
   /**
    * Lists `name` in its index. A failure is not the lease's failure (the lease is held): it is
    * logged nowhere and healed at the next renew; only the listing misses the name meanwhile.
@@ -121,7 +130,7 @@ export class RedisLeases implements Leases {
     const reply = await acquireScript.run(this.client, [this.leaseKey(name), this.tokenKey(name)], [owner, ttlMs]).catch(throwBusError);
     if (!Array.isArray(reply)) throw new Error(`unexpected acquire reply: ${JSON.stringify(reply)}`);
     if (toInteger(reply[0]) !== 1) return null;
-    await this.index(name, true);
+    await Promise.all([this.index(name, true), this.changed()]);
     return { name, owner, token: toInteger(reply[1]), ttlMs };
   }
 
@@ -141,7 +150,9 @@ export class RedisLeases implements Leases {
     assertLeaseOwner(owner);
     assertLeaseToken(token);
     const code = await releaseScript.run(this.client, [this.leaseKey(name)], [owner, String(token)]).catch(throwBusError);
-    return leaseOutcome(toLeaseCode(code));
+    const released = leaseOutcome(toLeaseCode(code));
+    if (released) await this.changed();
+    return released;
   }
 
   async owner(name: string): Promise<LeaseHolder | null> {
@@ -172,6 +183,11 @@ export class RedisLeases implements Leases {
     const gone = sorted.filter((_, index) => holders[index] === null);
     await Promise.all(gone.map(async (name) => this.client.srem(this.indexKey(kindOf(name)), name))).catch(throwBusError);
     return holders.filter((holder): holder is LeaseHolder => holder !== null);
+  }
+
+  async changes(): Promise<number> {
+    const value = await this.client.get(this.changesKey()).catch(throwBusError);
+    return value === null ? 0 : toInteger(value);
   }
 
   async close(): Promise<void> {

@@ -157,6 +157,21 @@ for (const adapter of adapters) {
         assert.equal((await leases.listAll('')).length, 4);
       }));
 
+    test('changes moves on every acquire and release, not on a renew nor on a refused call', () =>
+      withHarness(adapter, async ({ leases }) => {
+        const start = await leases.changes();
+        const grant = await leases.acquire(shardLeaseName(20), 'worker-a', 10_000);
+        assert.ok(grant !== null);
+        const afterAcquire = await leases.changes();
+        assert.ok(afterAcquire > start, 'an acquire is a change');
+        assert.equal(await leases.renew(grant.name, 'worker-a', grant.token, 10_000), true);
+        assert.equal(await leases.acquire(grant.name, 'worker-b', 10_000), null);
+        assert.equal(await leases.release(grant.name, 'worker-b', grant.token), false);
+        assert.equal(await leases.changes(), afterAcquire, 'a renew and refused calls change nothing');
+        assert.equal(await leases.release(grant.name, 'worker-a', grant.token), true);
+        assert.ok((await leases.changes()) > afterAcquire, 'a release is a change');
+      }));
+
     test('invalid names, owners, tokens and TTLs are refused', () =>
       withHarness(adapter, async ({ leases }) => {
         await assert.rejects(leases.acquire('shard:{1}', 'a', 1_000), RangeError);

@@ -79,6 +79,8 @@ test('workers 1 → 3 → 2 under load: one owner per shard throughout, every co
     `rebalance: scale-out ${scaleOutMs} ms, graceful stop ${gracefulMs} ms, kill ${killMs} ms; ` +
       `requests that saw an error (timeout, then retried OK) by phase: ${JSON.stringify(Object.fromEntries(errorsByPhase))}`,
   );
+  const times = fleet.requestTimes.map((request) => request.ms).sort((a, b) => a - b);
+  console.log(`request latency over the whole run: p99 ${times[Math.floor(times.length * 0.99)] ?? 0} ms, slowest ${times.at(-1) ?? 0} ms`);
   assert.equal(errorsByPhase.get('graceful stop (SIGTERM)'), 0, 'no request saw an error during the graceful stop');
   assert.equal(await fleet.assertExactlyOnce(), 3_000);
   void first;

@@ -64,6 +64,7 @@ function countingRenewals(inner: Leases): { leases: Leases; renewals: () => numb
     release: (...args) => inner.release(...args),
     owner: (name) => inner.owner(name),
     listAll: (prefix) => inner.listAll(prefix),
+    changes: () => inner.changes(),
     close: () => inner.close(),
   };
   return { leases, renewals: () => renewals };
@@ -122,6 +123,7 @@ test('a holder cut off from the lease store stops its watchers after a whole TTL
     release: (...args) => (reachable ? inner.release(...args) : Promise.reject(new Error('ECONNREFUSED'))),
     owner: (name) => inner.owner(name),
     listAll: (prefix) => inner.listAll(prefix),
+    changes: () => inner.changes(),
     close: () => inner.close(),
   };
   const holder = watcherProcess(flaky, 'p1');

@@ -42,7 +42,8 @@ async function main(): Promise<void> {
     keyPrefix,
     shardCount: Number(shards),
     clock: { nowMs: () => Date.now() },
-    leaseTtlMs: 1_500,
+    // LEASE_TTL_MS: the scaling test runs the production default's proportions (rounds of 3 s).
+    leaseTtlMs: Number(process.env.LEASE_TTL_MS ?? 1_500),
     // CRASH_AFTER_COMMITS=N: die by SIGKILL right after the N-th durable write, before its reply
     // and acknowledgement, so the next owner must recognise the already-applied commands.
     ...(crashAfterCommits > 0

@@ -25,6 +25,8 @@ export interface WorkerFleet {
   readonly shardCount: number;
   /** Requests that timed out at least once before succeeding (a client-visible error, retried). */
   timeouts: number;
+  /** Every tally sent so far: when it was sent and how long it took to be acknowledged (retries included). */
+  readonly requestTimes: Array<{ readonly sentAtMs: number; readonly ms: number }>;
   startWorker(workerId: string, env?: Record<string, string>): Promise<ChildProcess>;
   kill(child: ChildProcess): Promise<void>;
   /** SIGTERM: the worker finishes its batch and releases its leases. */
@@ -56,6 +58,7 @@ export async function startWorkerFleet(shardCount: number): Promise<WorkerFleet>
     storeDir,
     shardCount,
     timeouts: 0,
+    requestTimes: [],
     async startWorker(workerId, env = {}) {
       const child = spawn(
         process.execPath,
@@ -103,10 +106,12 @@ export async function startWorkerFleet(shardCount: number): Promise<WorkerFleet>
       log.push(commandId);
       sent.set(actorKey, log);
       let timedOut = false;
+      const sentAtMs = Date.now();
       for (let attempt = 0; attempt < 20; attempt += 1) {
         try {
           await client.ask(tallyActorType, actorKey, 'add', null, { commandId, timeoutMs: 3_000 });
           if (timedOut) fleet.timeouts += 1;
+          fleet.requestTimes.push({ sentAtMs, ms: Date.now() - sentAtMs });
           return;
         } catch (error) {
           if (!(error instanceof RequestTimeoutError)) throw error;
