@@ -216,6 +216,40 @@ return {granted, retryAfterMs}
 `, 1);
 
 /** Every script of ours: each client gets all of them when it is made (see the header). */
+// ---------------------------------------------------------------------------------------------
+// The deployment registry (redis-deployment.ts): single key.
+
+/**
+ * registerStoreHost: a process with its own embedded store registers its host, unless a live
+ * process of the deployment on another host did (two hosts would each write their own store).
+ *   KEYS[1]  the deployment's hash of hosts using an embedded store: host -> expiresAtMs
+ *   ARGV[1]  this process's host name
+ *   ARGV[2]  nowMs
+ *   ARGV[3]  expiresAtMs of this registration (by the callers' clocks, which decide liveness)
+ *   ARGV[4]  how long Redis keeps the hash without any registration (ms; only to clean up)
+ * Returns: false when registered (expired entries of other hosts are removed on the way), or the
+ * name of another host with a live registration (nothing written).
+ */
+export const registerStoreHostScript = new RedisScript(
+  'paymentsRegisterStoreHost',
+  `
+local entries = redis.call('HGETALL', KEYS[1])
+local now = tonumber(ARGV[2])
+for i = 1, #entries, 2 do
+  local host = entries[i]
+  if tonumber(entries[i + 1]) <= now then
+    redis.call('HDEL', KEYS[1], host)
+  elseif host ~= ARGV[1] then
+    return host
+  end
+end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+return false
+`,
+  1,
+);
+
 export const allScripts: readonly RedisScript[] = [
   readPendingScript,
   claimStaleScript,
@@ -224,4 +258,5 @@ export const allScripts: readonly RedisScript[] = [
   releaseScript,
   inspectScript,
   takeScript,
+  registerStoreHostScript,
 ];

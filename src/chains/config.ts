@@ -177,7 +177,7 @@ export function normalizeOnChainId(network: Network, text: string): string {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The file's schema (DESIGN.md, "Chains file")
+// The file's schema (docs/money-movement.md explains each field)
 
 const httpUrl = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).max(2_048);
 /** A Stellar secret seed is S + 55 base32 characters; it must never be mistaken for a variable name. */

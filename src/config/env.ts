@@ -35,6 +35,8 @@ const envSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65_535).default(8080),
   HOST: z.string().min(1).default('127.0.0.1'),
   ROLE: z.enum(roles).default('all'),
+  /** The host name this process reports to its deployment (default: the OS's); see src/service/deployment-membership.ts. */
+  SERVICE_HOSTNAME: z.string().min(1).max(255).optional(),
   DEMO_API_KEY: strongKey('DEMO_API_KEY').optional(),
   OPS_API_KEY: strongKey('OPS_API_KEY').optional(),
   REDIS_URL: z.string().regex(/^rediss?(\+cluster)?:\/\//, 'must be a redis://, rediss://, redis+cluster:// or rediss+cluster:// URL').optional(),

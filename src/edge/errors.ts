@@ -6,7 +6,7 @@
 //   HTTP; `domainErrorStatuses` gives each its status here.
 // A test ties this to docs/api.md's error table (test/unit/error-catalogue.test.ts): every code is
 // documented with its status, and the doc names no other.
-// The body is always `{ code, reason, retryable }` (DESIGN.md, "Error body of non-quote endpoints").
+// The body is always `{ code, reason, retryable }` (docs/api.md lists every code).
 // Reasons are for humans and never carry provider errors, stack traces, keys or personal data;
 // callers may pass a more specific, equally safe reason.
 //

@@ -33,6 +33,7 @@ import type { Reconciler } from '../ports/ports.ts';
 import { persistPartner } from '../ports/partner-overrides.ts';
 import { serviceOutboxTopics } from '../actors/cluster-stats.ts';
 import type { OutboxRowAction } from '../store/store.ts';
+import { bulkRedeliverMax, redeliverFailed } from './admin-redeliver.ts';
 import { listParked, parkedListDefault, parkedListMax, parkedRowReply, resolveNoteCharsMax } from './admin-parked.ts';
 import { outboxTopicPayouts, outboxTopicRefundsPix } from '../actors/transaction-actor.ts';
 import { listenGrpc, loadProto, lookup } from './proto.ts';
@@ -46,8 +47,11 @@ const fiatOutcomeTopics: ReadonlySet<string> = new Set([outboxTopicPayouts, outb
 // this module depends on their shapes, not on their modules.
 type DestinationResult<T> = ({ readonly ok: true } & T) | { readonly ok: false; readonly reason: string };
 interface DestinationView {
+  readonly source: string;
   readonly url: string | null;
-  readonly draft: { readonly url: string } | null;
+  readonly secretConfigured: boolean;
+  readonly draft: { readonly url: string; readonly test: { readonly ok: boolean; readonly httpStatus: number | null } | null } | null;
+  readonly pendingSecret: unknown;
 }
 interface DeliveryRow {
   readonly eventId: string;
@@ -60,10 +64,11 @@ interface DeliveryRow {
   readonly attempts: ReadonlyArray<{ readonly atMs: number; readonly httpStatus: number | null }>;
 }
 export interface DeliveryLog {
-  list(partnerId: string, query: { readonly status?: never; readonly limit: number }): Promise<{ deliveries: DeliveryRow[] }>;
+  list(partnerId: string, query: { readonly status?: 'pending' | 'delivered' | 'failed'; readonly limit: number; readonly offset?: number }): Promise<{ deliveries: DeliveryRow[] }>;
   redeliver(partnerId: string, eventId: string, nowMs: number): Promise<{ readonly ok: true } | { readonly ok: false; readonly reason: string }>;
 }
 export interface DestinationsApi {
+  get(partnerId: string): Promise<DestinationResult<{ destination: DestinationView }>>;
   /** Returns the draft's test secret once: its test deliveries carry it, never a live secret. */
   stageDraft(partnerId: string, url: string): Promise<DestinationResult<{ destination: DestinationView; testSecret: string }>>;
   testDraft(partnerId: string): Promise<DestinationResult<{ destination: DestinationView }>>;
@@ -238,10 +243,8 @@ export function adminHandlers(ctx: ServiceContext, capabilities: AdminCapabiliti
       const partner = partnerOf(request);
       const state = field(request, 'state');
       const limit = Math.min(Math.max(Number(request.limit ?? 50) || 50, 1), 500);
-      const page = await webhooks().deliveries.list(partner.id, {
-        limit,
-        ...(state !== '' ? { status: state as never } : {}),
-      });
+      if (state !== '' && state !== 'pending' && state !== 'delivered' && state !== 'failed') throw new AdminError(grpcStatus.INVALID_ARGUMENT, 'state must be pending, delivered or failed');
+      const page = await webhooks().deliveries.list(partner.id, { limit, ...(state !== '' ? { status: state } : {}) });
       return {
         deliveries: page.deliveries.map((delivery) => {
           const last = delivery.attempts[delivery.attempts.length - 1];
@@ -263,6 +266,33 @@ export function adminHandlers(ctx: ServiceContext, capabilities: AdminCapabiliti
       const partner = partnerOf(request);
       const result = await webhooks().deliveries.redeliver(partner.id, required(request, 'event_id'), ctx.clock.nowMs());
       return { ok: result.ok, message: result.ok ? 'redelivery scheduled' : result.reason };
+    },
+    async RedeliverFailed(request) {
+      const partner = partnerOf(request);
+      const nowMs = ctx.clock.nowMs();
+      const fromMs = Number(request.from_ms ?? 0);
+      const toMs = Number(request.to_ms ?? 0) || nowMs + 1;
+      if (!Number.isSafeInteger(fromMs) || !Number.isSafeInteger(toMs) || fromMs < 0 || toMs <= fromMs) {
+        throw new AdminError(grpcStatus.INVALID_ARGUMENT, 'from_ms must be a time before to_ms (ms since the epoch)');
+      }
+      const asked = Number(request.limit ?? 0);
+      const limit = Number.isSafeInteger(asked) && asked > 0 ? Math.min(asked, bulkRedeliverMax) : bulkRedeliverMax;
+      const result = await redeliverFailed(webhooks().deliveries, partner.id, { fromMs, toMs, limit, nowMs });
+      ctx.log.info({ partnerId: partner.id, fromMs, toMs, redelivered: result.eventIds.length, refused: result.refused }, 'failed webhook deliveries redelivered by an operator');
+      return { event_ids: result.eventIds, refused: result.refused, truncated: result.truncated };
+    },
+    async GetDestination(request) {
+      const result = await webhooks().destinations.get(partnerOf(request).id);
+      if (!result.ok) return destinationReply(result);
+      const { destination } = result;
+      const test = destination.draft?.test ?? null;
+      return {
+        ...destinationReply(result),
+        source: destination.source,
+        secret_configured: destination.secretConfigured,
+        secret_staged: destination.pendingSecret !== null,
+        draft_test: test === null ? '' : `${test.httpStatus ?? 'no answer'} ${test.ok ? 'ok' : 'failed'}`,
+      };
     },
     async StageDestination(request) {
       const staged = await webhooks().destinations.stageDraft(partnerOf(request).id, required(request, 'url'));

@@ -37,6 +37,7 @@ import { demoPartnerId, PartnerDirectory, partnerFromConfig } from '../ports/par
 import { webhookReadModelIndexes } from '../webhooks/records.ts';
 import { onrampReadModelIndexes } from '../onramp/pix-inbox.ts';
 import { join } from 'node:path';
+import { joinDeployment, type SharedDemoKey } from './deployment-membership.ts';
 
 /** Read-model indexes of every role (declared once, created at start). */
 export const serviceReadModelIndexes: ReadModelIndex[] = [
@@ -93,6 +94,8 @@ export async function createContext(env: EnvConfig, overrides: ContextOverrides 
   }
   // Connection outages of the Redis clients go to the log, one line when lost and one when back.
   const connectionLog: RedisConnectionLog = { log: outageLogTo(log) };
+  // Before the store is opened: an embedded store on a second host of the deployment is refused.
+  const membership = await joinDeployment(env, { embeddedStore: overrides.store === undefined && !env.MONGODB_URL, clock, log, connectionLog });
   const bus = overrides.bus ?? (env.REDIS_URL ? new RedisBus({ redis: env.REDIS_URL, connectionLog }) : new MemoryBus());
   const leases =
     overrides.leases ??
@@ -104,10 +107,13 @@ export async function createContext(env: EnvConfig, overrides: ContextOverrides 
         : new LmdbStore({ dir: join(env.DATA_DIR, 'store'), readModelIndexes: serviceReadModelIndexes, plainMaps: env.STORE_PLAIN_MAPS })),
     dataKeys,
   );
-  await store.init();
+  await store.init().catch(async (error: unknown) => {
+    await membership.close();
+    throw error;
+  });
 
   const corridors = env.CORRIDORS_FILE ? loadCorridorsFile(env.CORRIDORS_FILE) : loadDefaultCorridors();
-  const { keyRing, partners, generatedKeys } = partnerAccess(env, log);
+  const { keyRing, partners, generatedKeys } = partnerAccess(env, log, membership.demoKey);
 
   const authThrottle = createAuthThrottle({
     config: { ratePerSecond: env.AUTH_FAILURES_PER_MINUTE / 60, burst: env.AUTH_FAILURES_BURST },
@@ -137,6 +143,7 @@ export async function createContext(env: EnvConfig, overrides: ContextOverrides 
       await bus.close();
       await leases.close();
       await store.close();
+      await membership.close();
     },
   };
 }
@@ -145,12 +152,12 @@ export async function createContext(env: EnvConfig, overrides: ContextOverrides 
  * The partner directory (from PARTNERS_FILE) and the key ring with the ops key and, in sandbox
  * mode only, the demo partner's key; a key the process had to generate is handed back to print.
  */
-function partnerAccess(env: EnvConfig, log: Logger): Pick<ServiceContext, 'keyRing' | 'partners' | 'generatedKeys'> {
+function partnerAccess(env: EnvConfig, log: Logger, sharedDemoKey: SharedDemoKey | null): Pick<ServiceContext, 'keyRing' | 'partners' | 'generatedKeys'> {
   const keyRing = createKeyRing();
   const partners = new PartnerDirectory(keyRing);
   for (const partner of env.PARTNERS_FILE ? loadPartnersFile(env.PARTNERS_FILE) : []) partners.set(partnerFromConfig(partner));
 
-  const generatedKeys: { demoApiKey?: string; opsApiKey?: string } = {};
+  const generatedKeys: { demoApiKey?: string; opsApiKey?: string; demoApiKeyElsewhere?: boolean } = {};
   const opsKey = env.OPS_API_KEY ?? (generatedKeys.opsApiKey = generateApiKey('ops'));
   keyRing.setOpsKeys([sha256Hex(opsKey)]);
   // The demo partner exists in sandbox mode only: outside it, a key anyone may know (it is in
@@ -159,12 +166,20 @@ function partnerAccess(env: EnvConfig, log: Logger): Pick<ServiceContext, 'keyRi
     log.warn('DEMO_API_KEY is set but sandbox mode is off (SANDBOX=0): there is no demo partner, and the key is not honoured');
   }
   if (env.sandbox) {
-    const demoKey = env.DEMO_API_KEY ?? (generatedKeys.demoApiKey = generateApiKey('demo'));
+    // Several processes on one Redis share one generated key (src/service/deployment-membership.ts).
+    let demoKeySha256: string;
+    if (sharedDemoKey !== null) {
+      demoKeySha256 = sharedDemoKey.sha256;
+      if (sharedDemoKey.generatedKey !== null) generatedKeys.demoApiKey = sharedDemoKey.generatedKey;
+      else generatedKeys.demoApiKeyElsewhere = true;
+    } else {
+      demoKeySha256 = sha256Hex(env.DEMO_API_KEY ?? (generatedKeys.demoApiKey = generateApiKey('demo')));
+    }
     if (partners.get(demoPartnerId) === undefined) {
       partners.set({
         id: demoPartnerId,
         name: 'Demo partner',
-        apiKeySha256: [sha256Hex(demoKey)],
+        apiKeySha256: [demoKeySha256],
         kycEnabled: true,
         kybApproved: true,
         disabledUsers: new Set(),

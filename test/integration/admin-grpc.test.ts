@@ -162,7 +162,9 @@ test('the CLI prints the shard table', async () => {
   const code = await runCli(['shards'], cliEnv, (text) => lines.push(text));
   assert.equal(code, 0);
   assert.match(lines[0] ?? '', /^shard\s+owner\s+token/);
-  assert.equal(lines[0]?.split('\n').length, 8 + 2);
+  // Header, rule, one row per shard, then the live workers.
+  assert.equal(lines[0]?.split('\n').length, 8 + 2 + 1);
+  assert.match(lines[0] ?? '', /\nworkers: \S+$/);
   const missingKey = await runCli(['shards'], {}, (text) => lines.push(text));
   assert.equal(missingKey, 2);
 });
@@ -289,6 +291,6 @@ test('redeliver through the CLI reaches the server with its partner (the request
   const lines: string[] = [];
   const code = await runCli(['redeliver', 'demo', randomUUID()], cliEnv, (text) => lines.push(text));
   assert.doesNotMatch(lines.join('\n'), /partner_id is required/);
-  assert.equal(code, 0, lines.join('\n'));
+  assert.equal(code, 1, `not done: exit 1\n${lines.join('\n')}`);
   assert.match(lines.join('\n'), /no such event|not found|unknown/i, 'the server looked the event up for the partner');
 });

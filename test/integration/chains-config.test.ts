@@ -28,7 +28,7 @@ const corridors = loadDefaultCorridors();
 const stellarDeposit = stellarAccountFromPublicKey(randomBytes(32));
 const solanaDeposit = base58Encode(Uint8Array.from([7, ...randomBytes(31)]));
 
-/** DESIGN.md's example, with real-looking values. */
+/** The chains file example of docs/money-movement.md, with real-looking values. */
 function designExample(): Record<string, unknown> {
   return {
     STELLAR: {

@@ -30,6 +30,8 @@ export interface ServiceFleetOptions {
   readonly shards?: number;
   /** Extra environment of every process. */
   readonly env?: Readonly<Record<string, string>>;
+  /** Variables the fleet would set that its processes do not get (e.g. DEMO_API_KEY, to see one generated). */
+  readonly unset?: readonly string[];
   /** Extra `redis-server` arguments (e.g. AOF, so the data survives `redis.halt()` / `redis.restart()`). */
   readonly redisArgs?: readonly string[];
   /** How much of each process's output (stdout and stderr) is kept; 6,000 characters by default. */
@@ -76,7 +78,8 @@ export interface ServiceFleet {
   readonly apiKeys: Readonly<Record<string, string>>;
   /** Webhook signing secret per partner id. */
   readonly webhookSecrets: Readonly<Record<string, string>>;
-  start(role: FleetRole, name: string): Promise<FleetProcess>;
+  /** Starts a process of `role`; `env` is added to the fleet's environment for this process only. */
+  start(role: FleetRole, name: string, env?: Readonly<Record<string, string>>): Promise<FleetProcess>;
   /** SIGTERM and wait for the exit (SIGKILL after `killAfterMs`). */
   terminate(process: FleetProcess, killAfterMs?: number): Promise<StopResult>;
   /** SIGKILL (a crash: nothing is finished or handed back) and wait for the exit. */
@@ -142,6 +145,7 @@ export async function startServiceFleet(options: ServiceFleetOptions): Promise<S
     LOG_LEVEL: process.env['FLEET_LOG'] ?? 'warn',
     ...options.env,
   };
+  for (const name of options.unset ?? []) delete baseEnv[name];
   const programArgs = options.program?.args ?? ['--import', 'tsx', join(import.meta.dirname, '../../src/main.ts')];
   const processes = new Set<FleetProcess>();
   // Every child from the moment it is spawned (also one still starting), so stop() reaches all.
@@ -157,7 +161,7 @@ export async function startServiceFleet(options: ServiceFleetOptions): Promise<S
     certificates,
     apiKeys,
     webhookSecrets,
-    async start(role, name) {
+    async start(role, name, extraEnv = {}) {
       // Every listener gets its own free port (PORT 0 for the edge: it prints the bound port).
       const env: Record<string, string> = {
         ...baseEnv,
@@ -165,10 +169,11 @@ export async function startServiceFleet(options: ServiceFleetOptions): Promise<S
         GRPC_PORT: String(await freePort()),
         PAYOUT_GRPC_PORT: String(await freePort()),
         CHAINS_GRPC_PORT: String(await freePort()),
+        ...extraEnv,
       };
       const child = spawn(process.execPath, [...programArgs, role], {
         stdio: ['ignore', 'pipe', 'pipe'],
-        env: { ...process.env, ...env },
+        env: { ...withoutVariables(process.env, options.unset ?? []), ...env },
         ...(options.program === undefined ? {} : { cwd: options.program.cwd }),
       });
       children.add(child);
@@ -237,6 +242,12 @@ export async function startServiceFleet(options: ServiceFleetOptions): Promise<S
     },
   };
   return fleet;
+}
+
+function withoutVariables(env: NodeJS.ProcessEnv, names: readonly string[]): NodeJS.ProcessEnv {
+  const copy = { ...env };
+  for (const name of names) delete copy[name];
+  return copy;
 }
 
 /** Polls GET /readyz until 200 (the edge reaches the store and the bus; a role's loops succeed), bounded. */

@@ -83,6 +83,8 @@ export interface ServiceHarness {
   readonly port: number;
   /** The health listener's base URL (HEALTH_PORT given in `env`), or null. */
   readonly healthUrl: string | null;
+  /** The admin gRPC service's port (plaintext, loopback: ADMIN_TLS=off), or null when none runs. */
+  readonly adminPort: number | null;
   readonly demoApiKey: string;
   readonly opsApiKey: string;
   /** API key of each test partner (and `demo`, and the extra partners). */
@@ -223,6 +225,9 @@ export async function startServiceHarness(options: ServiceHarnessOptions = {}): 
       },
       get healthUrl() {
         return running.healthPort === null ? null : `http://127.0.0.1:${running.healthPort}`;
+      },
+      get adminPort() {
+        return running.adminPort;
       },
       demoApiKey: apiKeys['demo'] ?? '',
       opsApiKey,
