@@ -3,6 +3,7 @@
 // service-harness.ts); there are no stand-ins for its capabilities here.
 import assert from 'node:assert/strict';
 import { eventually } from '../support/eventually.ts';
+import { documentChecker } from '../support/openapi-validation.ts';
 
 export interface CallOptions {
   readonly key?: string;
@@ -44,6 +45,10 @@ export async function call(baseUrl: string, method: string, path: string, option
     signal: AbortSignal.timeout(callTimeoutMs),
   });
   const text = await response.text();
+  // Every answer of the e2e suite is checked against the published OpenAPI document: a route that
+  // drifts from it fails here, naming the route and the path of the mismatch.
+  const mismatch = documentChecker().responseMismatch({ method, path, status: response.status, headers: response.headers, text });
+  assert.equal(mismatch, null, `the answer does not match the OpenAPI document: ${mismatch ?? ''}`);
   let json: Record<string, unknown> = {};
   try {
     json = JSON.parse(text) as Record<string, unknown>;
