@@ -13,6 +13,11 @@ export interface CallOptions {
   readonly rawBody?: string | Uint8Array | FormData;
   readonly headers?: Record<string, string>;
   readonly idempotencyKey?: string;
+  /**
+   * The server is not the partner edge (a role's health listener): its answers are not the API's,
+   * so they are not checked against the OpenAPI document.
+   */
+  readonly notTheEdge?: true;
 }
 
 export interface CallResult {
@@ -47,8 +52,10 @@ export async function call(baseUrl: string, method: string, path: string, option
   const text = await response.text();
   // Every answer of the e2e suite is checked against the published OpenAPI document: a route that
   // drifts from it fails here, naming the route and the path of the mismatch.
-  const mismatch = documentChecker().responseMismatch({ method, path, status: response.status, headers: response.headers, text });
-  assert.equal(mismatch, null, `the answer does not match the OpenAPI document: ${mismatch ?? ''}`);
+  if (options.notTheEdge !== true) {
+    const mismatch = documentChecker().responseMismatch({ method, path, status: response.status, headers: response.headers, text });
+    assert.equal(mismatch, null, `the answer does not match the OpenAPI document: ${mismatch ?? ''}`);
+  }
   let json: Record<string, unknown> = {};
   try {
     json = JSON.parse(text) as Record<string, unknown>;

@@ -9,6 +9,8 @@ import { readFileSync } from 'node:fs';
 import pino from 'pino';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { buildOpenApiDocument, openApiText } from '../../src/edge/openapi/document.ts';
+import { clientSchemaText } from '../../scripts/openapi-files.ts';
+import { operationRoutes } from '../../clients/typescript/src/client.ts';
 import { operations, undocumentedRoutes } from '../../src/edge/openapi/operations.ts';
 import { httpStatusOf, partnerErrorCodes } from '../../src/edge/errors.ts';
 import { webhookHeaders } from '../../src/webhooks/signing.ts';
@@ -18,9 +20,16 @@ import { createDocumentChecker } from '../support/openapi-validation.ts';
 
 type Json = Record<string, unknown>;
 
-test('docs/openapi.json is the document the code builds (run `npm run openapi` after changing a route, schema or error code)', () => {
+test('docs/openapi.json and the client types are what the code builds (run `npm run openapi` after changing a route, schema or error code)', async () => {
   const committed = readFileSync(new URL('../../docs/openapi.json', import.meta.url), 'utf8');
   assert.ok(committed === openApiText(), 'docs/openapi.json is stale: run `npm run openapi` and commit it');
+  const types = readFileSync(new URL('../../clients/typescript/src/schema.ts', import.meta.url), 'utf8');
+  assert.ok(types === (await clientSchemaText()), 'clients/typescript/src/schema.ts is stale: run `npm run openapi` and commit it');
+});
+
+test("the client's route table is the document's: every operation, with its method and path", () => {
+  const fromDocument = operations.map((operation) => [operation.operationId, [operation.method.toUpperCase(), operation.path]] as const);
+  assert.deepEqual(Object.fromEntries(Object.entries(operationRoutes).map(([id, route]) => [id, [...route]])), Object.fromEntries(fromDocument));
 });
 
 test('the document is valid OpenAPI 3.1 for a real validator, and the validator refuses a broken one', async () => {
