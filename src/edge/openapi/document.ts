@@ -195,7 +195,6 @@ export function buildOpenApiDocument(): OpenApiDocument {
   for (const status of errorStatuses) responsesComponents[statusNames[status] ?? `Status${status}`] = errorResponseComponent(status);
   return {
     openapi: '3.1.1',
-    jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
     info: {
       title: 'Payouts and onramp API',
       version: '1',
