@@ -9,19 +9,10 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { PaymentsApiError, PaymentsClient, verifyWebhook } from '../../clients/typescript/src/index.ts';
 import { startServiceHarness, testPartners, type BusKind, type ServiceHarness } from '../support/service-harness.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts';
-import { documentChecker } from '../support/openapi-validation.ts';
+import { checkedFetch } from '../support/openapi-validation.ts';
 import { eventually } from '../support/eventually.ts';
 import { teardown } from '../support/teardown.ts';
 
-/** fetch, with every answer checked against the OpenAPI document (the response is re-readable). */
-const checkedFetch: typeof fetch = async (input, init) => {
-  const response = await fetch(input, init);
-  const text = await response.clone().text();
-  const url = new URL(String(input));
-  const mismatch = documentChecker().responseMismatch({ method: init?.method ?? 'GET', path: url.pathname, status: response.status, headers: response.headers, text });
-  assert.equal(mismatch, null, `the answer does not match the OpenAPI document: ${mismatch ?? ''}`);
-  return response;
-};
 
 for (const busKind of ['memory', 'redis'] as const satisfies readonly BusKind[]) {
   describe(`the TypeScript client against the service (${busKind} bus)`, () => {

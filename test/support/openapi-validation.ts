@@ -4,6 +4,7 @@
 // test that saw it, with the route and the JSON path of the mismatch. The schemas are compiled
 // with Ajv's JSON Schema 2020-12 validator (the dialect of OpenAPI 3.1) straight from the
 // document, `$ref`s and all.
+import assert from 'node:assert/strict';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import { buildOpenApiDocument } from '../../src/edge/openapi/document.ts';
@@ -105,3 +106,18 @@ export function documentChecker(): DocumentChecker {
   shared ??= createDocumentChecker();
   return shared;
 }
+
+/**
+ * `fetch` to the partner edge, with the answer checked against the document (an assertion error
+ * names the route and the mismatch); the returned response can still be read. For e2e files that
+ * talk to the edge with their own fetch instead of `call` (test/e2e/support.ts).
+ */
+export const checkedFetch: typeof fetch = async (input, init) => {
+  const response = await fetch(input, init);
+  const text = await response.clone().text();
+  const url = new URL(input instanceof Request ? input.url : String(input));
+  const method = init?.method ?? (input instanceof Request ? input.method : 'GET');
+  const mismatch = documentChecker().responseMismatch({ method: method.toUpperCase(), path: url.pathname, status: response.status, headers: response.headers, text });
+  if (mismatch !== null) throw new assert.AssertionError({ message: `the answer does not match the OpenAPI document: ${mismatch}`, actual: mismatch, expected: null, operator: 'strictEqual' });
+  return response;
+};
