@@ -10,7 +10,10 @@ async function main(): Promise<void> {
   const service = await startService(env);
   const { ctx, port } = service;
   const lines = [`role ${env.ROLE}; bus ${env.REDIS_URL ? 'redis' : 'in-process'}; store ${env.MONGODB_URL ? 'mongodb' : `embedded (${env.DATA_DIR})`}; sandbox ${env.sandbox ? 'on' : 'off'}`];
-  if (port !== null) lines.push(`edge listening on http://${env.HOST}:${port}`);
+  if (port !== null) {
+    lines.push(`edge listening on http://${env.HOST}:${port}`);
+    lines.push(`API reference http://${env.HOST}:${port}/docs (OpenAPI 3.1: /openapi.json)`);
+  }
   if (service.healthPort !== null) lines.push(`health on http://${env.HOST}:${service.healthPort} (/healthz, /readyz)`);
   if (service.adminPort !== null) {
     lines.push(

@@ -96,6 +96,21 @@ export function checkResponse(response: HttpResponse, names: readonly string[]):
   }
 }
 
+/** Every error body starts so: `errorBody` / `rejectionResponse` in errors.ts put `code` first. */
+const errorBodyStart = '{"code":';
+
+/**
+ * An error body with `request_id` added (the same id as the `X-Request-Id` header), so a partner
+ * who logs only the body can still quote the id to support. Added here, where the id is written,
+ * rather than where error bodies are built: the catalogue's helpers do not know the request, and a
+ * body replayed from the idempotency store then carries the id of the request that got it. A body
+ * that already names one is left alone.
+ */
+export function withRequestId(status: number, body: string, requestId: string): string {
+  if (status < 400 || !body.startsWith(errorBodyStart) || !body.endsWith('}') || body.includes('"request_id":')) return body;
+  return `${body.slice(0, -1)},"request_id":${JSON.stringify(requestId)}}`;
+}
+
 export function writeResponse(res: UwsResponse, requestId: string, method: string, response: HttpResponse, names: readonly string[], closeConnection: boolean): void {
   // uWS writes `200 OK` itself when no status was written: one native call less for most answers.
   if (response.status !== 200) res.writeStatus(statusLine(response.status));
@@ -112,7 +127,7 @@ export function writeResponse(res: UwsResponse, requestId: string, method: strin
   }
   if (!hasCacheControl) res.writeHeader('cache-control', 'no-store');
   res.writeHeader('x-content-type-options', 'nosniff');
-  const body = response.body ?? '';
+  const body = typeof response.body === 'string' ? withRequestId(response.status, response.body, requestId) : (response.body ?? '');
   // uWS 20.30 quirk: endWithoutBody() must be called with no arguments; with a length or an
   // explicit undefined it leaves the response open (the client hangs, then onAborted fires).
   // So responses without a body cannot ask for the connection to close; uWS keeps parsing and

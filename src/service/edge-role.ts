@@ -29,6 +29,7 @@ import { quoteRoutes } from '../edge/routes/quotes.ts';
 import { sandboxRoutes } from '../edge/routes/sandbox.ts';
 import { transactionRoutes } from '../edge/routes/transactions.ts';
 import { eventsRoutes } from '../edge/routes/events.ts';
+import { referenceRoutes } from '../edge/routes/reference.ts';
 import { createEventLogReader } from '../webhooks/event-log.ts';
 import type { ServiceContext } from '../ports/context.ts';
 import { outageLogTo } from './context.ts';
@@ -72,6 +73,8 @@ export function edgeRoutes(env: EdgeEnv): Route[] {
     ...sandboxRoutes(env),
     // The partner's event log (GET /events): catch up on missed webhooks, in order, without gaps.
     ...eventsRoutes({ guard: env.partnerGuard, events: createEventLogReader(env.ctx.store) }),
+    // The OpenAPI document and the reference page rendered from it (GET /openapi.json, GET /docs).
+    ...referenceRoutes(env),
   ];
 }
 

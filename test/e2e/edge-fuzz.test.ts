@@ -11,6 +11,7 @@ import assert from 'node:assert/strict';
 import { Agent, request as httpRequest } from 'node:http';
 import { startServiceHarness, testPartners, type ServiceHarness } from '../support/service-harness.ts';
 import { base58Encode, payoutQuoteBody, pngBytes } from './support.ts';
+import { checkedFetch } from '../support/openapi-validation.ts';
 
 const requestsTotal = 10_000;
 /** Requests in flight at once (fetch keep-alive connections to the edge). */
@@ -226,7 +227,7 @@ function send(agent: Agent, port: number, request: FuzzRequest): Promise<{ statu
 /** Two quotes per partner, one of them accepted: ids the fuzzer reuses (and mutates around). */
 async function seedPartner(baseUrl: string, key: string): Promise<FuzzPartner> {
   const post = async (path: string, body: unknown): Promise<Record<string, unknown>> => {
-    const response = await fetch(`${baseUrl}${path}`, {
+    const response = await checkedFetch(`${baseUrl}${path}`, {
       method: 'POST',
       headers: { 'x-api-key': key, 'content-type': 'application/json' },
       body: JSON.stringify(body),

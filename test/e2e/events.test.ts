@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { readEnv } from '../../src/config/env.ts';
 import { startService, type RunningService } from '../../src/service/service.ts';
 import { eventually } from '../support/eventually.ts';
+import { checkedFetch } from '../support/openapi-validation.ts';
 
 const demoKey = 'demo-key-for-the-events-test-0123456789';
 let dir: string;
@@ -15,7 +16,7 @@ let service: RunningService;
 let base: string;
 
 async function post(path: string, body: unknown): Promise<Record<string, unknown>> {
-  const response = await fetch(`${base}${path}`, {
+  const response = await checkedFetch(`${base}${path}`, {
     method: 'POST',
     headers: { 'x-api-key': demoKey, 'content-type': 'application/json' },
     body: JSON.stringify(body),
@@ -43,7 +44,7 @@ test('events of accepted transactions are listed in order with increasing sequen
     ids.push(String(accepted.id));
   }
   const page = await eventually(async () => {
-    const response = await fetch(`${base}/events?after=0&limit=10`, { headers: { 'x-api-key': demoKey } });
+    const response = await checkedFetch(`${base}/events?after=0&limit=10`, { headers: { 'x-api-key': demoKey } });
     assert.equal(response.status, 200);
     const body = (await response.json()) as { events: Array<{ sequence: number; event: string; data: { id: string; status: string } }> };
     assert.equal(body.events.length, 3, 'three transaction.created events recorded');
@@ -54,9 +55,9 @@ test('events of accepted transactions are listed in order with increasing sequen
   const sequences = page.events.map((event) => event.sequence);
   assert.deepEqual([...sequences].sort((a, b) => a - b), sequences);
   assert.equal(new Set(sequences).size, 3);
-  const rest = await fetch(`${base}/events?after=${sequences[1]}&limit=10`, { headers: { 'x-api-key': demoKey } });
+  const rest = await checkedFetch(`${base}/events?after=${sequences[1]}&limit=10`, { headers: { 'x-api-key': demoKey } });
   const restBody = (await rest.json()) as { events: Array<{ data: { id: string } }> };
   assert.deepEqual(restBody.events.map((event) => event.data.id), [ids[2]]);
-  const unauthenticated = await fetch(`${base}/events?after=0`);
+  const unauthenticated = await checkedFetch(`${base}/events?after=0`);
   assert.equal(unauthenticated.status, 401);
 });

@@ -16,6 +16,7 @@ import { readEnv } from '../../src/config/env.ts';
 import type { Network } from '../../src/domain/assets.ts';
 import { onrampChargesCollection } from '../../src/onramp/charges.ts';
 import { startService, type RunningService } from '../../src/service/service.ts';
+import { checkedFetch } from '../support/openapi-validation.ts';
 
 const apiKey = `demo_${randomUUID().replaceAll('-', '')}`;
 const opsKey = `ops_${randomUUID().replaceAll('-', '')}`;
@@ -65,7 +66,7 @@ describe('onramp destinations: what cannot receive the crypto is refused at acce
   });
 
   async function call(method: 'GET' | 'POST', path: string, body?: unknown): Promise<Response> {
-    const response = await fetch(`http://127.0.0.1:${port}${path}`, {
+    const response = await checkedFetch(`http://127.0.0.1:${port}${path}`, {
       method,
       headers: { 'content-type': 'application/json', 'X-API-Key': apiKey },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),

@@ -22,6 +22,7 @@ import { sandboxRailCollection } from '../../src/rails/sandbox-rail.ts';
 import { startService, type RunningService } from '../../src/service/service.ts';
 import { createEventLogReader, type PartnerEvent } from '../../src/webhooks/event-log.ts';
 import { eventually } from '../support/eventually.ts';
+import { checkedFetch } from '../support/openapi-validation.ts';
 
 const apiKey = `demo_${randomUUID().replaceAll('-', '')}`;
 const opsKey = `ops_${randomUUID().replaceAll('-', '')}`;
@@ -59,7 +60,7 @@ async function start(dataDir: string, clockOffsetMs: () => number): Promise<Runn
 
 function client(running: () => Running) {
   async function call(method: 'GET' | 'POST', path: string, body?: unknown): Promise<Response> {
-    const response = await fetch(`http://127.0.0.1:${running().port}${path}`, {
+    const response = await checkedFetch(`http://127.0.0.1:${running().port}${path}`, {
       method,
       headers: { 'content-type': 'application/json', 'X-API-Key': apiKey },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),

@@ -47,7 +47,10 @@ describePartnerApi('operations', (svc) => {
       assert.equal(invalid.status, 400);
       assert.deepEqual(
         { ...invalid.json, reason: typeof invalid.json['reason'] },
-        { code: 'invalid_request', reason: 'string', retryable: false, blockchain: 'BITCOIN', on_chain_tx: 'x', result: 'invalid', transaction_id: null, transaction_status: null },
+        {
+          code: 'invalid_request', reason: 'string', retryable: false, request_id: invalid.headers.get('x-request-id'),
+          blockchain: 'BITCOIN', on_chain_tx: 'x', result: 'invalid', transaction_id: null, transaction_status: null,
+        },
       );
       const badHash = await api('POST', '/ops/transactions/reconcile-hash', { ops: svc.harness.opsApiKey, body: { blockchain: 'STELLAR', on_chain_tx: 'not-a-hash', transaction_id: 'nope' } });
       assert.deepEqual([badHash.status, badHash.json['result'], badHash.json['transaction_id']], [400, 'invalid', 'nope']);

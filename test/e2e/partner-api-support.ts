@@ -17,13 +17,14 @@ export const celoAddress = '0xcebA9300f2b948710d2653dD7B07f33A8B32118C';
 export const brebLiquidityDefault = '1000000000.00';
 export const liquidityReason = 'Cannot process because liquidity is below the requested amount; try a smaller amount or another method.';
 
-/** The error body of the spec: exactly code, reason (not empty) and retryable. */
+/** The error body of the spec: exactly code, reason (not empty) and retryable, plus the request id. */
 export function errorShape(json: Record<string, unknown>, code: string): void {
   assert.equal(json['code'], code, JSON.stringify(json));
   assert.equal(typeof json['reason'], 'string');
   assert.ok((json['reason'] as string).length > 0);
   assert.equal(typeof json['retryable'], 'boolean');
-  assert.deepEqual(Object.keys(json).sort(), ['code', 'reason', 'retryable']);
+  assert.equal(typeof json['request_id'], 'string');
+  assert.deepEqual(Object.keys(json).sort(), ['code', 'reason', 'request_id', 'retryable']);
 }
 
 /** The running service of one bus kind and the partner calls the tests make on it. */

@@ -17,6 +17,7 @@ import { startEdgeRole, type EdgeRole } from '../../src/service/edge-role.ts';
 import { startService, type RunningService } from '../../src/service/service.ts';
 import { eventually } from '../support/eventually.ts';
 import { teardown } from '../support/teardown.ts';
+import { checkedFetch } from '../support/openapi-validation.ts';
 
 const apiKey = `demo_${randomUUID().replaceAll('-', '')}`;
 const opsKey = `ops_${randomUUID().replaceAll('-', '')}`;
@@ -36,7 +37,7 @@ describe('payout lifecycle over HTTP (sandbox chain and rail)', () => {
   let edge: EdgeRole;
 
   async function call(method: 'GET' | 'POST', path: string, body?: unknown, headers: Record<string, string> = { 'X-API-Key': apiKey }): Promise<Response> {
-    const response = await fetch(`http://127.0.0.1:${edge.port}${path}`, {
+    const response = await checkedFetch(`http://127.0.0.1:${edge.port}${path}`, {
       method,
       headers: { 'content-type': 'application/json', ...headers },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readEnv } from '../../src/config/env.ts';
 import { startService, type RunningService } from '../../src/service/service.ts';
+import { checkedFetch } from '../support/openapi-validation.ts';
 
 const demoKey = 'demo-key-for-the-rate-limit-test-0123';
 let dir: string;
@@ -32,7 +33,7 @@ test('EDGE_RATE_LIMIT_* sets the bucket: the 4th request in a burst of 3 is 429 
   const statuses: number[] = [];
   let retryAfter: string | null = null;
   for (let index = 0; index < 4; index += 1) {
-    const response = await fetch(`${base}/transaction/00000000-0000-4000-8000-000000000000`, { headers: { 'x-api-key': demoKey } });
+    const response = await checkedFetch(`${base}/transaction/00000000-0000-4000-8000-000000000000`, { headers: { 'x-api-key': demoKey } });
     statuses.push(response.status);
     if (response.status === 429) {
       retryAfter = response.headers.get('retry-after');
@@ -45,5 +46,5 @@ test('EDGE_RATE_LIMIT_* sets the bucket: the 4th request in a burst of 3 is 429 
   }
   assert.deepEqual(statuses, [404, 404, 404, 429]);
   assert.ok(retryAfter !== null && Number(retryAfter) >= 1);
-  assert.equal((await fetch(`${base}/public/corridors`)).status, 200);
+  assert.equal((await checkedFetch(`${base}/public/corridors`)).status, 200);
 });

@@ -69,7 +69,7 @@ describe('single-use quotes', () => {
     ] as const) {
       const again = await attempt();
       assert.equal(again.status, 400, `${name}: ${again.text}`);
-      assert.deepEqual(Object.keys(again.json).sort(), ['code', 'reason', 'retryable']);
+      assert.deepEqual(Object.keys(again.json).sort(), ['code', 'reason', 'request_id', 'retryable']);
       assert.equal(again.json['code'], 'quote_used', name);
       assert.equal(again.json['retryable'], false, name);
       assert.equal(again.json['reason'], `The quote was already accepted (transaction ${id}); request a new quote`, name);

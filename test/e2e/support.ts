@@ -3,6 +3,7 @@
 // service-harness.ts); there are no stand-ins for its capabilities here.
 import assert from 'node:assert/strict';
 import { eventually } from '../support/eventually.ts';
+import { documentChecker } from '../support/openapi-validation.ts';
 
 export interface CallOptions {
   readonly key?: string;
@@ -12,6 +13,11 @@ export interface CallOptions {
   readonly rawBody?: string | Uint8Array | FormData;
   readonly headers?: Record<string, string>;
   readonly idempotencyKey?: string;
+  /**
+   * The server is not the partner edge (a role's health listener): its answers are not the API's,
+   * so they are not checked against the OpenAPI document.
+   */
+  readonly notTheEdge?: true;
 }
 
 export interface CallResult {
@@ -44,6 +50,12 @@ export async function call(baseUrl: string, method: string, path: string, option
     signal: AbortSignal.timeout(callTimeoutMs),
   });
   const text = await response.text();
+  // Every answer of the e2e suite is checked against the published OpenAPI document: a route that
+  // drifts from it fails here, naming the route and the path of the mismatch.
+  if (options.notTheEdge !== true) {
+    const mismatch = documentChecker().responseMismatch({ method, path, status: response.status, headers: response.headers, text });
+    assert.equal(mismatch, null, `the answer does not match the OpenAPI document: ${mismatch ?? ''}`);
+  }
   let json: Record<string, unknown> = {};
   try {
     json = JSON.parse(text) as Record<string, unknown>;

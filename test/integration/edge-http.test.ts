@@ -136,8 +136,15 @@ after(() => {
   h.listening.close();
 });
 
+/**
+ * The JSON body; an error body's `request_id` is checked against the `X-Request-Id` header (every
+ * error body carries it) and left out, so the assertions below compare what the route decided.
+ */
 async function json(response: Response): Promise<Record<string, unknown>> {
-  return (await response.json()) as Record<string, unknown>;
+  const { request_id: requestId, ...body } = (await response.json()) as Record<string, unknown>;
+  if (response.status >= 400 && 'code' in body) assert.equal(requestId, response.headers.get('x-request-id'), 'error body request_id = X-Request-Id');
+  else assert.equal(requestId, undefined);
+  return body;
 }
 
 /** Sends raw bytes on a fresh connection and returns everything the server sent before closing. */
@@ -260,7 +267,7 @@ describe('request line, headers and GET bodies', () => {
   test('a GET or HEAD with a body → 400 invalid_request, the body unread and the connection closed', async () => {
     const get = await untilServerCloses(h.port, ['GET /public/ping HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello']);
     assert.match(get.text, /^HTTP\/1\.1 400 Bad Request/);
-    assert.match(get.text, /\{"code":"invalid_request","reason":"A GET request must not have a body","retryable":false\}$/);
+    assert.match(get.text, /\{"code":"invalid_request","reason":"A GET request must not have a body","retryable":false,"request_id":"[^"]+"\}$/);
     assert.equal(get.closedByServer, true);
     const chunked = await untilServerCloses(h.port, ['GET /transactions/list HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n']);
     assert.match(chunked.text, /^HTTP\/1\.1 400 Bad Request/);
@@ -387,13 +394,15 @@ describe('request ids and failures', () => {
     }
     const notFound = await fetch(`${h.base}/nope`, { headers: { 'x-request-id': 'on-errors-too' } });
     assert.equal(notFound.headers.get('x-request-id'), 'on-errors-too');
+    // The error body names it too: a partner logging only bodies can still quote it to support.
+    assert.equal((await notFound.json() as Record<string, unknown>)['request_id'], 'on-errors-too');
   });
 
   test('a throwing handler → 500 server_error with a generic reason; the server stays up', async () => {
     const response = await fetch(`${h.base}/throw`, { method: 'POST', headers: { 'x-request-id': 'boom-1' } });
     assert.equal(response.status, 500);
     const text = await response.text();
-    assert.deepEqual(JSON.parse(text), { code: 'server_error', reason: 'Internal error', retryable: true });
+    assert.deepEqual(JSON.parse(text), { code: 'server_error', reason: 'Internal error', retryable: true, request_id: 'boom-1' });
     assert.ok(!text.includes('hunter2'));
     const errorLine = h.logLines.find((line) => line.includes('"requestId":"boom-1"') && line.includes('"level":50'));
     assert.ok(errorLine?.includes(secretErrorText), 'the real error is logged');
@@ -676,7 +685,7 @@ describe('fair shares: no caller can starve the others', () => {
       // Stalled after its first bytes: the first window (the grace) brings too little.
       const stalled = await untilServerCloses(listening.port, ['POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 50000\r\n\r\n' + 'x'.repeat(3_000)]);
       assert.match(stalled.text, /^HTTP\/1\.1 408 Request Timeout/);
-      assert.match(stalled.text, /\{"code":"request_timeout","reason":"Request body arriving too slowly","retryable":true\}$/);
+      assert.match(stalled.text, /\{"code":"request_timeout","reason":"Request body arriving too slowly","retryable":true,"request_id":"[^"]+"\}$/);
       assert.equal(stalled.closedByServer, true);
       // A trickle: a fast start does not buy a slow rest, every window must bring its share.
       const trickle = ['POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 50000\r\n\r\n' + 'x'.repeat(20_000), ...Array.from({ length: 200 }, () => 'x'.repeat(10))];

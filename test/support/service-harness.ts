@@ -64,6 +64,8 @@ export interface ServiceHarnessOptions {
    * partners stays within the real per-partner rate limit.
    */
   readonly extraPartners?: number;
+  /** Webhook destinations of test partners, by partner id (the partners file's `webhook`). */
+  readonly webhooks?: Readonly<Record<string, { readonly url: string; readonly secret: string }>>;
 }
 
 /** The sandbox rail's knobs, turned through the admin gRPC service. */
@@ -111,15 +113,23 @@ function key(label: string): string {
   return `${label}_${randomBytes(20).toString('hex')}`;
 }
 
-function partnersOf(apiKeys: Readonly<Record<string, string>>, extraIds: readonly string[]): PartnerConfig[] {
-  const partner = (id: string, name: string, kycEnabled: boolean, disabledUsers: string[]): PartnerConfig => ({
-    id,
-    name,
-    apiKeySha256: [sha256Hex(apiKeys[id] ?? '')],
-    kycEnabled,
-    kybApproved: true,
-    disabledUsers,
-  });
+function partnersOf(
+  apiKeys: Readonly<Record<string, string>>,
+  extraIds: readonly string[],
+  webhooks: ServiceHarnessOptions['webhooks'] = {},
+): PartnerConfig[] {
+  const partner = (id: string, name: string, kycEnabled: boolean, disabledUsers: string[]): PartnerConfig => {
+    const webhook = webhooks[id];
+    return {
+      id,
+      name,
+      apiKeySha256: [sha256Hex(apiKeys[id] ?? '')],
+      kycEnabled,
+      kybApproved: true,
+      disabledUsers,
+      ...(webhook === undefined ? {} : { webhook: { url: webhook.url, secret: webhook.secret } }),
+    };
+  };
   return [
     partner(testPartners.kycOn, 'KYC-enabled test partner', true, [blockedUserId]),
     partner(testPartners.kycOff, 'KYC-disabled test partner', false, []),
@@ -171,7 +181,7 @@ export async function startServiceHarness(options: ServiceHarnessOptions = {}): 
   for (const id of extraPartnerIds) apiKeys[id] = key(id.replace('-', ''));
   const opsApiKey = key('ops');
   const partnersFile = join(dataDir, 'partners.json');
-  writeFileSync(partnersFile, JSON.stringify({ partners: partnersOf(apiKeys, extraPartnerIds) }));
+  writeFileSync(partnersFile, JSON.stringify({ partners: partnersOf(apiKeys, extraPartnerIds, options.webhooks) }));
   let redis: PrivateRedis | null = null;
   let service: RunningService | null = null;
   let edge: EdgeRole | null = null;

@@ -8,7 +8,8 @@ import { readFileSync } from 'node:fs';
 import {
   acceptReplyResponse,
 } from '../../src/edge/routes/transactions.ts';
-import { errorCatalogue, httpStatusOf, partnerErrorCodes } from '../../src/edge/errors.ts';
+import { errorCatalogue, errorResponse, httpStatusOf, partnerErrorCodes, rejectionResponse } from '../../src/edge/errors.ts';
+import { withRequestId } from '../../src/edge/http-response.ts';
 import { quoteErrorCatalogue, quoteErrorCodes } from '../../src/domain/quote-errors.ts';
 import { acceptanceRejectionCatalogue, describeAcceptanceRejection } from '../../src/domain/limits.ts';
 
@@ -100,4 +101,17 @@ test('an acceptance reply persisted with an HTTP status (an old snapshot or repl
   assert.equal(acceptReplyResponse({ ...retired, httpStatus: 403 }).status, 403);
   assert.equal(acceptReplyResponse({ ...retired, httpStatus: 500 }).status, 400);
   assert.equal(acceptReplyResponse(retired).status, 400);
+});
+
+test('every error body carries request_id, the X-Request-Id of the request that got it', () => {
+  const body = errorResponse('not_found').body as string;
+  assert.deepEqual(JSON.parse(withRequestId(404, body, 'req-1')), { code: 'not_found', reason: 'Not found', retryable: false, request_id: 'req-1' });
+  const rejection = rejectionResponse('minimum', 'Amount below 10,000 COP', false).body as string;
+  assert.equal(JSON.parse(withRequestId(400, rejection, 'req-2'))['request_id'], 'req-2');
+  // Success bodies and bodies that are not error bodies are sent as built.
+  assert.equal(withRequestId(200, '{"code":"x"}', 'req-3'), '{"code":"x"}');
+  assert.equal(withRequestId(503, 'plain text', 'req-4'), 'plain text');
+  // A replayed body that already names a request keeps it (no duplicate key).
+  const named = withRequestId(400, rejection, 'req-5');
+  assert.equal(withRequestId(400, named, 'req-6'), named);
 });
