@@ -1,6 +1,7 @@
 // Composition root: `node src/main.ts [role]` (or ROLE=…). `all` — every role in one process,
 // embedded bus and store, sandbox chains and rails — is the default and needs no configuration.
 import { readEnv } from './config/env.ts';
+import { demoPortalAdminEmail } from './portal/index.ts';
 import { reportGeneratedKeys } from './service/generated-keys.ts';
 import { startService, type RunningService } from './service/service.ts';
 
@@ -22,6 +23,10 @@ async function main(): Promise<void> {
   // to a 0600 file under DATA_DIR whose path is printed (src/service/generated-keys.ts).
   const keys = reportGeneratedKeys(ctx.generatedKeys, { isTty: process.stdout.isTTY === true, dataDir: env.DATA_DIR, role: env.ROLE });
   lines.push(...keys.lines);
+  // The partner portal (docs/portal.md): the demo partner's administrator signs in with the password above.
+  if (port !== null) {
+    lines.push(`partner portal on http://${env.HOST}:${port}/portal${env.sandbox ? ` (demo administrator: ${demoPortalAdminEmail}, password: DEMO_PORTAL_PASSWORD${env.DEMO_PORTAL_PASSWORD === undefined ? ' above' : ' as set'})` : ''}`);
+  }
   if (port !== null) {
     lines.push('try:', `  curl -s http://${env.HOST}:${port}/public/corridors`);
     // The demo partner exists in sandbox mode only.

@@ -48,7 +48,7 @@ export interface ServiceContext {
    */
   readonly authThrottle: AuthThrottle;
   /** Keys generated at start (not from the environment), shown once (src/service/generated-keys.ts). Never logged. */
-  readonly generatedKeys: { readonly demoApiKey?: string; readonly opsApiKey?: string };
+  readonly generatedKeys: { readonly demoApiKey?: string; readonly opsApiKey?: string; readonly demoPortalPassword?: string };
   /** An actor client with its own reply stream (one per role that asks actors); `gate`: see ActorClient. */
   actorClient(name: string, options?: { readonly gate?: ShardGate }): Promise<ActorClient>;
   close(): Promise<void>;

@@ -12,6 +12,8 @@ import { join } from 'node:path';
 export interface GeneratedKeys {
   readonly demoApiKey?: string;
   readonly opsApiKey?: string;
+  /** The demo partner's portal administrator's password (docs/portal.md). */
+  readonly demoPortalPassword?: string;
 }
 
 export interface KeyReport {
@@ -43,6 +45,7 @@ export function reportGeneratedKeys(keys: GeneratedKeys, options: { readonly isT
   const entries: Array<[string, string, string]> = [];
   if (keys.demoApiKey !== undefined) entries.push(['DEMO_API_KEY', 'demo partner API key', keys.demoApiKey]);
   if (keys.opsApiKey !== undefined) entries.push(['OPS_API_KEY', 'ops API key', keys.opsApiKey]);
+  if (keys.demoPortalPassword !== undefined) entries.push(['DEMO_PORTAL_PASSWORD', 'demo portal password', keys.demoPortalPassword]);
   if (options.isTty) {
     return { lines: entries.map(([, label, key]) => `${label}: ${key}`), demoKeyInExample: keys.demoApiKey ?? '$DEMO_API_KEY' };
   }
