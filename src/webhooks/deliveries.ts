@@ -110,7 +110,7 @@ export function createDeliveryLog(store: SnapshotStore): DeliveryLog {
           const reason =
             record.status === 'pending'
               ? 'The delivery is pending: its attempts are under way'
-              : `The delivery is ${record.status}; only a failed delivery can be redelivered (or a delivered one, asked for deliberately)`;
+              : `The delivery is ${record.status}; only a failed delivery can be redelivered`;
           return { change: null, result: { ok: false, code: 'not_failed', reason } };
         }
         const run = record.run + 1;
