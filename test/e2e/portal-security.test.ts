@@ -7,6 +7,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import pino from 'pino';
+import { createAdminClient } from '../../src/grpc/admin-client.ts';
 import { sessionCookie } from '../../src/portal/requests.ts';
 import { startServiceHarness, testPartners, type ServiceHarness } from '../support/service-harness.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts';
@@ -167,5 +168,30 @@ test('no secret, password or password hash appears in any answer or log line', a
     assert.ok(secret.length >= 7, `checking ${secret.slice(0, 3)}…`);
     assert.ok(!log.includes(secret), `the log holds ${secret.slice(0, 6)}…`);
     assert.ok(!answers.some((text) => text.includes(secret)) || secret === ownerSession.csrfToken, `an answer holds ${secret.slice(0, 6)}…`);
+  }
+});
+
+test('the admin gRPC commands and the portal act on the same records and see each other\'s changes', async () => {
+  const admin = createAdminClient(`127.0.0.1:${harness.adminPort}`, harness.opsApiKey, { transport: { kind: 'plaintext' } });
+  try {
+    const base = harness.baseUrl;
+    const operatorUrl = `${receiver.origin}/operator-staged`;
+    const staged = await admin.call('StageDestination', { partner_id: testPartners.kycOff, url: operatorUrl });
+    assert.equal(staged['ok'], true, JSON.stringify(staged));
+    const seen = await portalCall(base, ownerSession, 'GET', '/portal/api/webhooks');
+    assert.equal((seen.json['destination'] as { draft: { url: string } }).draft.url, operatorUrl, 'the portal shows the draft an operator staged');
+    const discarded = await portalCall(base, ownerSession, 'POST', '/portal/api/webhooks/draft/discard');
+    assert.equal(discarded.status, 200);
+    const tested = await admin.call('TestDestination', { partner_id: testPartners.kycOff });
+    assert.equal(tested['ok'], false, 'the operator sees the draft the portal discarded is gone');
+    // An operator's key rotation replaces every key, the portal's included.
+    const rotated = await admin.call('RotateApiKey', { partner_id: testPartners.kycOff });
+    const keys = await portalCall(base, ownerSession, 'GET', '/portal/api/keys');
+    const listed = keys.json['keys'] as Array<{ id: string }>;
+    assert.equal(listed.length, 1);
+    assert.ok(!listed.some((key) => key.id === keyId));
+    assert.equal((await call(base, 'GET', '/transactions/list?externalUserId=x', { key: String(rotated['api_key']) })).status, 200);
+  } finally {
+    admin.close();
   }
 });

@@ -97,6 +97,8 @@ export interface ServiceHarness {
   readonly extraPartnerIds: readonly string[];
   readonly ctx: ServiceContext;
   readonly busKind: BusKind;
+  /** The admin gRPC service's port (plaintext, loopback), or null with `partialEdge`. */
+  readonly adminPort: number | null;
   /** The sandbox rail's knobs; null with `partialEdge` (no admin service, no rail in that process). */
   readonly rail: SandboxRailKnobs | null;
   /** Moves the service's clock (edge and actors) forward, e.g. past a quote's expiry. */
@@ -247,6 +249,9 @@ export async function startServiceHarness(options: ServiceHarnessOptions = {}): 
         return running.ctx;
       },
       busKind,
+      get adminPort() {
+        return running.adminPort;
+      },
       get rail() {
         return adminClient === null ? null : railKnobs(adminClient, running);
       },
