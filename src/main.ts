@@ -2,6 +2,7 @@
 // embedded bus and store, sandbox chains and rails — is the default and needs no configuration.
 import { readEnv } from './config/env.ts';
 import { demoPartnerId } from './ports/partners.ts';
+import { demoPortalAdminEmail } from './portal/index.ts';
 import { reportGeneratedKeys } from './service/generated-keys.ts';
 import { startService, type RunningService } from './service/service.ts';
 
@@ -28,6 +29,10 @@ async function main(): Promise<void> {
   lines.push(...keys.lines);
   // The admin CLI's commands take the partner id, not its key: name the demo partner's.
   if (env.sandbox) lines.push(`demo partner id: ${demoPartnerId} (npm run admin -- deliveries ${demoPartnerId})`);
+  // The partner portal (docs/portal.md): the demo partner's administrator signs in with the password above.
+  if (port !== null) {
+    lines.push(`partner portal on http://${env.HOST}:${port}/portal${env.sandbox ? ` (demo administrator: ${demoPortalAdminEmail}, password: DEMO_PORTAL_PASSWORD${env.DEMO_PORTAL_PASSWORD === undefined ? ' above' : ' as set'})` : ''}`);
+  }
   if (port !== null) {
     lines.push('try:', `  curl -s http://${env.HOST}:${port}/public/corridors`);
     // The demo partner exists in sandbox mode only.

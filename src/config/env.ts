@@ -39,6 +39,8 @@ const envSchema = z.object({
   SERVICE_HOSTNAME: z.string().min(1).max(255).optional(),
   DEMO_API_KEY: strongKey('DEMO_API_KEY').optional(),
   OPS_API_KEY: strongKey('OPS_API_KEY').optional(),
+  /** The sandbox demo partner's portal administrator's password (docs/portal.md); random at each start when unset. */
+  DEMO_PORTAL_PASSWORD: z.string().min(12, 'must be at least 12 characters').max(1024).optional(),
   REDIS_URL: z.string().regex(/^rediss?(\+cluster)?:\/\//, 'must be a redis://, rediss://, redis+cluster:// or rediss+cluster:// URL').optional(),
   MONGODB_URL: z.string().regex(/^mongodb(\+srv)?:\/\//, 'must be a mongodb:// URL').optional(),
   MONGODB_DB: z.string().min(1).default('payments'),

@@ -38,6 +38,16 @@ const webhookSecret = z
     if (!strength.ok) context.addIssue({ code: 'custom', message: strength.reason });
   });
 
+/**
+ * A portal administrator (docs/portal.md): an e-mail and the scrypt hash of a password, in the
+ * format `npm run portal:hash-password` prints (src/portal/passwords.ts checks it again at start).
+ * Never the password itself.
+ */
+export const portalAdminSchema = z.strictObject({
+  email: z.email().max(254).transform((value) => value.trim().toLowerCase()),
+  passwordScrypt: z.string().max(512).regex(/^scrypt\$\d+\$\d+\$\d+\$[A-Za-z0-9+/=]{16,}\$[A-Za-z0-9+/=]{32,}$/, 'must be the output of npm run portal:hash-password'),
+});
+
 export const partnerSchema = z.strictObject({
   id: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1-64 of A-Z a-z 0-9 _ -'),
   name: z.string().min(1).max(200),
@@ -47,6 +57,7 @@ export const partnerSchema = z.strictObject({
   disabledUsers: z.array(disabledUserId).max(100_000).default([]),
   webhook: z.strictObject({ url: z.url(), secret: webhookSecret }).optional(),
   fees: feeSchema.optional(),
+  portalAdmins: z.array(portalAdminSchema).max(50).optional(),
 });
 
 export const partnersFileSchema = z.strictObject({

@@ -1,6 +1,6 @@
 // Failed authentication and requests without credentials, per client address: counted, limited
-// and logged by sample. Used by the edge's partner and ops guards, the health listener's /metrics
-// and the admin gRPC service (one `AuthThrottle` per process, so an address's failures count
+// and logged by sample. Used by the edge's partner and ops guards, the health listener's /metrics,
+// the admin gRPC service and the partner portal's sign-in (src/portal/login.ts) (one `AuthThrottle` per process, so an address's failures count
 // against one bucket whichever door it knocks on).
 //
 // A failed authentication (missing, malformed or wrong key) takes a token from the address's
@@ -32,7 +32,7 @@ export interface ThrottleOptions {
 }
 
 function zeroCounts(): Record<CredentialKind, number> {
-  return { partner: 0, ops: 0, admin: 0 };
+  return { partner: 0, ops: 0, admin: 0, portal: 0 };
 }
 
 function monotonicNow(): number {
@@ -55,6 +55,10 @@ export function createAuthThrottle(options: ThrottleOptions): AuthThrottle {
       const verdict = limiter.take(address);
       if (!verdict.allowed) throttled[kind] += 1;
       log.note(address, { ...fields, credential: kind, throttled: !verdict.allowed });
+      return { throttled: !verdict.allowed, retryAfterSeconds: verdict.retryAfterSeconds };
+    },
+    blocked(address) {
+      const verdict = limiter.check(address);
       return { throttled: !verdict.allowed, retryAfterSeconds: verdict.retryAfterSeconds };
     },
     stats: () => ({ failures: { ...failures }, throttled: { ...throttled }, addresses: limiter.size() }),

@@ -16,8 +16,8 @@ export interface KeyRing {
   partnerIds(): string[];
 }
 
-export const credentialKinds = ['partner', 'ops', 'admin'] as const;
-/** Which credential failed: a partner key, the ops key over HTTP, the ops key on the admin gRPC service. */
+export const credentialKinds = ['partner', 'ops', 'admin', 'portal'] as const;
+/** Which credential failed: a partner key, the ops key over HTTP, the ops key on the admin gRPC service, a portal password. */
 export type CredentialKind = (typeof credentialKinds)[number];
 
 export interface AuthFailureOutcome {
@@ -38,5 +38,11 @@ export interface AuthThrottle {
    * and logged by sample (`fields`: route, method, request id — never the credential).
    */
   failed(kind: CredentialKind, address: string, fields: Readonly<Record<string, unknown>>): AuthFailureOutcome;
+  /**
+   * Whether `address` is throttled now, charging nothing. The portal's sign-in asks before checking
+   * a password: unlike a 192-bit key, a password can be guessed, so a throttled address is refused
+   * even with the right one.
+   */
+  blocked(address: string): AuthFailureOutcome;
   stats(): AuthThrottleStats;
 }

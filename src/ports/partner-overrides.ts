@@ -35,6 +35,8 @@ function fromDocument(doc: JsonObject, base: Partner | undefined): Partner {
     disabledUsers: disabledUserSet(doc.disabledUsers as string[]),
     // The webhook destination is managed by the webhooks service's own records.
     webhook: base?.webhook ?? null,
+    // Portal administrators come from the partners file (and the demo start), never from the store.
+    ...(base?.portalAdmins === undefined ? {} : { portalAdmins: base.portalAdmins }),
     fees: fees ? { percentage: decimalFromExactString(fees.percentage), fixed: decimalFromExactString(fees.fixed) } : undefined,
   };
 }

@@ -19,6 +19,14 @@ export interface Partner {
   readonly disabledUsers: ReadonlySet<string>;
   readonly webhook: { readonly url: string; readonly secret: string } | null;
   readonly fees: FeeConfig | undefined;
+  /** Who may sign in to the partner portal (docs/portal.md); none when absent. */
+  readonly portalAdmins?: readonly PortalAdmin[];
+}
+
+/** A portal administrator: lower-case e-mail and the scrypt hash of the password (src/portal/passwords.ts). */
+export interface PortalAdmin {
+  readonly email: string;
+  readonly passwordScrypt: string;
 }
 
 export function partnerFromConfig(config: PartnerConfig): Partner {
@@ -31,6 +39,7 @@ export function partnerFromConfig(config: PartnerConfig): Partner {
     disabledUsers: disabledUserSet(config.disabledUsers),
     webhook: config.webhook ? { url: config.webhook.url, secret: config.webhook.secret } : null,
     fees: config.fees ? feeFromText(config.fees) : undefined,
+    ...(config.portalAdmins === undefined ? {} : { portalAdmins: config.portalAdmins.map((admin) => ({ ...admin })) }),
   };
 }
 

@@ -35,6 +35,7 @@ import { dataKeyringFromEnv, sandboxDataKeyId } from '../store/data-keys.ts';
 import type { LiveConfig, ServiceContext } from '../ports/context.ts';
 import { demoPartnerId, PartnerDirectory, partnerFromConfig } from '../ports/partners.ts';
 import { webhookReadModelIndexes } from '../webhooks/records.ts';
+import { demoPortalAdminEmail, hashPasswordSync, portalReadModelIndexes } from '../portal/index.ts';
 import { onrampReadModelIndexes } from '../onramp/pix-inbox.ts';
 import { join } from 'node:path';
 import { joinDeployment, type SharedDemoKey } from './deployment-membership.ts';
@@ -42,7 +43,7 @@ import { joinDeployment, type SharedDemoKey } from './deployment-membership.ts';
 /** Read-model indexes of every role (declared once, created at start). */
 export const serviceReadModelIndexes: ReadModelIndex[] = [
   ...defaultReadModelIndexes, ...runtimeReadModelIndexes, ...webhookReadModelIndexes, ...onrampReadModelIndexes, ...retentionReadModelIndexes,
-  ...storageUsageReadModelIndexes,
+  ...storageUsageReadModelIndexes, ...portalReadModelIndexes,
 ];
 
 function liveConfig(corridors: CorridorConfig, limits: LimitsConfig): LiveConfig {
@@ -157,7 +158,7 @@ function partnerAccess(env: EnvConfig, log: Logger, sharedDemoKey: SharedDemoKey
   const partners = new PartnerDirectory(keyRing);
   for (const partner of env.PARTNERS_FILE ? loadPartnersFile(env.PARTNERS_FILE) : []) partners.set(partnerFromConfig(partner));
 
-  const generatedKeys: { demoApiKey?: string; opsApiKey?: string; demoApiKeyElsewhere?: boolean } = {};
+  const generatedKeys: { demoApiKey?: string; opsApiKey?: string; demoApiKeyElsewhere?: boolean; demoPortalPassword?: string } = {};
   const opsKey = env.OPS_API_KEY ?? (generatedKeys.opsApiKey = generateApiKey('ops'));
   keyRing.setOpsKeys([sha256Hex(opsKey)]);
   // The demo partner exists in sandbox mode only: outside it, a key anyone may know (it is in
@@ -176,6 +177,8 @@ function partnerAccess(env: EnvConfig, log: Logger, sharedDemoKey: SharedDemoKey
       demoKeySha256 = sha256Hex(env.DEMO_API_KEY ?? (generatedKeys.demoApiKey = generateApiKey('demo')));
     }
     if (partners.get(demoPartnerId) === undefined) {
+      // The demo partner's portal administrator: the first-run path `npm start` prints (docs/portal.md).
+      const portalPassword = env.DEMO_PORTAL_PASSWORD ?? (generatedKeys.demoPortalPassword = generateApiKey('portal'));
       partners.set({
         id: demoPartnerId,
         name: 'Demo partner',
@@ -185,6 +188,7 @@ function partnerAccess(env: EnvConfig, log: Logger, sharedDemoKey: SharedDemoKey
         disabledUsers: new Set(),
         webhook: null,
         fees: undefined,
+        portalAdmins: [{ email: demoPortalAdminEmail, passwordScrypt: hashPasswordSync(portalPassword) }],
       });
     }
   }

@@ -38,12 +38,15 @@ import type { HealthCheck } from '../lifecycle/health.ts';
 import { renderFamilies } from '../lifecycle/metrics.ts';
 import { storageUsageMetrics } from './storage-usage.ts';
 import { startShardWatch, type ShardWatch } from './shard-watch.ts';
+import { createPasswordVerifier, portalRoutes, type PortalWebhooks } from '../portal/index.ts';
 
 export interface EdgeRoleOptions {
   /** Per-partner token bucket; `defaultRateLimitConfig` (200/s, bursts of 400) by default. */
   readonly rateLimit?: TokenBucketConfig;
   /** Per-partner budget of notifies that cannot fund their transaction; 10, refilled at 2 a minute, by default. */
   readonly notifyBudget?: NotifyBudgetConfig;
+  /** The webhooks service the partner portal acts through (docs/portal.md); no portal without it. */
+  readonly portal?: PortalWebhooks;
 }
 
 export interface EdgeRole {
@@ -190,12 +193,15 @@ async function startEdgeApp(
     shards,
   };
   const metrics = createEdgeMetrics();
+  const portal =
+    options.portal === undefined ? [] : portalRoutes({ ctx, webhooks: options.portal, clientAddress, passwords: await createPasswordVerifier() });
   let stats = (): HttpAppStats => ({ inFlightRequests: 0, bodyBytesInFlight: 0, uploadsInFlight: 0 });
   const app = createHttpApp({
     logger: ctx.log,
     ...fairShareOptions(ctx.env),
     routes: [
       ...edgeRoutes(env),
+      ...portal,
       ...metricsRoutes({
         guard: ops,
         metrics,

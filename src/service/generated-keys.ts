@@ -14,6 +14,8 @@ export interface GeneratedKeys {
   readonly opsApiKey?: string;
   /** Another process of the deployment generated the demo key (src/service/deployment-membership.ts). */
   readonly demoApiKeyElsewhere?: boolean;
+  /** The demo partner's portal administrator's password (docs/portal.md). */
+  readonly demoPortalPassword?: string;
 }
 
 /** Said when another process of the deployment generated the demo key: where to find it. */
@@ -54,6 +56,7 @@ function reportKeys(keys: GeneratedKeys, options: { readonly isTty: boolean; rea
   const entries: Array<[string, string, string]> = [];
   if (keys.demoApiKey !== undefined) entries.push(['DEMO_API_KEY', 'demo partner API key', keys.demoApiKey]);
   if (keys.opsApiKey !== undefined) entries.push(['OPS_API_KEY', 'ops API key', keys.opsApiKey]);
+  if (keys.demoPortalPassword !== undefined) entries.push(['DEMO_PORTAL_PASSWORD', 'demo portal password', keys.demoPortalPassword]);
   if (options.isTty) {
     return { lines: entries.map(([, label, key]) => `${label}: ${key}`), demoKeyInExample: keys.demoApiKey ?? '$DEMO_API_KEY' };
   }

@@ -172,6 +172,7 @@ export async function startService(env: EnvConfig, overrides: ContextOverrides =
       }, {
         rateLimit: { ratePerSecond: env.EDGE_RATE_LIMIT_PER_SECOND, burst: env.EDGE_RATE_LIMIT_BURST },
         notifyBudget: { perMinute: env.NOTIFY_MISMATCH_PER_MINUTE, burst: env.NOTIFY_MISMATCH_BURST },
+        portal: { destinations: webhooks.destinations, deliveries: webhooks.deliveries, events: webhooks.events },
       });
       port = edge.port;
       roles.push({ name: 'edge', phase: 'intake', stop: (waitMs) => edge.stop(waitMs), health: () => edge.health() });

@@ -24,6 +24,8 @@ export interface DeliveryView {
   readonly eventId: string;
   readonly sequence: number;
   readonly event: string;
+  /** The transaction the event is about (its partition: a transaction's events are delivered in order). */
+  readonly transactionId: string;
   readonly status: DeliveryStatus;
   readonly run: number;
   readonly attemptsInRun: number;
@@ -42,9 +44,16 @@ export type RedeliverResult =
 export interface DeliveryLog {
   get(partnerId: string, eventId: string): Promise<DeliveryView | null>;
   /** Newest first; `status` filters (e.g. 'failed' for the portal's "needs attention"). */
-  list(partnerId: string, query: { readonly status?: DeliveryStatus; readonly limit: number; readonly offset?: number }): Promise<{ total: number; deliveries: DeliveryView[] }>;
-  /** Starts a fresh run (attemptsMax new attempts) for an event whose delivery was given up. */
-  redeliver(partnerId: string, eventId: string, nowMs: number): Promise<RedeliverResult>;
+  list(
+    partnerId: string,
+    query: { readonly status?: DeliveryStatus; readonly transactionId?: string; readonly limit: number; readonly offset?: number },
+  ): Promise<{ total: number; deliveries: DeliveryView[] }>;
+  /**
+   * Starts a fresh run (attemptsMax new attempts) for an event whose delivery was given up; with
+   * `again`, also for one that was delivered (the portal's deliberate "deliver again"). Never for
+   * one still pending: its run is under way.
+   */
+  redeliver(partnerId: string, eventId: string, nowMs: number, options?: { readonly again?: boolean }): Promise<RedeliverResult>;
 }
 
 function view(record: DeliveryRecord): DeliveryView {
@@ -52,6 +61,7 @@ function view(record: DeliveryRecord): DeliveryView {
     eventId: record.id,
     sequence: record.seq,
     event: record.event,
+    transactionId: record.partitionKey,
     status: record.status,
     run: record.run,
     attemptsInRun: record.attemptsInRun,
@@ -77,30 +87,31 @@ export function createDeliveryLog(store: SnapshotStore): DeliveryLog {
     },
     async list(partnerId, query) {
       const limit = Math.min(Math.max(1, Math.floor(query.limit)), deliveriesPageSizeMax);
-      const page =
-        query.status === undefined
-          ? await store.list(deliveriesCollection, { where: { partnerId }, orderBy: 'seq', direction: 'desc', offset: query.offset ?? 0, limit })
-          : await store.list(deliveriesCollection, {
-              where: { partnerId, status: query.status },
-              orderBy: 'seq',
-              direction: 'desc',
-              offset: query.offset ?? 0,
-              limit,
-            });
+      // One index per filter (the store matches an index's equality fields exactly); the portal
+      // filters by transaction or by state, the admin service by state.
+      const where: Record<string, string> =
+        query.transactionId !== undefined ? { partnerId, partitionKey: query.transactionId } : query.status !== undefined ? { partnerId, status: query.status } : { partnerId };
+      const page = await store.list(deliveriesCollection, { where, orderBy: 'seq', direction: 'desc', offset: query.offset ?? 0, limit });
+      const wanted = query.transactionId !== undefined && query.status !== undefined ? query.status : null;
       const deliveries: DeliveryView[] = [];
       for (const item of page.items) {
         const record = deliveryFromDoc(item.doc);
-        if (record !== null) deliveries.push(view(record));
+        if (record !== null && (wanted === null || record.status === wanted)) deliveries.push(view(record));
       }
       return { total: page.total, deliveries };
     },
-    async redeliver(partnerId, eventId, nowMs) {
+    async redeliver(partnerId, eventId, nowMs, options = {}) {
       if ((await load(store, partnerId, eventId)) === null) return { ok: false, code: 'not_found', reason: 'No such event for this partner' };
       return casUpdate<RedeliverResult>(store, logActorKey(partnerId), async (state) => {
         const record = await load(store, partnerId, eventId);
         if (record === null) return { change: null, result: { ok: false, code: 'not_found', reason: 'No such event for this partner' } };
-        if (record.status !== 'failed') {
-          return { change: null, result: { ok: false, code: 'not_failed', reason: `The delivery is ${record.status}; only a failed delivery can be redelivered` } };
+        const allowed = record.status === 'failed' || (record.status === 'delivered' && options.again === true);
+        if (!allowed) {
+          const reason =
+            record.status === 'pending'
+              ? 'The delivery is pending: its attempts are under way'
+              : `The delivery is ${record.status}; only a failed delivery can be redelivered`;
+          return { change: null, result: { ok: false, code: 'not_failed', reason } };
         }
         const run = record.run + 1;
         const next: DeliveryRecord = { ...record, status: 'pending', run, attemptsInRun: 0, nextAttemptAtMs: 0, lastError: null, finishedAtMs: null, updatedAtMs: nowMs };

@@ -28,6 +28,8 @@ export const webhookReadModelIndexes: readonly ReadModelIndex[] = [
   { collection: eventsCollection, name: 'by_partner_block_seq', equal: ['partnerId', 'block'], orderBy: 'seq' },
   { collection: deliveriesCollection, name: 'by_partner_seq', equal: ['partnerId'], orderBy: 'seq' },
   { collection: deliveriesCollection, name: 'by_partner_status_seq', equal: ['partnerId', 'status'], orderBy: 'seq' },
+  // The portal's deliveries of one transaction (partitionKey is the transaction id).
+  { collection: deliveriesCollection, name: 'by_partner_partition_seq', equal: ['partnerId', 'partitionKey'], orderBy: 'seq' },
 ];
 
 export const webhookEventNames = ['transaction.created', 'transaction.updated'] as const;

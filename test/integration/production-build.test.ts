@@ -1,7 +1,7 @@
 // The production build as the image runs it (deploy/Dockerfile): in a temporary directory, the
 // production dependencies only (`npm ci --omit=dev --ignore-scripts`, as the image's run stage
 // installs them) and the build output (`npm run build`, compiled once into that directory's dist/),
-// with proto/ and config/ beside it. Every role then starts from there with plain `node
+// with proto/, config/ and web/ beside it. Every role then starts from there with plain `node
 // dist/main.js <role>` on a private Redis, and answers /healthz; the admin CLI runs with plain
 // `node dist/grpc/admin-cli.js`. tsx and every other dev-only package are absent from that install,
 // so anything that still needed them would fail here, as it would in the container. (TypeScript
@@ -22,7 +22,7 @@ import { startServiceFleet, type FleetProcess, type FleetRole, type ServiceFleet
 const run = promisify(execFile);
 const repoDir = join(import.meta.dirname, '../..');
 /** What the image holds besides node_modules and dist/ (deploy/Dockerfile's run stage copies the same). */
-const runtimeFiles = ['package.json', 'package-lock.json', 'proto', 'config'] as const;
+const runtimeFiles = ['package.json', 'package-lock.json', 'proto', 'config', 'web'] as const;
 /** Bounds on the install and the build, on a shared CI machine. */
 const installTimeoutMs = 240_000;
 

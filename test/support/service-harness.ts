@@ -16,6 +16,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
+import type { Logger } from 'pino';
+import { hashPasswordSync } from '../../src/portal/passwords.ts';
 import { readEnv } from '../../src/config/env.ts';
 import type { PartnerConfig } from '../../src/config/partners.ts';
 import type { PaymentMethod } from '../../src/domain/assets.ts';
@@ -66,6 +68,10 @@ export interface ServiceHarnessOptions {
   readonly extraPartners?: number;
   /** Webhook destinations of test partners, by partner id (the partners file's `webhook`). */
   readonly webhooks?: Readonly<Record<string, { readonly url: string; readonly secret: string }>>;
+  /** Portal administrators per partner id (their passwords are hashed into the partners file). */
+  readonly portalAdmins?: Readonly<Record<string, { readonly email: string; readonly password: string }>>;
+  /** The service's logger (default: pino at LOG_LEVEL, silent unless HARNESS_LOG is set). */
+  readonly log?: Logger;
 }
 
 /** The sandbox rail's knobs, turned through the admin gRPC service. */
@@ -117,9 +123,11 @@ function partnersOf(
   apiKeys: Readonly<Record<string, string>>,
   extraIds: readonly string[],
   webhooks: ServiceHarnessOptions['webhooks'] = {},
+  admins: ServiceHarnessOptions['portalAdmins'] = {},
 ): PartnerConfig[] {
   const partner = (id: string, name: string, kycEnabled: boolean, disabledUsers: string[]): PartnerConfig => {
     const webhook = webhooks[id];
+    const admin = admins[id];
     return {
       id,
       name,
@@ -128,6 +136,7 @@ function partnersOf(
       kybApproved: true,
       disabledUsers,
       ...(webhook === undefined ? {} : { webhook: { url: webhook.url, secret: webhook.secret } }),
+      ...(admin === undefined ? {} : { portalAdmins: [{ email: admin.email, passwordScrypt: hashPasswordSync(admin.password) }] }),
     };
   };
   return [
@@ -181,7 +190,7 @@ export async function startServiceHarness(options: ServiceHarnessOptions = {}): 
   for (const id of extraPartnerIds) apiKeys[id] = key(id.replace('-', ''));
   const opsApiKey = key('ops');
   const partnersFile = join(dataDir, 'partners.json');
-  writeFileSync(partnersFile, JSON.stringify({ partners: partnersOf(apiKeys, extraPartnerIds, options.webhooks) }));
+  writeFileSync(partnersFile, JSON.stringify({ partners: partnersOf(apiKeys, extraPartnerIds, options.webhooks, options.portalAdmins) }));
   let redis: PrivateRedis | null = null;
   let service: RunningService | null = null;
   let edge: EdgeRole | null = null;
@@ -210,7 +219,8 @@ export async function startServiceHarness(options: ServiceHarnessOptions = {}): 
     });
     let clockOffsetMs = 0;
     const clock = { nowMs: () => Date.now() + clockOffsetMs };
-    service = await startService(env, { clock });
+    const overrides = { clock, ...(options.log === undefined ? {} : { log: options.log }) };
+    service = await startService(env, overrides);
     let port = service.port;
     if (options.partialEdge !== undefined) {
       edge = await startEdgeRole(service.ctx, options.partialEdge.deps, options.partialEdge.options ?? {});
@@ -260,7 +270,7 @@ export async function startServiceHarness(options: ServiceHarnessOptions = {}): 
           adminClient?.close();
           adminClient = null;
           await running.stop();
-          running = await startService(env, { clock });
+          running = await startService(env, overrides);
           if (running.port === null) throw new Error('the restarted service started no edge');
           runningPort = running.port;
           if (running.adminPort !== null && running.rails !== null) adminClient = createAdminClient(`127.0.0.1:${running.adminPort}`, opsApiKey, { transport: { kind: 'plaintext' } });

@@ -251,7 +251,8 @@ function positiveInteger(text: string | undefined, fallback: number): number | n
   return value >= 1 ? value : null;
 }
 
-function listItem(id: string, doc: JsonObject): JsonValue {
+/** One transaction as `GET /transactions/list` shows it (the portal shows the same). */
+export function listItem(id: string, doc: JsonObject): JsonValue {
   const quote = quoteOfDocument(doc);
   return {
     id,

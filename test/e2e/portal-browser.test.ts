@@ -1,0 +1,158 @@
+// The partner portal in a real browser (headless Chromium), against the whole service and a real
+// local webhook receiver, as a partner's administrator uses it: sign in; stage, test and activate a
+// destination; rotate the secret and see the next delivery carry the new one; make the receiver
+// fail and watch the attempts appear; redeliver and see it delivered; look at a transaction;
+// create and revoke an API key and see the API refuse it; sign out. Screenshots of each page go to
+// PORTAL_SCREENSHOTS_DIR when set (docs/portal/ holds the ones docs/portal.md shows), else to a
+// temp dir removed at the end.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Page } from 'playwright-core';
+import { demoPortalAdminEmail } from '../../src/portal/index.ts';
+import { startServiceHarness, type ServiceHarness } from '../support/service-harness.ts';
+import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts';
+import { startBrowser, type TestBrowser } from '../support/browser.ts';
+import { eventually } from '../support/eventually.ts';
+import { teardown } from '../support/teardown.ts';
+import { call, payoutQuoteBody } from './support.ts';
+
+const password = 'demo-portal-password-for-the-browser-test';
+const waitMs = 30_000;
+let harness: ServiceHarness;
+let receiver: WebhookReceiver;
+let browser: TestBrowser;
+let page: Page;
+let shotsDir: string;
+const ownShotsDir = process.env['PORTAL_SCREENSHOTS_DIR'] === undefined;
+
+before(async () => {
+  shotsDir = process.env['PORTAL_SCREENSHOTS_DIR'] ?? mkdtempSync(join(tmpdir(), 'portal-shots-'));
+  receiver = await startWebhookReceiver();
+  harness = await startServiceHarness({ env: { DEMO_PORTAL_PASSWORD: password } });
+  browser = await startBrowser();
+  page = await browser.context.newPage();
+  page.setDefaultTimeout(waitMs);
+});
+
+after(() =>
+  teardown(
+    () => browser?.close(),
+    () => harness?.stop(),
+    () => receiver?.close(),
+    () => (ownShotsDir && shotsDir !== undefined ? rmSync(shotsDir, { recursive: true, force: true }) : undefined),
+  ),
+);
+
+async function shot(name: string): Promise<void> {
+  await page.screenshot({ path: join(shotsDir, `${name}.png`), fullPage: true });
+}
+
+async function newTransaction(userId: string): Promise<string> {
+  const quote = await call(harness.baseUrl, 'POST', '/quote', { key: harness.demoApiKey, body: payoutQuoteBody });
+  assert.equal(quote.status, 200, quote.text);
+  const accepted = await call(harness.baseUrl, 'POST', '/transaction', { key: harness.demoApiKey, body: { quote_id: quote.json['quote_id'], user_id: userId, account_number: '@maria.perez' } });
+  assert.equal(accepted.status, 200, accepted.text);
+  return String(accepted.json['id']);
+}
+
+test('an administrator runs webhooks, deliveries, transactions and keys from the portal', async () => {
+  // Sign in.
+  await page.goto(`${harness.baseUrl}/portal`);
+  await page.fill('#email', demoPortalAdminEmail);
+  await page.fill('#password', 'a-wrong-password');
+  await page.click('#sign-in');
+  await page.locator('#signin-message .error').waitFor();
+  assert.match(await page.locator('#signin-message').innerText(), /Wrong e-mail or password/);
+  await page.fill('#password', password);
+  await shot('sign-in');
+  await page.click('#sign-in');
+  await page.waitForURL('**/portal/webhooks');
+
+  // Stage → test → activate a destination pointing at the local receiver.
+  await page.fill('#draft-url', receiver.url);
+  await page.click('#stage-draft');
+  const testSecret = (await page.locator('#test-secret').innerText()).trim();
+  assert.ok(testSecret.length >= 32);
+  await page.click('#test-draft');
+  await page.locator('#draft-test .ok').waitFor();
+  const testDelivery = receiver.requests.find((request) => request.event === 'webhook.test');
+  assert.ok(testDelivery, 'the receiver got the test delivery');
+  assert.equal(testDelivery.headers['x-service-webhook-secret'], testSecret);
+  await page.click('#activate-draft');
+  await page.locator('#live-url', { hasText: receiver.url }).waitFor();
+
+  // Rotate the secret; from activation on, deliveries carry the new one.
+  await page.click('#rotate-secret');
+  const newSecret = (await page.locator('#new-secret').innerText()).trim();
+  assert.ok(newSecret.length >= 32);
+  await shot('webhooks-rotated');
+  await page.click('#activate-secret');
+  await page.locator('#signing-since').waitFor();
+  await shot('webhooks');
+  const signedTransaction = await newTransaction('portal-browser-1');
+  const signed = await eventually(() => {
+    const request = receiver.requests.find((candidate) => candidate.transactionId === signedTransaction);
+    assert.ok(request, 'the transaction.created delivery arrived');
+    return request;
+  }, waitMs);
+  assert.equal(signed.headers['x-service-webhook-secret'], newSecret, 'signed with the new secret');
+
+  // The receiver fails: the attempts appear on the deliveries page while it is open.
+  receiver.script([], { status: 500 });
+  const failingTransaction = await newTransaction('portal-browser-2');
+  await page.click('a[data-page=deliveries]');
+  await page.waitForURL('**/portal/deliveries');
+  const row = page.locator(`tr:has(a:text-is("${failingTransaction}"))`);
+  await row.locator('[data-attempt="1.1"]', { hasText: 'HTTP 500' }).waitFor();
+  // Past every retry (the service's clock moves; the page keeps polling): the event is given up.
+  await eventually(async () => {
+    harness.advanceClockMs(61_000);
+    assert.equal(await row.getAttribute('data-state'), 'failed');
+  }, waitMs, 500);
+  assert.equal(await row.locator('[data-attempt]').count(), 5, 'five attempts, each shown');
+  await shot('deliveries-failed');
+
+  // Redeliver: the new attempt lands and the event is delivered.
+  receiver.script([], { status: 200 });
+  await row.locator('button[data-redeliver]').click();
+  await row.locator('[data-attempt="2.1"]', { hasText: 'HTTP 200' }).waitFor();
+  await eventually(async () => assert.equal(await row.getAttribute('data-state'), 'delivered'), waitMs);
+  await shot('deliveries');
+
+  // Transactions: the list and one transaction with its events.
+  await page.click('a[data-page=transactions]');
+  await page.locator(`tr[data-transaction="${failingTransaction}"]`).waitFor();
+  await shot('transactions');
+  await page.click(`a:text-is("${failingTransaction}")`);
+  await page.locator('#tx-status', { hasText: 'AWAITING_PAYMENT' }).waitFor();
+  await page.locator('#tx-events tr').first().waitFor();
+  assert.match(await page.locator('#tx-events').innerText(), /transaction\.created/);
+  await shot('transaction');
+
+  // API keys: a new key works at once; revoked, the API refuses it.
+  await page.click('a[data-page=keys]');
+  await page.click('#create-key');
+  const apiKey = (await page.locator('#new-key').innerText()).trim();
+  assert.match(apiKey, /^key_[0-9a-f]{48}$/);
+  const listed = await call(harness.baseUrl, 'GET', '/transactions/list?externalUserId=portal-browser-1', { key: apiKey });
+  assert.equal(listed.status, 200, listed.text);
+  await shot('keys');
+  const keyRow = page.locator('tr[data-key]', { hasText: apiKey.slice(0, 12) });
+  await keyRow.locator('button[data-revoke]').click();
+  await keyRow.locator('button[data-revoke]').click();
+  await page.locator('p.notice', { hasText: 'revoked' }).waitFor();
+  const refused = await call(harness.baseUrl, 'GET', '/transactions/list?externalUserId=portal-browser-1', { key: apiKey });
+  assert.equal(refused.status, 401, refused.text);
+  assert.equal((await call(harness.baseUrl, 'GET', '/transactions/list?externalUserId=portal-browser-1', { key: harness.demoApiKey })).status, 200, 'the other key still works');
+
+  // Sign out: back to the sign-in page, and the pages need a new sign-in.
+  await page.click('#sign-out');
+  await page.waitForURL('**/portal');
+  await page.locator('#signin-form').waitFor();
+  await page.goto(`${harness.baseUrl}/portal/keys`);
+  await page.waitForURL('**/portal');
+  await page.locator('#signin-form').waitFor();
+});
