@@ -9,7 +9,9 @@
 // - each file gets a private TMPDIR; what is left in it when the file exits is named and removed;
 // - processes still in a file's group after it exited are named and killed, and at the end so is
 //   any process carrying this run's marker (PAYMENTS_TEST_RUN) that escaped its group;
-// - skipped tests and suites are listed with their reason.
+// - skipped tests and suites are listed with their reason;
+// - a file marked `// test runner: alone` runs with no other test file of any run on this machine
+//   (scripts/test-runner/alone-lock.ts).
 // Any of these fails the run.
 //
 // TEST_CONCURRENCY: files at once (default twice the cores); TEST_FILE_TIMEOUT_MS: the bound per
@@ -23,6 +25,7 @@ import { killRunningGroups, runFile, type FileResult } from './test-runner/file-
 import { processesWithEnvironment, signalProcess } from './test-runner/process-table.ts';
 import { fileHeadline, fileProblems, runSummary } from './test-runner/summary.ts';
 import { defaultFileTimeoutMs, fileTimeoutMs } from './test-runner/time-bound.ts';
+import { enterTogether, runsAlone, takeAloneLock } from './test-runner/alone-lock.ts';
 
 const files = findTestFiles(process.argv.slice(2));
 if (files.length === 0) {
@@ -39,9 +42,11 @@ const runDir = mkdtempSync(join(tmpdir(), 'payments-test-run-'));
 mkdirSync(join(runDir, 'tmp'));
 mkdirSync(join(runDir, 'events'));
 
+let releaseAloneLock: (() => void) | undefined;
 function interrupted(signal: NodeJS.Signals): void {
   console.error(`\n${signal}: stopping every running test file and what it started`);
   killRunningGroups();
+  releaseAloneLock?.();
   rmSync(runDir, { recursive: true, force: true });
   process.exit(130);
 }
@@ -50,21 +55,46 @@ process.once('SIGTERM', interrupted);
 
 const started = Date.now();
 const results: FileResult[] = [];
-let next = 0;
-async function worker(): Promise<void> {
-  while (next < files.length) {
-    const index = next;
-    next += 1;
-    const file = files[index] as string;
-    const timeoutMs = fileTimeoutMs(readFileSync(file, 'utf8'), defaultTimeoutMs);
-    const result = await runFile({ file, runDir, index, timeoutMs, env: marker });
-    results.push(result);
-    // Whole blocks, one file at a time: parallel files never interleave their output.
-    const problems = fileProblems(result);
-    process.stdout.write(`\n${fileHeadline(result)}\n${problems.length > 0 ? `${result.output}\n${problems.map((p) => `  ✖ ${p}`).join('\n')}\n` : result.output}`);
+
+async function run(file: string, index: number, text: string): Promise<void> {
+  const result = await runFile({ file, runDir, index, timeoutMs: fileTimeoutMs(text, defaultTimeoutMs), env: marker });
+  results.push(result);
+  // Whole blocks, one file at a time: parallel files never interleave their output.
+  const problems = fileProblems(result);
+  process.stdout.write(`\n${fileHeadline(result)}\n${problems.length > 0 ? `${result.output}\n${problems.map((p) => `  ✖ ${p}`).join('\n')}\n` : result.output}`);
+}
+
+// First the files that must run alone, one at a time under the machine-wide lock
+// (scripts/test-runner/alone-lock.ts); then the others, several at once, each started only while
+// no run on this machine runs an "alone" file.
+const sources = files.map((file) => readFileSync(file, 'utf8'));
+const indexes = files.map((_, index) => index);
+const alone = indexes.filter((index) => runsAlone(sources[index] as string));
+const together = indexes.filter((index) => !runsAlone(sources[index] as string));
+for (const index of alone) {
+  const release = await takeAloneLock();
+  releaseAloneLock = release;
+  try {
+    await run(files[index] as string, index, sources[index] as string);
+  } finally {
+    release();
+    releaseAloneLock = undefined;
   }
 }
-await Promise.all(Array.from({ length: Math.min(concurrency, files.length) }, () => worker()));
+let next = 0;
+async function worker(): Promise<void> {
+  while (next < together.length) {
+    const index = together[next] as number;
+    next += 1;
+    const leave = await enterTogether(String(index));
+    try {
+      await run(files[index] as string, index, sources[index] as string);
+    } finally {
+      leave();
+    }
+  }
+}
+await Promise.all(Array.from({ length: Math.min(concurrency, together.length) }, () => worker()));
 
 // A process that left its file's group (setsid, `detached`) still carries the run's marker.
 // One a file's own check already named and killed may not be reaped yet on a loaded machine: it is

@@ -15,6 +15,8 @@
 //
 // The test itself may take 420 s, more than the runner's default bound per file:
 // test runner: up to 480 s for this file
+// It times process crashes and restarts, so it runs with no other test file beside it:
+// test runner: alone
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';

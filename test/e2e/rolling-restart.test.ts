@@ -10,6 +10,8 @@
 // accepted transaction was paid out exactly once and completed, every webhook event was delivered
 // with no gap in any partner's sequence and the /events log agrees, and the daily count cap held
 // exactly. Prints the request count, the retried connection errors and the duration.
+// It times real processes' stops and readiness, so it runs with no other test file beside it:
+// test runner: alone
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';

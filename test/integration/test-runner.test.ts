@@ -55,3 +55,34 @@ test('hangs, leftovers and skips are stopped, named and cleaned up, and fail the
   const pids = JSON.parse(readFileSync(pidsFile, 'utf8')) as number[];
   await eventually(() => assert.deepEqual(pids.filter(running), [], 'the runner killed both sleepers'), 5_000);
 });
+
+test('a file marked "alone" runs with no other test file of any run on the machine', { skip: process.platform !== 'linux' && 'reads /proc', timeout: 90_000 }, async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'runner-alone-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const intervals = join(dir, 'intervals.jsonl');
+  // Two runs side by side, each with an "alone" file and an ordinary one, sharing a private lock.
+  const runners = ['a', 'b'].map((name) => spawn(process.execPath, ['--import', 'tsx', 'scripts/test.ts', `fixtures/runner/alone-${name}.fixture.ts`, 'fixtures/runner/together.fixture.ts'], {
+    cwd: repoRoot,
+    env: { ...process.env, TEST_CONCURRENCY: '4', TEST_ALONE_LOCK: join(dir, 'alone.lock'), RUNNER_FIXTURE_INTERVALS: intervals, RUNNER_FIXTURE_NAME: name },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  }));
+  t.after(() => {
+    for (const runner of runners) if (runner.exitCode === null) runner.kill('SIGKILL');
+  });
+  const outputs = runners.map((runner) => {
+    let output = '';
+    runner.stdout.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+    runner.stderr.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+    return () => output;
+  });
+  const codes = await Promise.all(runners.map((runner) => new Promise<number | null>((resolve) => runner.once('exit', resolve))));
+  assert.deepEqual(codes, [0, 0], outputs.map((output) => output()).join('\n'));
+
+  const runs = readFileSync(intervals, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { name: string; startMs: number; endMs: number });
+  assert.deepEqual(runs.map((run) => run.name).sort(), ['alone-a', 'alone-b', 'together-a', 'together-b']);
+  for (const alone of runs.filter((run) => run.name.startsWith('alone-'))) {
+    for (const other of runs.filter((run) => run !== alone)) {
+      assert.ok(other.endMs <= alone.startMs || other.startMs >= alone.endMs, `${other.name} overlapped ${alone.name}: ${JSON.stringify(runs)}`);
+    }
+  }
+});
