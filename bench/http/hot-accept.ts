@@ -17,7 +17,7 @@ import { createQuote, quoteBodyBreb } from './workloads.ts';
 
 /** Users per partner; each point uses its own user prefix, so per-user counters start empty. */
 export const hotAcceptUsersPerPartner = 32;
-const quoteSetupConcurrency = 32;
+const quoteSetupConcurrency = 64;
 
 /** Caps high enough that a run never reaches them; the per-transaction cap stays the spec's. */
 export const hotAcceptLimits = {

@@ -516,7 +516,7 @@ async function runHotCap(context: SweepContext): Promise<void> {
 }
 
 /** Quotes created per second of a hot-accept phase: the most acceptances per second it can measure (`--quick`: a tenth). */
-const hotAcceptRateMax = 4_000;
+const hotAcceptRateMax = 2_000;
 
 /**
  * Phase 3b: hot-accept (bench/http/hot-accept.ts). PostgreSQL (both isolation levels, with the same
