@@ -132,9 +132,40 @@ export interface RedisConnectionLog {
 export function createRedisClient(url: string, connectionName = 'payments', connectionLog: RedisConnectionLog = {}): RedisClient {
   const client = newRedisClient(url, connectionName);
   watchRedisConnection(client, connectionName, connectionLog);
+  if (isCluster(client)) trackCluster(client);
   // Before the client's first command: see redis-scripts.ts for why.
   defineScripts(client);
   return client;
+}
+
+/** Cluster clients of this process, so that a redirection one of them surfaced refreshes them all. */
+const liveClusters = new Set<Cluster>();
+/** A client reads the slot map again at most this often on account of surfaced redirections. */
+const slotMapRefreshSpacingMs = 1_000;
+const lastSlotMapRefreshMs = new WeakMap<Cluster, number>();
+
+/**
+ * A MOVED or ASK that reaches our code means a slot map went stale: with auto-pipelining, a
+ * pipeline whose commands were redirected for different slots is neither retried nor does it
+ * refresh the map (ioredis retries a pipeline only when every error in it is the same), so after a
+ * failover the moved slots' commands kept failing until a restart
+ * (test/integration/redis-cluster-failover.test.ts). Every cluster client of the process reads the
+ * map again (at most once a second each): one refresh is one short-lived connection, so it is not
+ * done on a timer. ioredis' own `slotsRefreshInterval` is not used: it re-arms after `quit` when a
+ * refresh was under way, which kept processes alive.
+ */
+function slotMapsMayBeStale(): void {
+  const nowMs = Date.now();
+  for (const cluster of liveClusters) {
+    if (cluster.status !== 'ready' || nowMs - (lastSlotMapRefreshMs.get(cluster) ?? 0) < slotMapRefreshSpacingMs) continue;
+    lastSlotMapRefreshMs.set(cluster, nowMs);
+    cluster.refreshSlotsCache();
+  }
+}
+
+function trackCluster(client: Cluster): void {
+  liveClusters.add(client);
+  client.once('end', () => liveClusters.delete(client));
 }
 
 /**
@@ -264,6 +295,11 @@ export function isRedisUnavailable(error: unknown): boolean {
 /** Maps Redis errors to the bus's error codes; the one place this happens (the lease adapter uses it too). */
 export function toBusError(error: unknown): unknown {
   if (error instanceof BusError) return error;
+  const replyCode = redisErrorCode(error);
+  if (replyCode === 'MOVED' || replyCode === 'ASK') {
+    slotMapsMayBeStale();
+    return new BusError('unavailable', `Redis Cluster slot moved (${errorText(error)})`, { cause: error });
+  }
   if (redisErrorCode(error) === 'NOGROUP') {
     return new BusError('no_group', error instanceof Error ? error.message : 'no such group', { cause: error });
   }

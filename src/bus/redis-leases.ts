@@ -3,13 +3,19 @@
 // `<prefix>lease-token:{<name>}` is a plain INCR counter that never expires, so a token is never
 // issued twice for one name (unless the counter key itself is deleted: do not FLUSHDB a live system).
 // Both keys share the hash tag `{<name>}`, so each script's keys sit on one Redis Cluster slot.
-// On a Redis Cluster (`redis+cluster://…`, see redis-connection.ts) every command goes to its key's slot;
-// only `listAll` spans the cluster: it SCANs every master (replicas hold copies, not more keys).
+// On a Redis Cluster (`redis+cluster://…`, see redis-connection.ts) every command goes to its key's slot,
+// `listAll` included: it reads an index of names by key rather than SCANning the masters. A SCAN
+// needs the list of masters, and a long-lived client's list went stale after a failover (the edge's
+// /metrics, `admin shards` and the workers' fair shares stayed wrong until a restart; the test is
+// test/integration/redis-cluster-failover.test.ts). Each lease name is added to the set
+// `<prefix>lease-index:{<kind>}` (kind: the name up to its first `:`, e.g. `shard:`) on acquire and
+// on every renew, and each kind to `<prefix>lease-kinds`. The index is a hint, never the truth:
+// listing asks each named lease for its holder and drops the names whose lease is gone. A name
+// dropped just as it was taken again is added back at its holder's next renew (a third of its TTL).
 // Every check-and-change is one Lua script (in redis-scripts.ts, with its KEYS/ARGV/returns header);
 // the return codes map to results in `leaseOutcome` only.
 // Redis errors map as the bus's do (`toBusError`): an unreachable Redis is BusError `unavailable`.
-import type { Redis } from 'ioredis';
-import { createRedisClient, isCluster, throwBusError, type RedisClient, type RedisConnectionLog } from './redis-connection.ts';
+import { createRedisClient, throwBusError, type RedisClient, type RedisConnectionLog } from './redis-connection.ts';
 import { acquireScript, defineScripts, inspectScript, releaseScript, renewScript } from './redis-scripts.ts';
 import { assertNoBraces } from './shards.ts';
 import {
@@ -47,9 +53,10 @@ function toInteger(value: unknown): number {
   return parsed;
 }
 
-/** Escapes glob metacharacters for SCAN MATCH. */
-function globEscape(text: string): string {
-  return text.replace(/[*?[\]\\]/g, (char) => `\\${char}`);
+/** The index a lease name is listed in: its name up to and including the first `:`, or the whole name. */
+function kindOf(name: string): string {
+  const colon = name.indexOf(':');
+  return colon === -1 ? name : name.slice(0, colon + 1);
 }
 
 export interface RedisLeasesOptions {
@@ -59,22 +66,6 @@ export interface RedisLeasesOptions {
   readonly keyPrefix?: string;
   /** Where connection outages are logged (a client of our own: under the name `leases`). */
   readonly connectionLog?: RedisConnectionLog;
-}
-
-const scanCount = 500;
-const scanRoundsMax = 10_000;
-
-/** Adds the lease names of one server's keys matching `pattern` to `names` (up to the list bound). */
-async function scanNames(server: Redis, pattern: string, keyStart: string, names: Set<string>): Promise<void> {
-  let cursor = '0';
-  for (let round = 0; round < scanRoundsMax && names.size < leasesListMax; round += 1) {
-    const [next, keys] = await server.scan(cursor, 'MATCH', pattern, 'COUNT', scanCount);
-    for (const key of keys) {
-      if (key.endsWith('}') && names.size < leasesListMax) names.add(key.slice(keyStart.length, -1));
-    }
-    cursor = next;
-    if (cursor === '0') break;
-  }
 }
 
 export class RedisLeases implements Leases {
@@ -103,6 +94,26 @@ export class RedisLeases implements Leases {
     return `${this.keyPrefix}lease-token:{${name}}`;
   }
 
+  private indexKey(kind: string): string {
+    return `${this.keyPrefix}lease-index:{${kind}}`;
+  }
+
+  private kindsKey(): string {
+    return `${this.keyPrefix}lease-kinds`;
+  }
+
+  /**
+   * Lists `name` in its index. A failure is not the lease's failure (the lease is held): it is
+   * logged nowhere and healed at the next renew; only the listing misses the name meanwhile.
+   */
+  private async index(name: string, withKind: boolean): Promise<void> {
+    const kind = kindOf(name);
+    await Promise.all([
+      this.client.sadd(this.indexKey(kind), name),
+      withKind ? this.client.sadd(this.kindsKey(), kind) : undefined,
+    ]).catch(() => undefined);
+  }
+
   async acquire(name: string, owner: string, ttlMs: number): Promise<LeaseGrant | null> {
     assertLeaseName(name);
     assertLeaseOwner(owner);
@@ -110,6 +121,7 @@ export class RedisLeases implements Leases {
     const reply = await acquireScript.run(this.client, [this.leaseKey(name), this.tokenKey(name)], [owner, ttlMs]).catch(throwBusError);
     if (!Array.isArray(reply)) throw new Error(`unexpected acquire reply: ${JSON.stringify(reply)}`);
     if (toInteger(reply[0]) !== 1) return null;
+    await this.index(name, true);
     return { name, owner, token: toInteger(reply[1]), ttlMs };
   }
 
@@ -119,7 +131,9 @@ export class RedisLeases implements Leases {
     assertLeaseToken(token);
     assertLeaseTtl(ttlMs);
     const code = await renewScript.run(this.client, [this.leaseKey(name)], [owner, String(token), ttlMs]).catch(throwBusError);
-    return leaseOutcome(toLeaseCode(code));
+    const renewed = leaseOutcome(toLeaseCode(code));
+    if (renewed) await this.index(name, false);
+    return renewed;
   }
 
   async release(name: string, owner: string, token: number): Promise<boolean> {
@@ -142,16 +156,21 @@ export class RedisLeases implements Leases {
   }
 
   /**
-   * SCANs for lease keys (an admin operation, bounded by `leasesListMax`); on a cluster, every
-   * master in turn.
+   * Reads the index of each kind the prefix can match, then each named lease's holder (an admin
+   * and metrics operation, bounded by `leasesListMax`); names whose lease is gone leave the index.
    */
   async listAll(prefix: string): Promise<LeaseHolder[]> {
-    const keyStart = this.leaseKey('').slice(0, -1); // `<prefix>lease:{`
-    const pattern = `${globEscape(keyStart)}${globEscape(prefix)}*`;
+    const kinds = (await this.client.smembers(this.kindsKey()).catch(throwBusError)).filter((kind) => kind.startsWith(prefix) || prefix.startsWith(kind));
     const names = new Set<string>();
-    const servers = isCluster(this.client) ? this.client.nodes('master') : [this.client];
-    for (const server of servers) await scanNames(server, pattern, keyStart, names).catch(throwBusError);
-    const holders = await Promise.all([...names].sort().map(async (name) => this.owner(name)));
+    for (const kind of kinds.sort()) {
+      for (const name of (await this.client.smembers(this.indexKey(kind)).catch(throwBusError)).sort()) {
+        if (name.startsWith(prefix) && names.size < leasesListMax) names.add(name);
+      }
+    }
+    const sorted = [...names].sort();
+    const holders = await Promise.all(sorted.map(async (name) => this.owner(name)));
+    const gone = sorted.filter((_, index) => holders[index] === null);
+    await Promise.all(gone.map(async (name) => this.client.srem(this.indexKey(kindOf(name)), name))).catch(throwBusError);
     return holders.filter((holder): holder is LeaseHolder => holder !== null);
   }
 
