@@ -3,10 +3,12 @@
 // suite runs. Options (all optional): --connections=1,16,64,256 --duration=5 --warmup=1
 // --partners=128 --workers=1,2 --shards=64 --shard-processes=1 --pg-url=… --pg-pool=16
 // --log-level=warn --out=bench/results --cpu-prof=<dir> --data-root=<dir>. See bench/README.md.
+import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { fullMicroOptions, tinyMicroOptions } from './lib/micro.ts';
 import { runBench, scenarioNames, type BenchOptions, type ScenarioName } from './lib/runner.ts';
 import { postgresUrlDefault } from './baselines/postgres.ts';
+import { wrkPath } from './lib/wrk.ts';
 
 const durationSMax = 10;
 const startedAtMs = Date.now();
@@ -77,6 +79,23 @@ export function parseArgs(argv: readonly string[]): BenchOptions {
   };
 }
 
+/**
+ * wrk is the load generator (bench/lib/wrk.ts); like redis-server it comes from Debian's packages.
+ * Installed here when missing and we may (root with apt-get); otherwise the bench falls back to
+ * autocannon and says so in the results (`config.loadGenerator`).
+ */
+function ensureWrk(log: (line: string) => void): void {
+  if (wrkPath() !== null) return;
+  const root = typeof process.getuid === 'function' && process.getuid() === 0;
+  if (root && spawnSync('sh', ['-c', 'command -v apt-get'], { stdio: 'ignore' }).status === 0) {
+    log('wrk missing: installing it from Debian\'s packages (apt-get install -y wrk)');
+    const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+    spawnSync('apt-get', ['update', '-qq'], { stdio: 'inherit', env });
+    spawnSync('apt-get', ['install', '-y', '-qq', 'wrk'], { stdio: 'inherit', env });
+  }
+  if (wrkPath() === null) log('wrk missing and not installable here: the load is driven by autocannon (one Node thread; it caps the bare-uWS baseline)');
+}
+
 if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.argv[1]) {
   let options: BenchOptions;
   try {
@@ -85,6 +104,7 @@ if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.
     process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
     process.exit(2);
   }
+  ensureWrk(options.log);
   runBench(options).then(
     // Child processes are stopped by then; exit explicitly so no stray handle keeps the bench alive.
     () => process.exit(0),

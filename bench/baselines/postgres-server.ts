@@ -12,7 +12,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import pg from 'pg';
 import uWS from 'uWebSockets.js';
-import { defaultLimitsConfig } from '../../src/config/limits.ts';
+import { defaultLimitsConfig, loadLimitsFile } from '../../src/config/limits.ts';
 import { civilDayKey } from '../../src/domain/limits.ts';
 import { compare, decimalFromString, toPlainString } from '../../src/domain/money.ts';
 
@@ -36,7 +36,9 @@ const partnersByKeyHash = new Map<string, string>(
   ]),
 );
 
-const caps = defaultLimitsConfig.methods.BREB;
+// The same limits file as the service it is compared with (hot-accept raises the caps).
+const limitsFile = process.env['LIMITS_FILE'];
+const caps = (limitsFile === undefined || limitsFile === '' ? defaultLimitsConfig : loadLimitsFile(limitsFile)).methods.BREB;
 const capText = (value: { units: bigint; scale: number } | null): string | null => (value === null ? null : toPlainString(value));
 const userDailyAmountMax = capText(caps.userDailyAmountMax);
 const userDailyCountMax = caps.userDailyCountMax;

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { defaultLimitsConfig } from '../../src/config/limits.ts';
-import { civilDayKey } from '../../src/domain/limits.ts';
+import { civilDayKey, type LimitsConfig } from '../../src/domain/limits.ts';
 import { toPlainString } from '../../src/domain/money.ts';
 import { sha256Hex } from '../../src/edge/auth.ts';
 import { freePort, http, startNode, waitFor, type NodeProcess } from '../lib/processes.ts';
@@ -68,11 +68,12 @@ export async function resetPostgres(
   partners: readonly BenchPartner[],
   amounts: { readonly breb: string; readonly pix: string; readonly prefill: string },
   nowMs: number,
+  limits: LimitsConfig = defaultLimitsConfig,
 ): Promise<PostgresQuotes> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
-    const caps = defaultLimitsConfig.methods.BREB;
+    const caps = limits.methods.BREB;
     if (caps.methodDailyAmountMax === null) throw new Error('the postgres baseline needs a BREB method cap');
     await client.query(`DROP SCHEMA IF EXISTS ${postgresSchema} CASCADE`);
     await client.query(`CREATE SCHEMA ${postgresSchema}`);
@@ -138,6 +139,7 @@ export async function startPostgresServer(
   dataDir: string,
   poolSize: number,
   isolation: PostgresIsolation,
+  limitsFile?: string,
 ): Promise<PostgresServer> {
   const partnersFile = join(dataDir, 'pg-partners.json');
   writeFileSync(partnersFile, JSON.stringify(partners.map((partner) => ({ id: partner.id, apiKeySha256: sha256Hex(partner.apiKey) }))));
@@ -149,6 +151,7 @@ export async function startPostgresServer(
     BENCH_PG_SCHEMA: postgresSchema,
     BENCH_PG_POOL: String(poolSize),
     BENCH_PARTNERS_FILE: partnersFile,
+    ...(limitsFile === undefined ? {} : { LIMITS_FILE: limitsFile }),
   });
   const baseUrl = `http://127.0.0.1:${port}`;
   try {
@@ -175,12 +178,12 @@ export interface PostgresCapTally {
 }
 
 /** Reads back what the baseline accepted and checks every cap against it. */
-export async function checkPostgresCaps(url: string): Promise<PostgresCapTally> {
+export async function checkPostgresCaps(url: string, limits: LimitsConfig = defaultLimitsConfig): Promise<PostgresCapTally> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
     await client.query(`SET search_path = ${postgresSchema}`);
-    const caps = defaultLimitsConfig.methods.BREB;
+    const caps = limits.methods.BREB;
     const violations: string[] = [];
     const totals = await client.query<{ accepted: string; amount: string | null }>(
       `SELECT count(*)::text AS accepted, sum(amount)::text AS amount FROM transactions WHERE method = 'BREB'`,

@@ -4,6 +4,7 @@
 // generator saw (ids of 200 answers) against what the list shows: a 200 the list does not show, or
 // a listed transaction nobody was told about, is reported too.
 import { defaultLimitsConfig } from '../../src/config/limits.ts';
+import type { LimitsConfig } from '../../src/domain/limits.ts';
 import { add, compare, parseAmount, toPlainString, zero, type Decimal } from '../../src/domain/money.ts';
 import type { CapCheck } from '../lib/results.ts';
 import { http, mapLimit, sleepMs } from '../lib/processes.ts';
@@ -62,8 +63,10 @@ export async function checkServiceCaps(options: {
   readonly acceptedIds: ReadonlySet<string>;
   readonly scenario: string;
   readonly connections: number;
+  /** The service's limits (default: the spec's). */
+  readonly limits?: LimitsConfig;
 }): Promise<CapCheck> {
-  const caps = defaultLimitsConfig.methods.BREB;
+  const caps = (options.limits ?? defaultLimitsConfig).methods.BREB;
   const pairs = [...options.partners.flatMap((partner) => options.userIds.map((userId) => ({ partner, userId }))), ...options.extraUsers];
   const perUser = await mapLimit(pairs, concurrency, async ({ partner, userId }) => ({
     partner,

@@ -23,6 +23,34 @@ export function processCpuMs(pid: number): number | null {
   }
 }
 
+/** Calls per Redis command so far (INFO commandstats), or an empty map when it cannot be asked. */
+export async function redisCommandCalls(url: string): Promise<Map<string, number>> {
+  const client = new Redis(url, { maxRetriesPerRequest: 1, lazyConnect: true });
+  try {
+    await client.connect();
+    const info = await client.info('commandstats');
+    const calls = new Map<string, number>();
+    for (const match of info.matchAll(/^cmdstat_([a-z|_-]+):calls=(\d+)/gm)) calls.set(match[1] ?? '', Number(match[2]));
+    return calls;
+  } catch {
+    return new Map();
+  } finally {
+    client.disconnect();
+  }
+}
+
+/** Per-response calls of each command between two `redisCommandCalls` snapshots (two decimals). */
+export function callsPerResponse(before: ReadonlyMap<string, number>, after: ReadonlyMap<string, number>, responses: number): Record<string, number> {
+  const perResponse: Record<string, number> = {};
+  if (responses <= 0) return perResponse;
+  for (const [command, calls] of [...after].sort((a, b) => b[1] - a[1])) {
+    const delta = calls - (before.get(command) ?? 0);
+    // The snapshot's own INFO calls and rare housekeeping are noise, not per-request work.
+    if (delta / responses >= 0.005) perResponse[command] = Math.round((delta / responses) * 100) / 100;
+  }
+  return perResponse;
+}
+
 /** Redis server CPU milliseconds (INFO cpu), or null when it cannot be asked. */
 export async function redisCpuMs(url: string): Promise<number | null> {
   const client = new Redis(url, { maxRetriesPerRequest: 1, lazyConnect: true });

@@ -1,10 +1,18 @@
-// The load generator as the bench uses it: autocannon, run programmatically in a SEPARATE process
-// (bench/lib/load-child.ts) so the generator's CPU is never the server's. The parent sends a
-// `LoadSpec` over IPC and gets a `LoadResult` back. Every run is bounded three ways: autocannon's
-// duration, a maximum request count, and a wall-clock deadline after which the child is killed.
+// The load generator as the bench uses it, always in a SEPARATE process so its CPU is never the
+// server's. Two drivers:
+// - wrk (default; bench/lib/wrk.ts): C, one thread per core, driven by a Lua script. The only one
+//   that can load the bare-uWS baseline to what this box serves.
+// - autocannon, run programmatically in a forked child (bench/lib/load-child.ts): the parent sends
+//   a `LoadSpec` over IPC and gets a `LoadResult` back. Kept for workloads that need per-request
+//   tags (wrk cannot match a response to its request) and as the fallback where wrk is missing.
+// Every run is bounded: the phase's duration, a wall-clock deadline after which the child is
+// killed, and (autocannon only) a maximum request count.
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { LatencySummary } from './stats.ts';
+import { runWrkPhase, wrkPath } from './wrk.ts';
+
+export type LoadDriver = 'wrk' | 'autocannon';
 
 export interface LoadRequest {
   readonly method: 'GET' | 'POST';
@@ -36,8 +44,10 @@ export interface LoadSpec {
   readonly timeoutS: number;
   /** Statuses that are the workload's expected outcomes (default: any 2xx). Others count as unexpected. */
   readonly expectedStatuses?: readonly number[];
-  /** Most latency samples kept (the rest are counted, not kept). */
+  /** Most latency samples kept (the rest are counted, not kept; autocannon only). */
   readonly latencySamplesMax?: number;
+  /** Default `wrk` when installed; `autocannon` where per-tag statistics are needed. */
+  readonly driver?: LoadDriver;
 }
 
 export interface TagStats {
@@ -46,7 +56,7 @@ export interface TagStats {
 }
 
 export interface Collected {
-  /** Index of the request in `measure.requests`. */
+  /** Index of the request in `measure.requests` (-1 with wrk, which cannot tell). */
   readonly index: number;
   readonly value: string;
 }
@@ -90,6 +100,21 @@ const deadlineSlackMs = 60_000;
  */
 export async function runLoad(spec: LoadSpec, beforeMeasure?: () => Promise<void>): Promise<LoadResult> {
   if (spec.measure.requests.length === 0) throw new Error('a load needs at least one request');
+  const wrk = spec.driver === 'autocannon' ? null : wrkPath();
+  if (wrk !== null) {
+    if (spec.warmup !== undefined && spec.warmup.durationS > 0 && spec.warmup.requests.length > 0) await runWrkPhase(spec, spec.warmup, wrk);
+    await beforeMeasure?.();
+    return runWrkPhase(spec, spec.measure, wrk);
+  }
+  return runAutocannon(spec, beforeMeasure);
+}
+
+/** The driver actually used for `spec` on this machine. */
+export function loadDriverOf(spec: Pick<LoadSpec, 'driver'>): LoadDriver {
+  return spec.driver === 'autocannon' || wrkPath() === null ? 'autocannon' : 'wrk';
+}
+
+async function runAutocannon(spec: LoadSpec, beforeMeasure?: () => Promise<void>): Promise<LoadResult> {
   const child = fork(childEntry, [], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const deadlineMs = ((spec.warmup?.durationS ?? 0) + spec.measure.durationS) * 1000 + deadlineSlackMs;
   try {

@@ -74,6 +74,8 @@ export interface HttpPoint {
   readonly ratios: Readonly<Record<string, number | null>>;
   /** CPU microseconds per response of each process in the measured phase (`load-generator` included). */
   readonly cpuUsPerResponse: Readonly<Record<string, number | null>>;
+  /** Redis commands per response by command (INFO commandstats around the measured phase); systems on Redis only. */
+  readonly redisCallsPerResponse?: Readonly<Record<string, number>>;
   readonly loadAverage1m: number;
   readonly notes: readonly string[];
 }

@@ -39,6 +39,8 @@ export interface BenchServiceOptions {
   readonly startTimeoutMs?: number;
   /** Where the temp DATA_DIR is created (default: the OS temp dir). `/dev/shm` takes the disk's sync latency out. */
   readonly dataRoot?: string;
+  /** Limits of the service (LIMITS_FILE): hot-accept raises the BREB caps so that nothing is refused. */
+  readonly limits?: object;
 }
 
 export interface BenchService {
@@ -98,6 +100,8 @@ export async function startBenchService(options: BenchServiceOptions): Promise<B
   const dataDir = mkdtempSync(join(options.dataRoot ?? tmpdir(), 'bench-service-'));
   const partnersFile = join(dataDir, 'partners.json');
   writeFileSync(partnersFile, partnersFileJson(options.partners));
+  const limitsFile = join(dataDir, 'limits.json');
+  if (options.limits !== undefined) writeFileSync(limitsFile, JSON.stringify(options.limits));
   const keyPrefix = `bench-${randomBytes(4).toString('hex')}:`;
   const shardCount = options.shardCount ?? 64;
   const timeoutMs = options.startTimeoutMs ?? startTimeoutMsDefault;
@@ -125,6 +129,7 @@ export async function startBenchService(options: BenchServiceOptions): Promise<B
     // on GET. The limiter still runs on every request (its cost is measured); it never refuses.
     EDGE_RATE_LIMIT_PER_SECOND: '1000000',
     EDGE_RATE_LIMIT_BURST: '1000000',
+    ...(options.limits === undefined ? {} : { LIMITS_FILE: limitsFile }),
   };
   const roleEnv = async (role: string, port: number): Promise<Record<string, string>> => ({
     ...baseEnv,

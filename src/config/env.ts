@@ -47,6 +47,8 @@ const envSchema = z.object({
   DATA_DIR: z.string().min(1).default('./data'),
   PARTNERS_FILE: z.string().min(1).optional(),
   CORRIDORS_FILE: z.string().min(1).optional(),
+  /** Caps and thresholds (src/config/limits.ts); unset: the spec's defaults. */
+  LIMITS_FILE: z.string().min(1).optional(),
   CHAINS_FILE: z.string().min(1).optional(),
   SHARDS: z.coerce.number().int().min(1).max(16_384).default(64),
   SANDBOX: flag.optional(),

@@ -4,6 +4,7 @@
 // are read exactly (src/domain/money.ts): method caps at the method currency's decimals, the
 // KYC/KYB thresholds (source asset, 1:1 USD) and the chain refund floors at the most decimals any
 // supported token has.
+import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { defaultTokenDecimals, networks, paymentMethods } from '../domain/assets.ts';
 import type { Network, PaymentMethod } from '../domain/assets.ts';
@@ -123,3 +124,14 @@ export function parseLimitsConfig(input: unknown): LimitsConfig {
 }
 
 export const defaultLimitsConfig: LimitsConfig = parseLimitsConfig(defaultLimitsConfigInput);
+
+/** The operator's limits file (`LIMITS_FILE`): JSON in the shape of `defaultLimitsConfigInput`; omitted fields keep their defaults. */
+export function loadLimitsFile(path: string): LimitsConfig {
+  let json: unknown;
+  try {
+    json = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (error) {
+    throw new Error(`${path}: cannot read limits file: ${(error as Error).message}`);
+  }
+  return parseLimitsConfig(json);
+}

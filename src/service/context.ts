@@ -18,7 +18,7 @@ import { ActorClient } from '../actors/client.ts';
 import { runtimeReadModelIndexes } from '../actors/store-adapter.ts';
 import { loadCorridorsFile, loadDefaultCorridors } from '../config/corridors.ts';
 import type { EnvConfig, Role } from '../config/env.ts';
-import { defaultLimitsConfig } from '../config/limits.ts';
+import { defaultLimitsConfig, loadLimitsFile } from '../config/limits.ts';
 import { loadPartnersFile } from '../config/partners.ts';
 import type { CorridorConfig } from '../domain/corridors.ts';
 import type { LimitsConfig } from '../domain/limits.ts';
@@ -114,6 +114,7 @@ export async function createContext(env: EnvConfig, overrides: ContextOverrides 
   });
 
   const corridors = env.CORRIDORS_FILE ? loadCorridorsFile(env.CORRIDORS_FILE) : loadDefaultCorridors();
+  const limits = env.LIMITS_FILE ? loadLimitsFile(env.LIMITS_FILE) : defaultLimitsConfig;
   const { keyRing, partners, generatedKeys } = partnerAccess(env, log, membership.demoKey);
 
   const authThrottle = createAuthThrottle({
@@ -133,7 +134,7 @@ export async function createContext(env: EnvConfig, overrides: ContextOverrides 
     dataKeys,
     keyPrefix: env.KEY_PREFIX,
     shardCount: env.SHARDS,
-    config: liveConfig(corridors, defaultLimitsConfig),
+    config: liveConfig(corridors, limits),
     partners,
     keyRing,
     authThrottle,

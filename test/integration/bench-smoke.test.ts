@@ -1,7 +1,8 @@
 // The bench cannot rot: its tiny configuration runs inside `npm test`. Every micro suite for a few
 // iterations, POST /quote against a freshly started service for about a second at 4 connections
-// next to its two baselines (bare uWS, the Redis transport loop), and the PostgreSQL hot-cap
-// baseline (skipped with a message when no server is reachable). No timing assertions: only that
+// next to its two baselines (bare uWS, the Redis transport loop), the PostgreSQL hot-cap
+// baseline (skipped with a message when no server is reachable), and hot-accept (successful
+// acceptances on the hot key with raised caps) — all driven by wrk when it is installed. No timing assertions: only that
 // it runs, reports every field an operator reads, checks the caps, and writes valid JSON and SVG.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -12,11 +13,11 @@ import { parseArgs } from '../../bench/run.ts';
 import { runBench } from '../../bench/lib/runner.ts';
 import { validateResults } from '../../bench/lib/results.ts';
 
-test('the tiny bench runs every micro suite, POST /quote next to its baselines, and writes valid results', { timeout: 240_000 }, async () => {
+test('the tiny bench runs every micro suite, POST /quote next to its baselines, and writes valid results', { timeout: 420_000 }, async () => {
   const outDir = mkdtempSync(join(tmpdir(), 'bench-smoke-'));
   const lines: string[] = [];
   try {
-    const options = { ...parseArgs(['--quick', '--settle=0.2', 'micro', 'quote', 'baseline-postgres', `--out=${outDir}`]), log: (line: string) => lines.push(line) };
+    const options = { ...parseArgs(['--quick', '--settle=0.2', 'micro', 'quote', 'baseline-postgres', 'hot-accept', `--out=${outDir}`]), log: (line: string) => lines.push(line) };
     const { results, files } = await runBench(options);
 
     assert.ok(existsSync(files.json) && existsSync(files.svg), 'results JSON and SVG are written');
@@ -59,6 +60,17 @@ test('the tiny bench runs every micro suite, POST /quote next to its baselines, 
       const check = results.capChecks.find((item) => item.system === 'postgres');
       assert.ok(check !== undefined && check.ok, `PostgreSQL cap check: ${JSON.stringify(check?.violations)}`);
     }
+    // The load generator is wrk wherever it is installed (.ci/run installs it).
+    if (existsSync('/usr/bin/wrk') || existsSync('/usr/local/bin/wrk')) assert.match(String(results.config['loadGenerator']), /^wrk /);
+
+    // hot-accept: every acceptance of the measured phase succeeds, each is listed, and Redis work per request is counted.
+    const accept = results.http.find((item) => item.scenario === 'hot-accept' && item.system === 'service');
+    assert.ok(accept !== undefined, `hot-accept measured: ${JSON.stringify(results.skipped)}`);
+    assert.ok(accept.responses > 0 && accept.statusCodes['200'] === accept.responses, `every hot-accept answer is a 200: ${JSON.stringify(accept.statusCodes)}`);
+    assert.ok(accept.redisCallsPerResponse !== undefined && (accept.redisCallsPerResponse['xadd'] ?? 0) > 0, 'Redis commands per acceptance are counted');
+    const acceptCheck = results.capChecks.find((item) => item.scenario === 'hot-accept' && item.system === 'service');
+    assert.ok(acceptCheck !== undefined && acceptCheck.ok, `hot-accept check: ${JSON.stringify(acceptCheck?.violations)}`);
+    assert.ok(acceptCheck.acceptedTransactions >= accept.responses, 'every 200 of the measured phase is listed');
     assert.ok(results.targets.length > 0 && lines.some((line) => line.startsWith('results: ')), 'targets and file names are reported');
   } finally {
     rmSync(outDir, { recursive: true, force: true });

@@ -82,8 +82,14 @@ test('targets carry the best value the same-run baselines allow, and say when it
   assert.equal(overTransport?.bound, undefined);
   assert.equal(
     overTransport?.explanation,
-    'CPU per response, all processes (median round): transport 293 µs, quote 815 µs, ratio 0.36; 0.8 needs the quote path at ≤ 366 µs',
+    'CPU per response, all processes (median round): transport 293 µs, quote 815 µs, ratio 0.36; 0.6 needs the quote path at ≤ 488 µs',
   );
+
+  // The issue's latency targets, relative to the transport baseline of the same round.
+  const p99Ratio = byName.get('POST /quote p99 ÷ the transport-only p99, 64 connections');
+  assert.deepEqual([p99Ratio?.measured, p99Ratio?.met], [1.875, true]);
+  const p50Gap = byName.get('POST /quote p50 at 1 connection minus the transport-only p50 (ms)');
+  assert.deepEqual([p50Gap?.measured, p50Gap?.met], [2.1, false]);
 });
 
 test('a bound whose inputs were not measured is reported as such, not as reachable', () => {
