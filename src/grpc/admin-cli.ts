@@ -114,7 +114,7 @@ function destinationCall(client: AdminClient, args: readonly string[]): Promise<
   if (method === undefined) throw new UsageError(`destination: no subcommand ${args[0] ?? ''}`);
   return client.call(method, { partner_id: args[1], url: args[2] ?? '' }).then((reply) =>
     shown(reply, () => {
-      if (method === 'GetDestination') return table([reply], ['ok', 'message', 'live_url', 'source', 'secret_configured', 'secret_staged', 'draft_url', 'draft_test']);
+      if (method === 'GetDestination') return table([reply], ['ok', 'message', 'live_url', 'source', 'secret_configured', 'secret_staged', 'draft_url', 'draft_test', 'draft_test_excerpt']);
       const lines = [table([reply], ['ok', 'message', 'live_url', 'draft_url'])];
       if (typeof reply.test_secret === 'string' && reply.test_secret !== '') {
         lines.push(`test secret of the draft (shown once; its test deliveries carry it instead of the live secret): ${reply.test_secret}`);

@@ -50,7 +50,7 @@ interface DestinationView {
   readonly source: string;
   readonly url: string | null;
   readonly secretConfigured: boolean;
-  readonly draft: { readonly url: string; readonly test: { readonly ok: boolean; readonly httpStatus: number | null } | null } | null;
+  readonly draft: { readonly url: string; readonly test: { readonly ok: boolean; readonly httpStatus: number | null; readonly responseExcerpt?: string | null } | null } | null;
   readonly pendingSecret: unknown;
 }
 interface DeliveryRow {
@@ -292,6 +292,7 @@ export function adminHandlers(ctx: ServiceContext, capabilities: AdminCapabiliti
         secret_configured: destination.secretConfigured,
         secret_staged: destination.pendingSecret !== null,
         draft_test: test === null ? '' : `${test.httpStatus ?? 'no answer'} ${test.ok ? 'ok' : 'failed'}`,
+        draft_test_excerpt: test?.responseExcerpt ?? '',
       };
     },
     async StageDestination(request) {

@@ -26,6 +26,7 @@ import { destinationFromDoc, destinationsCollection, destinationToDoc, type Dest
 import { deliveryHeaders, generateSecret, generateTestSecret } from './signing.ts';
 import { casUpdate } from './store-cas.ts';
 import { SlotPool, type SlotPoolLimits } from './slot-pool.ts';
+import { responseExcerpt, testExcerptBytesMax } from './response-excerpt.ts';
 import { sendWebhook, type TransportLimits } from './transport.ts';
 import { checkDestinationUrl, type UrlPolicyMode } from './url-policy.ts';
 
@@ -197,7 +198,7 @@ export class Destinations implements DestinationsApi {
       url: record?.url ?? null,
       secretConfigured: record?.secret != null && record.secret.length > 0,
       // Never the test secret: it is shown once, at staging.
-      draft: record?.draft ? { url: record.draft.url, stagedAtMs: record.draft.stagedAtMs, test: record.draft.test } : null,
+      draft: record?.draft ? { url: record.draft.url, stagedAtMs: record.draft.stagedAtMs, test: testView(record.draft.test) } : null,
       pendingSecret: record?.pendingSecret ? { stagedAtMs: record.pendingSecret.stagedAtMs } : null,
       updatedAtMs: stored?.updatedAtMs ?? null,
     };
@@ -237,7 +238,8 @@ export class Destinations implements DestinationsApi {
     const body = JSON.stringify({ event: testEventName, data: { id, createdAtMs: nowMs } });
     const eventId = `evt_test_${id.slice(5).replaceAll('-', '')}`;
     const headers = deliveryHeaders({ secret, eventId, sequence: null, attempt: 1, nowMs, body });
-    const sent = await sendWebhook({ url, headers, body }, this.deps.mode, this.deps.transport);
+    // The only attempt whose answer is kept (an excerpt, for the administrator testing the URL).
+    const sent = await sendWebhook({ url, headers, body, keepResponseBytes: testExcerptBytesMax }, this.deps.mode, this.deps.transport);
     const classification = classify(sent.result);
     return {
       ok: classification.outcome === 'delivered',
@@ -245,8 +247,14 @@ export class Destinations implements DestinationsApi {
       durationMs: sent.durationMs,
       httpStatus: sent.result.kind === 'response' ? sent.result.httpStatus : null,
       error: classification.outcome === 'delivered' ? null : classification.error,
+      responseExcerpt: sent.response === undefined ? null : responseExcerpt(sent.response.bytes, sent.response.cut),
     };
   }
+}
+
+/** A stored test result as shown: results recorded before excerpts were kept have none (null). */
+function testView(test: TestSummary | null): TestSummary | null {
+  return test === null ? null : { ...test, responseExcerpt: test.responseExcerpt ?? null };
 }
 
 function unknownPartner(): { ok: false; code: 'unknown_partner'; reason: string } {

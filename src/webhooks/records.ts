@@ -235,6 +235,11 @@ export interface TestSummary {
   readonly durationMs: number;
   readonly httpStatus: number | null;
   readonly error: AttemptErrorCode | null;
+  /**
+   * The start of the receiver's answer (response-excerpt.ts: at most 512 bytes read, printable
+   * text); null when no answer came, and on results recorded before excerpts were kept.
+   */
+  readonly responseExcerpt?: string | null;
 }
 
 export interface DestinationRecord {

@@ -1,6 +1,9 @@
 // One HTTP POST to a partner: node:http/https directly, so that
 // - redirects are never followed (a 3xx is just a status; the policy calls it a misconfiguration);
 // - the response body is read only up to `responseBytesMax`, then the socket is destroyed;
+// - the body is dropped as it is read, except for a destination's test delivery, which keeps its
+//   first `keepResponseBytes` (512) for an excerpt and stops reading there (what node already
+//   received in its socket buffer is dropped with the socket);
 // - the whole attempt (DNS, connect, TLS, response head, capped body) has one deadline, and two
 //   shorter ones inside it: the connection must be ready (DNS, TCP, TLS) within `connectTimeoutMs`,
 //   and the response head must start within `firstByteTimeoutMs` of that. An endpoint that accepts
@@ -41,11 +44,22 @@ export interface SendRequest {
   readonly url: string;
   readonly headers: Readonly<Record<string, string>>;
   readonly body: string;
+  /**
+   * Keep the first bytes of the answer, up to this many, and stop reading there (a destination's
+   * test delivery shows an excerpt). Unset for live deliveries: their answers are read (bounded by
+   * `responseBytesMax`) and dropped, never kept.
+   */
+  readonly keepResponseBytes?: number;
 }
 
 export interface SendOutcome {
   readonly result: AttemptResult;
   readonly durationMs: number;
+  /**
+   * Only with `keepResponseBytes`, once a response head arrived: the bytes read, and whether we
+   * stopped before the answer ended (at the byte bound, the deadline, or a broken connection).
+   */
+  readonly response?: { readonly bytes: Buffer; readonly cut: boolean };
 }
 
 const tlsErrorPattern = /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_|HOSTNAME_MISMATCH|ERR_OSSL_)/;
@@ -80,10 +94,43 @@ function pinnedLookup(addresses: readonly ResolvedAddress[]): LookupFunction {
   };
 }
 
+/** The first bytes of an answer, kept for a test delivery's excerpt. */
+class KeptAnswer {
+  private readonly chunks: Buffer[] = [];
+  private bytes = 0;
+  private headSeen = false;
+  private ended = false;
+
+  constructor(private readonly max: number) {}
+
+  head(): void {
+    this.headSeen = true;
+  }
+
+  add(chunk: Buffer): void {
+    if (this.bytes >= this.max) return;
+    // Only what fits is kept (a copy, so the socket's larger chunk is not held on to).
+    const piece = Buffer.from(chunk.subarray(0, this.max - this.bytes));
+    this.chunks.push(piece);
+    this.bytes += piece.length;
+  }
+
+  /** The answer arrived whole. */
+  end(): void {
+    this.ended = true;
+  }
+
+  response(): Pick<SendOutcome, 'response'> {
+    return this.headSeen ? { response: { bytes: Buffer.concat(this.chunks, this.bytes), cut: !this.ended } } : {};
+  }
+}
+
 /** Sends one attempt. Never throws: every failure is an AttemptResult. */
 export async function sendWebhook(request: SendRequest, mode: UrlPolicyMode, limits: TransportLimits = defaultTransportLimits): Promise<SendOutcome> {
   const startedAt = performance.now();
-  const done = (result: AttemptResult): SendOutcome => ({ result, durationMs: Math.max(0, Math.round(performance.now() - startedAt)) });
+  const keep = request.keepResponseBytes;
+  const kept = keep === undefined ? null : new KeptAnswer(keep);
+  const done = (result: AttemptResult): SendOutcome => ({ result, durationMs: Math.max(0, Math.round(performance.now() - startedAt)), ...kept?.response() });
   const checked = checkDestinationUrl(request.url, mode);
   if (!checked.ok) return done({ kind: 'error', error: 'invalid_destination' });
   const url = checked.url;
@@ -135,13 +182,21 @@ export async function sendWebhook(request: SendRequest, mode: UrlPolicyMode, lim
         status = res.statusCode ?? 0;
         const header = res.headers['retry-after'];
         retryAfter = typeof header === 'string' ? header : null;
+        kept?.head();
         let bytes = 0;
+        // With an excerpt asked for, reading stops at its bound (never more than the usual cap).
+        const readMax = keep === undefined ? limits.responseBytesMax : Math.min(keep, limits.responseBytesMax);
         const finish = (): void => settle({ kind: 'response', httpStatus: status ?? 0, retryAfter });
         res.on('data', (chunk: Buffer) => {
+          if (settled) return;
+          kept?.add(chunk);
           bytes += chunk.length;
-          if (bytes >= limits.responseBytesMax) finish();
+          if (bytes >= readMax) finish();
         });
-        res.on('end', finish);
+        res.on('end', () => {
+          kept?.end();
+          finish();
+        });
         res.on('error', finish);
         res.on('close', finish);
       });

@@ -124,7 +124,9 @@ test('webhooks: destination get/stage/test/activate, secret rotation, deliveries
   assert.match(staged.out, /test secret of the draft \(shown once/);
   const tested = await cliJson('destination', 'test', partner);
   assert.equal(tested.json.ok, true, String(tested.json.message));
-  assert.equal((await cliJson('destination', 'get', partner)).json.draft_test, '200 ok');
+  const afterTest = (await cliJson('destination', 'get', partner)).json;
+  assert.equal(afterTest.draft_test, '200 ok');
+  assert.equal(afterTest.draft_test_excerpt, 'ok', "the start of the receiver's answer");
   const activated = await cli('destination', 'activate', partner);
   assert.equal(activated.code, 0, activated.out);
   // A live signing secret: rotated (shown once), then activated.

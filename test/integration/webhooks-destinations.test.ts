@@ -8,6 +8,8 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { LmdbStore } from '../../src/store/lmdb-store.ts';
 import { defaultReadModelIndexes } from '../../src/store/store.ts';
 import { createKeyRing } from '../../src/edge/auth.ts';
@@ -40,7 +42,12 @@ describe('webhook destinations', () => {
   before(async () => {
     receiver = await startWebhookReceiver();
     // /draft answers with the statuses queued by the test (then 200); everything else 200.
-    receiver.respondWith((request) => (request.path === '/draft' ? { status: draftStatuses.shift() ?? 200 } : { status: 200 }));
+    // /big answers 1 MB, /json a short JSON text with line breaks.
+    receiver.respondWith((request) => {
+      if (request.path === '/big') return { status: 200, bodyBytes: 1024 * 1024 };
+      if (request.path === '/json') return { status: 202, body: '{"received":true,\n "note":"thanks"}' };
+      return request.path === '/draft' ? { status: draftStatuses.shift() ?? 200 } : { status: 200 };
+    });
     dir = mkdtempSync(join(tmpdir(), 'webhooks-destinations-'));
     store = new LmdbStore({ dir, readModelIndexes: [...defaultReadModelIndexes, ...webhookReadModelIndexes] });
     await store.init();
@@ -122,6 +129,51 @@ describe('webhook destinations', () => {
     assert.equal(activated.destination.url, `${receiver.origin}/draft`);
     assert.equal(activated.destination.draft, null);
     assert.equal((await deliverOne()).path, '/draft', 'takes effect without a restart');
+  });
+
+  test("the test delivery keeps an excerpt of the receiver's answer: at most 512 bytes read, even of a 1 MB answer", async () => {
+    assert.ok((await services.destinations.stageDraft('acme', `${receiver.origin}/big`)).ok);
+    const big = await services.destinations.testDraft('acme');
+    assert.ok(big.ok);
+    assert.equal(big.test.httpStatus, 200);
+    assert.equal(big.test.responseExcerpt, 'x'.repeat(512), 'the first 512 bytes, no more');
+    assert.ok(big.test.durationMs < 2_000, `the attempt stops reading at the bound instead of waiting for 1 MB or the deadline (took ${big.test.durationMs} ms)`);
+    const stored = await services.destinations.get('acme');
+    assert.ok(stored.ok);
+    assert.equal(stored.destination.draft?.test?.responseExcerpt, 'x'.repeat(512), 'kept with the draft');
+
+    assert.ok((await services.destinations.stageDraft('acme', `${receiver.origin}/json`)).ok);
+    const json = await services.destinations.testDraft('acme');
+    assert.ok(json.ok);
+    assert.deepEqual([json.test.httpStatus, json.test.responseExcerpt], [202, '{"received":true,  "note":"thanks"}']);
+    const fresh = await services.destinations.stageDraft('acme', `${receiver.origin}/draft`);
+    assert.ok(fresh.ok);
+    assert.equal(fresh.destination.draft?.test, null, 'a new draft has no test result (nor excerpt) yet');
+    assert.ok((await services.destinations.discardDraft('acme')).ok);
+  });
+
+  test('a test whose answer never ends is bounded by the attempt deadline and keeps what arrived', async () => {
+    // Head and a few bytes, then nothing: the excerpt is what arrived, the attempt ends at its deadline.
+    const sockets = new Set<import('node:net').Socket>();
+    const dripping = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.write('partial answer\u0007');
+    });
+    dripping.on('connection', (socket) => sockets.add(socket));
+    await new Promise<void>((resolve) => dripping.listen(0, '127.0.0.1', resolve));
+    try {
+      const port = (dripping.address() as AddressInfo).port;
+      assert.ok((await services.destinations.stageDraft('acme', `http://127.0.0.1:${port}/hook`)).ok);
+      const tested = await services.destinations.testDraft('acme');
+      assert.ok(tested.ok);
+      assert.equal(tested.test.httpStatus, 200);
+      assert.equal(tested.test.responseExcerpt, 'partial answer', 'what arrived, control characters stripped');
+      assert.ok(tested.test.durationMs >= 1_900 && tested.test.durationMs < 4_000, `ended by the 2 s attempt deadline (took ${tested.test.durationMs} ms)`);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => dripping.close(() => resolve()));
+      await services.destinations.discardDraft('acme');
+    }
   });
 
   test('a staged draft can be discarded; the live URL stays', async () => {

@@ -18,6 +18,8 @@ export interface ReceiverBehaviour {
   readonly headers?: Readonly<Record<string, string>>;
   /** Bytes of response body (default 2: "ok"). */
   readonly bodyBytes?: number;
+  /** This exact response body instead (bytes as given; `bodyBytes` is then ignored). */
+  readonly body?: string | Buffer;
   /** Answer 302 with this Location (a path on this receiver or any URL). */
   readonly redirectTo?: string;
 }
@@ -155,6 +157,10 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
       record.status = status;
       const bytes = behaviour.bodyBytes ?? 2;
       res.writeHead(status, { 'content-type': 'text/plain', ...behaviour.headers });
+      if (behaviour.body !== undefined) {
+        res.end(behaviour.body);
+        return;
+      }
       if (bytes <= 2) {
         res.end('ok'.slice(0, bytes));
         return;
