@@ -1,6 +1,7 @@
 // The partner portal in a real browser (headless Chromium), against the whole service and a real
-// local webhook receiver, as a partner's administrator uses it: sign in; stage, test and activate a
-// destination; rotate the secret and see the next delivery carry the new one; make the receiver
+// local webhook receiver, as a partner's administrator uses it: sign in; stage, test (the
+// receiver's answer, markup included, shown as text) and activate a destination; rotate the
+// secret and see the next delivery carry the new one; make the receiver
 // fail and watch the attempts appear; redeliver and see it delivered; look at a transaction;
 // create and revoke an API key and see the API refuse it; sign out. Screenshots of each page go to
 // PORTAL_SCREENSHOTS_DIR when set (docs/portal/ holds the ones docs/portal.md shows), else to a
@@ -76,11 +77,20 @@ test('an administrator runs webhooks, deliveries, transactions and keys from the
   await page.click('#stage-draft');
   const testSecret = (await page.locator('#test-secret').innerText()).trim();
   assert.ok(testSecret.length >= 32);
+  // The receiver answers the test with markup: the page shows the start of its answer as text.
+  const hostileAnswer = '<script>window.portalPwned = 1</script><img src="x" onerror="window.portalPwned = 2"><b>thanks</b>';
+  receiver.respondWith((request) => (request.event === 'webhook.test' ? { status: 200, body: hostileAnswer } : {}));
   await page.click('#test-draft');
   await page.locator('#draft-test .ok').waitFor();
   const testDelivery = receiver.requests.find((request) => request.event === 'webhook.test');
   assert.ok(testDelivery, 'the receiver got the test delivery');
   assert.equal(testDelivery.headers['x-service-webhook-secret'], testSecret);
+  const excerpt = page.locator('#draft-test-excerpt');
+  assert.equal(await excerpt.textContent(), hostileAnswer, "the receiver's answer is shown after the test");
+  assert.equal(await page.locator('#draft-test script, #draft-test img, #draft-test b').count(), 0, 'shown as text, never parsed as HTML');
+  assert.equal(await page.evaluate(() => (globalThis as { portalPwned?: number }).portalPwned), undefined, 'nothing of it ran');
+  await shot('webhooks-test');
+  receiver.respondWith(null);
   await page.click('#activate-draft');
   await page.locator('#live-url', { hasText: receiver.url }).waitFor();
 

@@ -90,16 +90,32 @@
 
   // ---- webhooks ----
 
+  /**
+   * The start of the receiver's answer to the test. It is the receiver's text, so it is set with
+   * textContent — markup in it shows as markup, never runs or renders.
+   */
+  function testExcerpt(test) {
+    if (test.responseExcerpt === null || test.responseExcerpt === undefined) return null;
+    const excerpt = h('code', { class: 'excerpt', id: 'draft-test-excerpt' });
+    excerpt.textContent = test.responseExcerpt === '' ? '(empty answer)' : test.responseExcerpt;
+    return h('div', {}, h('span', { class: 'muted' }, 'Receiver’s answer (first 512 bytes): '), excerpt);
+  }
+
   function testResult(test) {
     if (!test) return h('p', { class: 'muted', id: 'draft-test' }, 'Not tested yet.');
     return h(
-      'p',
+      'div',
       { id: 'draft-test' },
-      'Last test: ',
-      h('span', { class: test.ok ? 'ok' : 'bad' }, test.ok ? 'delivered' : 'failed'),
-      ` — HTTP ${test.httpStatus === null ? 'none' : test.httpStatus}, ${test.durationMs} ms`,
-      test.error ? `, error ${test.error}` : '',
-      ` (${time(test.atMs)})`,
+      h(
+        'p',
+        {},
+        'Last test: ',
+        h('span', { class: test.ok ? 'ok' : 'bad' }, test.ok ? 'delivered' : 'failed'),
+        ` — HTTP ${test.httpStatus === null ? 'none' : test.httpStatus}, ${test.durationMs} ms`,
+        test.error ? `, error ${test.error}` : '',
+        ` (${time(test.atMs)})`,
+      ),
+      testExcerpt(test),
     );
   }
 
