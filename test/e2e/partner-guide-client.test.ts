@@ -146,6 +146,8 @@ test('the payout-and-onramp program runs against the service: both end PAYMENT_C
 
 test('the receiver answers 401 to a forged delivery and recognises a redelivery by its event id', async () => {
   const body = JSON.stringify({ event: 'transaction.updated', data: { id: 'guide-check', status: 'PAYMENT_COMPLETED' } });
+  // The receiver is the partner's own program and judges freshness by its wall clock (not the
+  // service's injected one), so the delivery forged here is stamped with that same clock.
   const timestamp = String(Math.floor(Date.now() / 1_000));
   const eventId = `evt_${randomBytes(16).toString('hex')}`;
   const sign = (key: string): string => `v1=${createHmac('sha256', key).update(`${timestamp}.${body}`).digest('hex')}`;
