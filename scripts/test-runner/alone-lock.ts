@@ -1,5 +1,4 @@
-// Files that start a whole fleet of processes (the chaos run, the rolling restart, the scaling
-// run) check timings of real processes: readiness within a lease round, a stop within the grace
+// Files that start a whole fleet of processes (the chaos run, the rolling restart) check timings of real processes: readiness within a lease round, a stop within the grace
 // period. On two cores, with a second `npm test` beside this one, they starved and overran. Such a
 // file says so in a comment line of its own:
 //   // test runner: alone
