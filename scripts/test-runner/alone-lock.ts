@@ -1,7 +1,7 @@
-// Files that start a whole fleet of processes (the chaos run, the rolling restart, the scaling
-// run) check timings of real processes: readiness within a lease round, a stop within the grace
-// period. On two cores, with a second `npm test` beside this one, they starved and overran. Such a
-// file says so in a comment line of its own:
+// Files that start a whole fleet of processes (the chaos run, the rolling restart) check timings
+// of real processes: readiness within a lease round, a stop within the grace period. On two
+// cores, with a second `npm test` beside this one, they starved and overran. Such a file says so
+// in a comment line of its own:
 //   // test runner: alone
 // and then runs with no other test file of ANY run on this machine. It is a readers-writer lock
 // kept in the file system, machine-wide:

@@ -169,17 +169,26 @@ function partnerAccess(env: EnvConfig, log: Logger, sharedDemoKey: SharedDemoKey
   }
   if (env.sandbox) {
     // Several processes on one Redis share one generated key (src/service/deployment-membership.ts).
+    // A value set in the environment wins; a generated one is the deployment's when shared.
     let demoKeySha256: string;
-    if (sharedDemoKey !== null) {
+    if (env.DEMO_API_KEY !== undefined) demoKeySha256 = sha256Hex(env.DEMO_API_KEY);
+    else if (sharedDemoKey !== null) {
       demoKeySha256 = sharedDemoKey.sha256;
       if (sharedDemoKey.generatedKey !== null) generatedKeys.demoApiKey = sharedDemoKey.generatedKey;
       else generatedKeys.demoApiKeyElsewhere = true;
     } else {
-      demoKeySha256 = sha256Hex(env.DEMO_API_KEY ?? (generatedKeys.demoApiKey = generateApiKey('demo')));
+      demoKeySha256 = sha256Hex((generatedKeys.demoApiKey = generateApiKey('demo')));
     }
     if (partners.get(demoPartnerId) === undefined) {
       // The demo partner's portal administrator: the first-run path `npm start` prints (docs/portal.md).
-      const portalPassword = env.DEMO_PORTAL_PASSWORD ?? (generatedKeys.demoPortalPassword = generateApiKey('portal'));
+      let passwordScrypt: string;
+      if (env.DEMO_PORTAL_PASSWORD !== undefined) passwordScrypt = hashPasswordSync(env.DEMO_PORTAL_PASSWORD);
+      else if (sharedDemoKey !== null) {
+        passwordScrypt = sharedDemoKey.portalPasswordScrypt;
+        if (sharedDemoKey.generatedPortalPassword !== null) generatedKeys.demoPortalPassword = sharedDemoKey.generatedPortalPassword;
+      } else {
+        passwordScrypt = hashPasswordSync((generatedKeys.demoPortalPassword = generateApiKey('portal')));
+      }
       partners.set({
         id: demoPartnerId,
         name: 'Demo partner',
@@ -189,7 +198,7 @@ function partnerAccess(env: EnvConfig, log: Logger, sharedDemoKey: SharedDemoKey
         disabledUsers: new Set(),
         webhook: null,
         fees: undefined,
-        portalAdmins: [{ email: demoPortalAdminEmail, passwordScrypt: hashPasswordSync(portalPassword) }],
+        portalAdmins: [{ email: demoPortalAdminEmail, passwordScrypt }],
       });
     }
   }

@@ -1,9 +1,10 @@
 // A process joins its deployment at start (when the Redis bus is used: that is what the processes
 // of one deployment share) and refuses the set-ups that would break it silently
 // (src/bus/redis-deployment.ts keeps the shared facts):
-// - sandbox without DEMO_API_KEY: every process used to generate its own demo key, so a key that
-//   worked on one edge got 401 on the next. Now the first process's key is the deployment's; the
-//   others adopt its hash, and only the first prints (or writes) the key.
+// - sandbox without DEMO_API_KEY (or without DEMO_PORTAL_PASSWORD): every process used to generate
+//   its own demo key and portal password, so a key that worked on one edge got 401 on the next.
+//   Now the first process's are the deployment's; the others adopt their hashes, and only the
+//   first prints (or writes) them.
 // - an embedded store (no MONGODB_URL) in processes on different hosts: each host would keep its
 //   own store. The second host refuses to start, naming the first and MONGODB_URL.
 // SERVICE_HOSTNAME overrides the host name a process reports (tests; a host whose name changes).
@@ -13,11 +14,15 @@ import { RedisDeployment, storeHostRegistrationMs } from '../bus/redis-deploymen
 import type { RedisConnectionLog } from '../bus/redis-connection.ts';
 import type { EnvConfig } from '../config/env.ts';
 import { generateApiKey, sha256Hex } from '../edge/auth.ts';
+import { hashPasswordSync } from '../portal/passwords.ts';
 
 export interface SharedDemoKey {
   readonly sha256: string;
   /** The key itself in the process that generated it; null in the others (they never see it). */
   readonly generatedKey: string | null;
+  /** The demo portal administrator's password hash, and the password in the process that generated it. */
+  readonly portalPasswordScrypt: string;
+  readonly generatedPortalPassword: string | null;
 }
 
 export interface DeploymentMembership {
@@ -32,7 +37,7 @@ export async function joinDeployment(
   env: EnvConfig,
   options: { readonly embeddedStore: boolean; readonly clock: { nowMs(): number }; readonly log: Logger; readonly connectionLog: RedisConnectionLog },
 ): Promise<DeploymentMembership> {
-  const needsDemoKey = env.sandbox && env.DEMO_API_KEY === undefined;
+  const needsDemoKey = env.sandbox && (env.DEMO_API_KEY === undefined || env.DEMO_PORTAL_PASSWORD === undefined);
   if (env.REDIS_URL === undefined || (!needsDemoKey && !options.embeddedStore)) return none;
   const deployment = new RedisDeployment({ redis: env.REDIS_URL, keyPrefix: env.KEY_PREFIX, connectionLog: options.connectionLog });
   let renewal: NodeJS.Timeout | null = null;
@@ -60,8 +65,14 @@ export async function joinDeployment(
     let demoKey: SharedDemoKey | null = null;
     if (needsDemoKey) {
       const generated = generateApiKey('demo');
-      const adopted = await deployment.adoptDemoKeyHash(sha256Hex(generated));
-      demoKey = { sha256: adopted.sha256, generatedKey: adopted.offeredWon ? generated : null };
+      const password = generateApiKey('portal');
+      const adopted = await deployment.adoptDemoCredentials({ keySha256: sha256Hex(generated), portalPasswordScrypt: hashPasswordSync(password) });
+      demoKey = {
+        sha256: adopted.hashes.keySha256,
+        generatedKey: adopted.offeredWon ? generated : null,
+        portalPasswordScrypt: adopted.hashes.portalPasswordScrypt,
+        generatedPortalPassword: adopted.offeredWon ? password : null,
+      };
     }
     if (renewal === null) await deployment.close();
     return {

@@ -3,8 +3,6 @@
 // shard keeps exactly one owner; at the end every command was applied exactly once. The test
 // prints the rebalance time and how many requests saw an error (a timeout, retried): the goal is
 // zero on graceful changes, and only retried timeouts on a kill.
-// It times real processes' stops and readiness, so it runs with no other test file beside it:
-// test runner: alone
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startWorkerFleet, type WorkerFleet } from '../support/worker-fleet.ts';
