@@ -10,8 +10,8 @@
 // - processes still in a file's group after it exited are named and killed, and at the end so is
 //   any process carrying this run's marker (PAYMENTS_TEST_RUN) that escaped its group;
 // - skipped tests and suites are listed with their reason;
-// - a file marked `// test runner: alone` runs with no other test file of any run on this machine
-//   (scripts/test-runner/alone-lock.ts).
+// - a file marked `// test runner: alone` runs with no test file of another run on this machine
+//   beside it (scripts/test-runner/alone-lock.ts).
 // Any of these fails the run.
 //
 // TEST_CONCURRENCY: files at once (default twice the cores); TEST_FILE_TIMEOUT_MS: the bound per
@@ -64,21 +64,25 @@ async function run(file: string, index: number, text: string): Promise<void> {
   process.stdout.write(`\n${fileHeadline(result)}\n${problems.length > 0 ? `${result.output}\n${problems.map((p) => `  ✖ ${p}`).join('\n')}\n` : result.output}`);
 }
 
-// First the files that must run alone, one at a time under the machine-wide lock
-// (scripts/test-runner/alone-lock.ts); then the others, several at once, each started only while
-// no run on this machine runs an "alone" file.
+// The files that must run alone take the first lane, one at a time under the machine-wide lock
+// (scripts/test-runner/alone-lock.ts): no file of another run on this machine runs beside them,
+// while this run's own files go on in the other lanes (as they always did; the run is not made
+// longer by the lock when it is the only one). Each other file is started only while no other run
+// holds the lock.
 const sources = files.map((file) => readFileSync(file, 'utf8'));
 const indexes = files.map((_, index) => index);
 const alone = indexes.filter((index) => runsAlone(sources[index] as string));
 const together = indexes.filter((index) => !runsAlone(sources[index] as string));
-for (const index of alone) {
-  const release = await takeAloneLock();
-  releaseAloneLock = release;
-  try {
-    await run(files[index] as string, index, sources[index] as string);
-  } finally {
-    release();
-    releaseAloneLock = undefined;
+async function runAloneFiles(): Promise<void> {
+  for (const index of alone) {
+    const release = await takeAloneLock();
+    releaseAloneLock = release;
+    try {
+      await run(files[index] as string, index, sources[index] as string);
+    } finally {
+      release();
+      releaseAloneLock = undefined;
+    }
   }
 }
 let next = 0;
@@ -94,7 +98,12 @@ async function worker(): Promise<void> {
     }
   }
 }
-await Promise.all(Array.from({ length: Math.min(concurrency, together.length) }, () => worker()));
+const lanes = Math.max(1, Math.min(concurrency, files.length));
+await Promise.all(Array.from({ length: lanes }, async (_, lane) => {
+  if (lane === 0) await runAloneFiles();
+  await worker();
+}));
+
 
 // A process that left its file's group (setsid, `detached`) still carries the run's marker.
 // One a file's own check already named and killed may not be reaped yet on a loaded machine: it is

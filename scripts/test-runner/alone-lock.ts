@@ -3,7 +3,8 @@
 // cores, with a second `npm test` beside this one, they starved and overran. Such a file says so
 // in a comment line of its own:
 //   // test runner: alone
-// and then runs with no other test file of ANY run on this machine. It is a readers-writer lock
+// and then runs with no test file of ANOTHER run on this machine beside it (its own run's files go
+// on: one run alone kept it green; a second one beside it starved it). It is a readers-writer lock
 // kept in the file system, machine-wide:
 // - an "alone" file (the writer) creates the lock directory (atomic: one writer at a time), then
 //   waits until no ordinary file of another run is registered as running;
