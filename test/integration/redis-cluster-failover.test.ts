@@ -16,17 +16,14 @@ import { RedisLeases } from '../../src/bus/redis-leases.ts';
 import { shardLeaseName } from '../../src/bus/shards.ts';
 import { createClusterStats, type ClusterStatsSource } from '../../src/actors/cluster-stats.ts';
 import { runtimeReadModelIndexes } from '../../src/actors/store-adapter.ts';
-import { loadDefaultCorridors } from '../../src/config/corridors.ts';
-import { defaultLimitsConfig } from '../../src/config/limits.ts';
-import { serviceBehaviors } from '../../src/service/behaviors.ts';
 import { startShardRole, type ShardRole } from '../../src/service/shard-role.ts';
 import { LmdbStore } from '../../src/store/lmdb-store.ts';
 import { defaultReadModelIndexes } from '../../src/store/store.ts';
-import { sandboxDataKeyring } from '../../src/store/data-keys.ts';
 import { eventually } from '../support/eventually.ts';
 import { startRedisCluster, type PrivateRedisCluster } from '../support/redis-cluster.ts';
 import { randomKeyPrefix } from '../support/redis-server.ts';
 import { teardown } from '../support/teardown.ts';
+import { defaultServiceBehaviors } from '../support/default-behaviors.ts';
 
 const shardCount = 16;
 const leaseTtlMs = 3_000;
@@ -44,14 +41,7 @@ let stats: ClusterStatsSource;
 before(async () => {
   cluster = await startRedisCluster({ masters: 3, replicas: 1 });
   await store.init();
-  const corridors = loadDefaultCorridors();
-  const behaviors = serviceBehaviors({
-    dataKeys: sandboxDataKeyring(),
-    corridors: () => corridors,
-    rates: () => corridors.rates,
-    partnerFee: () => undefined,
-    limits: () => defaultLimitsConfig,
-  });
+  const behaviors = defaultServiceBehaviors();
   for (let index = 0; index < 2; index += 1) {
     const bus = new RedisBus({ redis: cluster.url });
     const leases = new RedisLeases({ redis: cluster.url, keyPrefix });

@@ -21,11 +21,9 @@ import { loadQuote } from '../../src/actors/quote-actor.ts';
 import { toJsonValue } from '../../src/actors/state-codec.ts';
 import { runtimeReadModelIndexes } from '../../src/actors/store-adapter.ts';
 import type { AcceptReply } from '../../src/actors/transaction-actor.ts';
-import { loadDefaultCorridors } from '../../src/config/corridors.ts';
 import { defaultLimitsConfig } from '../../src/config/limits.ts';
 import { methodDayKey, userDayCounterKey } from '../../src/domain/limits.ts';
 import type { Quote } from '../../src/domain/quote.ts';
-import { serviceBehaviors } from '../../src/service/behaviors.ts';
 import { startShardRole, type ShardRole } from '../../src/service/shard-role.ts';
 import { LmdbStore } from '../../src/store/lmdb-store.ts';
 import { defaultReadModelIndexes } from '../../src/store/store.ts';
@@ -33,8 +31,8 @@ import { eventually } from '../support/eventually.ts';
 import { startRedisCluster, type PrivateRedisCluster } from '../support/redis-cluster.ts';
 import { randomKeyPrefix } from '../support/redis-server.ts';
 import { acceptPayload } from '../support/accept-payload.ts';
-import { sandboxDataKeyring } from '../../src/store/data-keys.ts';
 import { teardown } from '../support/teardown.ts';
+import { defaultServiceBehaviors } from '../support/default-behaviors.ts';
 
 /** Resolves with the value, or rejects if it takes longer than `ms`. */
 async function within<T>(ms: number, promise: Promise<T>): Promise<T> {
@@ -420,14 +418,7 @@ describe('Redis Cluster', { timeout: 180_000 }, () => {
 
     before(async () => {
       await store.init();
-      const corridors = loadDefaultCorridors();
-      const behaviors = serviceBehaviors({
-        dataKeys: sandboxDataKeyring(),
-        corridors: () => corridors,
-        rates: () => corridors.rates,
-        partnerFee: () => undefined,
-        limits: () => defaultLimitsConfig,
-      });
+      const behaviors = defaultServiceBehaviors();
       const clock = { nowMs: () => Date.now() };
       // Two workers, each with its own connections, as two processes would have.
       for (let index = 0; index < 2; index += 1) {

@@ -1595,7 +1595,7 @@ export interface operations {
                      *         "chainId": "stellar:pubnet",
                      *         "cryptoCurrency": "USDC",
                      *         "decimals": 7,
-                     *         "depositAddress": "GDEPOSITADDRESSEXAMPLEXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX",
+                     *         "depositAddress": "GDVEU3DD4KOFECV66VIHWEZOYX4ZKR3WV27L464SIIPOU2IUI3JCZA57",
                      *         "memo": "C30fXo+aTY6nowxvGp4rRA==",
                      *         "memoType": "text",
                      *         "mintAddress": null,

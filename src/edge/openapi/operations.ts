@@ -85,7 +85,7 @@ const transactionId = '0b7d1f5e-8f9a-4d8e-a7a3-0c6f1a9e2b44';
 const reference = 'C30fXo+aTY6nowxvGp4rRA==';
 const payoutContextExample = {
   amount: 12.6, blockchain: 'STELLAR', chainFamily: 'stellar', chainId: 'stellar:pubnet', cryptoCurrency: 'USDC', decimals: 7,
-  depositAddress: 'GDEPOSITADDRESSEXAMPLEXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX', memo: reference, memoType: 'text', mintAddress: null,
+  depositAddress: 'GDVEU3DD4KOFECV66VIHWEZOYX4ZKR3WV27L464SIIPOU2IUI3JCZA57', memo: reference, memoType: 'text', mintAddress: null,
   notify: { endpoint: null, required: false }, rpcUrl: null,
 };
 const payoutQuote = { amount: 50000, crypto_currency: 'USDC', network: 'STELLAR', payment_method: 'BREB', target_currency: 'COP' };
