@@ -25,7 +25,7 @@ import { killRunningGroups, runFile, type FileResult } from './test-runner/file-
 import { processesWithEnvironment, signalProcess } from './test-runner/process-table.ts';
 import { fileHeadline, fileProblems, runSummary } from './test-runner/summary.ts';
 import { defaultFileTimeoutMs, fileTimeoutMs } from './test-runner/time-bound.ts';
-import { enterTogether, runsAlone, takeAloneLock } from './test-runner/alone-lock.ts';
+import { enterTogether, leaveAll, runsAlone, takeAloneLock } from './test-runner/alone-lock.ts';
 
 const files = findTestFiles(process.argv.slice(2));
 if (files.length === 0) {
@@ -47,6 +47,7 @@ function interrupted(signal: NodeJS.Signals): void {
   console.error(`\n${signal}: stopping every running test file and what it started`);
   killRunningGroups();
   releaseAloneLock?.();
+  leaveAll();
   rmSync(runDir, { recursive: true, force: true });
   process.exit(130);
 }

@@ -121,3 +121,14 @@ export async function takeAloneLock(lockPath = defaultLockPath, self = process.p
     if (ownerOf(lockPath) === self) rmSync(lockPath, { recursive: true, force: true });
   };
 }
+
+/** An interrupted run's own registrations (its ordinary files were killed mid-run): removed, so none is left behind. */
+export function leaveAll(lockPath = defaultLockPath, self = process.pid): void {
+  try {
+    for (const entry of readdirSync(readersOf(lockPath))) {
+      if (Number(entry.split('-')[0]) === self) rmSync(join(readersOf(lockPath), entry), { force: true });
+    }
+  } catch {
+    // No readers directory: nothing of ours to remove.
+  }
+}

@@ -13,10 +13,13 @@ function findTests(dir: string): string[] {
   return found;
 }
 
-/** `roots` are folders or files under test/ (`unit`, `e2e/events.test.ts`); none means all of test/. */
+/**
+ * `roots` are folders or files under test/ (`unit`, `e2e/events.test.ts`), or the same paths with
+ * their `test/` prefix (as a shell completes them); none means all of test/.
+ */
 export function findTestFiles(roots: readonly string[]): string[] {
   return (roots.length > 0 ? roots : ['']).flatMap((root) => {
-    const path = join('test', root);
+    const path = join('test', root.replace(/^(\.\/)?test\//, ''));
     return statSync(path).isDirectory() ? findTests(path) : [path];
   });
 }

@@ -36,6 +36,8 @@ export interface WorkerFleet {
   /** Commands handed to the client so far, answered or not. */
   sentCount(): number;
   sendMany(count: number, inFlight: number, actors: number, onProgress?: (done: number) => Promise<void> | void): Promise<void>;
+  /** Like `sendMany`, with no count: each of `inFlight` senders stops once `stop()` is true; answers how many were sent. */
+  sendUntil(stop: () => boolean, inFlight: number, actors: number): Promise<number>;
   /** Every command in the log applied exactly once, nothing else; returns the total applied. */
   assertExactlyOnce(): Promise<number>;
   stop(): Promise<void>;
@@ -134,6 +136,19 @@ export async function startWorkerFleet(shardCount: number): Promise<WorkerFleet>
           }
         }),
       );
+    },
+    async sendUntil(stop, inFlight, actors) {
+      let next = 0;
+      await Promise.all(
+        Array.from({ length: inFlight }, async () => {
+          while (!stop()) {
+            const index = next;
+            next += 1;
+            await fleet.sendTally(`a${index % actors}`);
+          }
+        }),
+      );
+      return next;
     },
     async assertExactlyOnce() {
       const store = new LmdbStore({ dir: storeDir, readModelIndexes: serviceReadModelIndexes });
