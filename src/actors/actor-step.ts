@@ -17,6 +17,7 @@ import {
 } from './envelope.ts';
 import type { ActorCommit, OutboxRowWrite } from './actor-store.ts';
 import { ActorFault } from './quarantine.ts';
+import { actorOverheadBytes, estimateJsonBytes, rememberedCommandBytes } from './actor-memory.ts';
 
 export const outboxTopicCommands = 'commands';
 const recentCommandIdsMax = 256;
@@ -49,6 +50,8 @@ export interface ActiveActor {
    * undefined when not known (activated from a snapshot). A write that leaves it unchanged skips it.
    */
   storedTimerAtMs: number | null | undefined;
+  /** Estimated bytes this actor holds in memory (src/actors/actor-memory.ts), as of its last load or write. */
+  approxBytes: number;
 }
 
 export interface PendingReply {
@@ -112,7 +115,13 @@ export function activeActor(id: string, behavior: AnyActorBehavior, snapshot: Ac
     unwrittenReplies: new Map(),
     // A never-written actor has no timer row; one loaded from a snapshot may have one.
     storedTimerAtMs: snapshot === null ? null : undefined,
+    approxBytes: actorBytes(snapshot?.state ?? null, 0),
   };
+}
+
+/** An actor's estimated bytes in memory from its encoded state and how many command ids it remembers. */
+export function actorBytes(encodedState: JsonValue | null, rememberedCommands: number): number {
+  return actorOverheadBytes + estimateJsonBytes(encodedState) + rememberedCommands * rememberedCommandBytes;
 }
 
 /**

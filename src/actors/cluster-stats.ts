@@ -34,6 +34,7 @@ export interface WorkerStatsView {
   readonly workerId: string;
   readonly ownedShards: number;
   readonly actorsInMemory: number;
+  readonly actorBytesInMemory: number;
   readonly rssBytes: number;
   readonly heapUsedBytes: number;
   readonly reportedAtMs: number;
@@ -170,6 +171,7 @@ async function collect(options: ClusterStatsOptions): Promise<ClusterStats> {
     workerId,
     ownedShards: Array.isArray(doc?.ownedShards) ? doc.ownedShards.length : 0,
     actorsInMemory: numberOr0(doc?.actorsInMemory),
+    actorBytesInMemory: numberOr0(doc?.actorBytesInMemory),
     rssBytes: numberOr0(doc?.rssBytes),
     heapUsedBytes: numberOr0(doc?.heapUsedBytes),
     reportedAtMs: numberOr0(doc?.reportedAtMs),

@@ -31,9 +31,13 @@ import { decodeCommand, malformedReply, sortArrivals, type ArrivedCommand } from
 import type { ActorStore, BatchCommitResult, OutboxRowWrite } from './actor-store.ts';
 import { ActorFault, errorText, releaseWrites, replayCommandKind, replayDeadLettersMax, type DeadLetter, type QuarantineRecord, type QuarantineStore } from './quarantine.ts';
 import {
-  activeActor, asksAgain, buildWrite, dedupesByState, fencesAtRead, firedDueAtMs, handleOrFault, isRefusal, rememberCommand, sentCommands, timerCommandId,
+  activeActor, actorBytes, asksAgain, buildWrite, dedupesByState, fencesAtRead, firedDueAtMs, handleOrFault, isRefusal, rememberCommand, sentCommands, timerCommandId,
   type ActiveActor, type ActorOutcome, type PendingReply, type PreparedStep, type PreparedWrite,
 } from './actor-step.ts';
+
+import { actorBytesCap } from './actor-memory.ts';
+import { ResidentActors, type ResidentCaps } from './resident-actors.ts';
+import { getHeapStatistics } from 'node:v8';
 
 // Kept importable from here: the shard worker, the store adapter and tests name them so.
 export { outboxTopicCommands, timerCommandId } from './actor-step.ts';
@@ -55,6 +59,11 @@ export interface RuntimeOptions {
   readonly fenceToken: (shard: number) => number | null;
   readonly batchSizeMax?: number;
   readonly actorsInMemoryMax?: number;
+  /**
+   * Estimated bytes the actors in memory may take (src/actors/actor-memory.ts); by default a share
+   * of the process's heap limit. Past it, as past `actorsInMemoryMax`, the least recently used go.
+   */
+  readonly actorBytesInMemoryMax?: number;
   readonly streamLengthMax?: number;
   readonly log?: (level: LogLevel, message: string, fields?: Record<string, unknown>) => void;
   /** Called after each durable batch with the outbox rows written (the in-process fast path). */
@@ -94,7 +103,7 @@ export class ActorRuntime {
   private readonly behaviors = new Map<string, AnyActorBehavior>();
   /** Commands decoded on arrival (`applyBatch`), handed to `handle` as decoded. */
   private readonly decoded = new WeakMap<CommandEnvelope, Decoded<ArrivedCommand>>();
-  private readonly actors = new Map<string, ActiveActor>();
+  private readonly actors = new ResidentActors();
   /** Per actor with work in flight: settles when its last queued work has settled. */
   private readonly lanes = new Map<string, Promise<void>>();
   /** Actors whose write was refused or threw: nothing more is applied until their shard recovers. */
@@ -104,13 +113,16 @@ export class ActorRuntime {
   /** Orders this runtime's dead letters within a millisecond. */
   private deadLetterSeq = 0;
   private readonly batchSizeMax: number;
-  private readonly actorsInMemoryMax: number;
+  private readonly residentCaps: ResidentCaps;
   private readonly streamLengthMax: number;
 
   constructor(private readonly options: RuntimeOptions) {
     for (const behavior of options.behaviors) this.behaviors.set(behavior.type, behavior);
     this.batchSizeMax = options.batchSizeMax ?? 512;
-    this.actorsInMemoryMax = options.actorsInMemoryMax ?? 100_000;
+    this.residentCaps = {
+      actorsMax: options.actorsInMemoryMax ?? 100_000,
+      bytesMax: options.actorBytesInMemoryMax ?? actorBytesCap(getHeapStatistics().heap_size_limit),
+    };
     this.streamLengthMax = options.streamLengthMax ?? 1_000_000;
   }
 
@@ -135,7 +147,7 @@ export class ActorRuntime {
    * about to be recovered). The worker calls it only when no batch touching the shard is in flight.
    */
   dropShard(shard: number): void {
-    for (const id of this.actors.keys()) {
+    for (const id of [...this.actors.ids()]) {
       if (shardOf(id, this.options.shardCount) === shard) this.actors.delete(id);
     }
     for (const id of this.quarantined.keys()) {
@@ -170,6 +182,11 @@ export class ActorRuntime {
 
   actorCount(): number {
     return this.actors.size;
+  }
+
+  /** Estimated bytes of the actors in memory, and the cap they are held to. */
+  actorBytes(): { readonly estimated: number; readonly max: number } {
+    return { estimated: this.actors.bytes, max: this.residentCaps.bytesMax };
   }
 
   /**
@@ -261,7 +278,8 @@ export class ActorRuntime {
     if (outboxRows.length > 0) this.options.onOutbox?.(outboxRows);
     const acked = Promise.all([...toAck].map(([stream, ids]) => this.options.bus.ack(stream, this.options.group, ids)));
     await Promise.all([replied, acked]);
-    this.passivateIfOverfull();
+    // Passivation: least recently used actors leave memory; their snapshots stay durable.
+    this.actors.passivateLeastRecent(this.residentCaps, (id) => this.lanes.has(id));
     return { applied, retried, failed, pending };
   }
 
@@ -412,7 +430,7 @@ export class ActorRuntime {
     }
     const snapshot = await this.options.store.load(id);
     const actor = activeActor(id, behavior, snapshot, this.options.clock.nowMs());
-    this.actors.set(id, actor);
+    this.actors.set(actor);
     return actor;
   }
 
@@ -527,6 +545,7 @@ export class ActorRuntime {
     actor.version = commit.newVersion;
     actor.lastUsedMs = this.options.clock.nowMs();
     for (const appliedCommand of commit.appliedCommands) rememberCommand(actor, appliedCommand.commandId);
+    this.actors.resize(actor, actorBytes(commit.state, actor.recentCommandIds.size));
     if (step.timerAtMs !== undefined) actor.storedTimerAtMs = step.timerAtMs;
     // A refused timer is re-armed under a new command id (the first one is remembered by the
     // actor); arming it as a plain timer would fire that remembered id again and be skipped.
@@ -566,25 +585,7 @@ export class ActorRuntime {
 
   /** Idle passivation: actors unused for `idleMs` leave memory (their snapshots are the truth). */
   passivateIdle(idleMs: number): number {
-    const cutoffMs = this.options.clock.nowMs() - idleMs;
-    let dropped = 0;
-    for (const [id, actor] of this.actors) {
-      if (actor.lastUsedMs < cutoffMs && !this.lanes.has(id)) {
-        this.actors.delete(id);
-        dropped += 1;
-      }
-    }
-    return dropped;
-  }
-
-  /** Passivation: least recently used actors leave memory; their snapshots stay durable. */
-  private passivateIfOverfull(): void {
-    if (this.actors.size <= this.actorsInMemoryMax) return;
-    // Actors with work in flight stay: dropping them would only cost a reload after it settles.
-    const byAge = [...this.actors.values()].filter((actor) => !this.lanes.has(actor.id)).sort((a, b) => a.lastUsedMs - b.lastUsedMs);
-    for (const actor of byAge.slice(0, this.actors.size - Math.floor(this.actorsInMemoryMax * 0.9))) {
-      this.actors.delete(actor.id);
-    }
+    return this.actors.passivateIdle(this.options.clock.nowMs() - idleMs, (id) => this.lanes.has(id));
   }
 
   private log(level: LogLevel, message: string, fields?: Record<string, unknown>): void {

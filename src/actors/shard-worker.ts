@@ -31,6 +31,8 @@ export interface WorkerStats {
   readonly workerId: string;
   readonly ownedShards: readonly number[];
   readonly actorsInMemory: number;
+  /** Their estimated bytes (src/actors/actor-memory.ts). */
+  readonly actorBytesInMemory: number;
   readonly rssBytes: number;
   readonly heapUsedBytes: number;
   readonly reportedAtMs: number;
@@ -302,6 +304,7 @@ export class ShardWorker {
           workerId: this.options.workerId,
           ownedShards: this.ownedShards(),
           actorsInMemory: this.options.runtime.actorCount(),
+          actorBytesInMemory: this.options.runtime.actorBytes().estimated,
           rssBytes: memory.rss,
           heapUsedBytes: memory.heapUsed,
           reportedAtMs: this.options.clock.nowMs(),

@@ -127,6 +127,14 @@ const envSchema = z.object({
    */
   SHARD_BATCHES_IN_FLIGHT: z.coerce.number().int().min(1).max(16).default(2),
   /**
+   * Actors a shard worker keeps in memory at most, by count and by estimated bytes
+   * (src/actors/actor-memory.ts); past either, the least recently used leave memory (their
+   * snapshots are the truth). Bytes unset: 40 % of the process's V8 heap limit
+   * (`--max-old-space-size`), so the cap follows the memory the deployment gives the process.
+   */
+  SHARD_ACTORS_IN_MEMORY_MAX: z.coerce.number().int().min(100).max(10_000_000).default(100_000),
+  SHARD_ACTOR_MEMORY_MAX_BYTES: z.coerce.number().int().min(1_000_000).max(64 * 1024 ** 3).optional(),
+  /**
    * Shard workers hold their shards' leases for this long and renew them every third of it; a
    * worker that died loses its shards within it. The edge uses it as the grace for a shard without
    * an owner (docs/operations.md "What /readyz means"). The same value in every process.

@@ -7,9 +7,12 @@ import { countersBy, gauge, counter, type MetricFamily } from '../lifecycle/metr
 import type { DeliveryWorkerStats } from '../onramp/delivery-worker.ts';
 import type { PayoutWorkerStats } from '../rails/payout-worker.ts';
 
-export function shardMetrics(runtime: { actorCount(): number; quarantinedCount(): number }): MetricFamily[] {
+export function shardMetrics(runtime: { actorCount(): number; actorBytes(): { estimated: number; max: number }; quarantinedCount(): number }): MetricFamily[] {
+  const bytes = runtime.actorBytes();
   return [
     gauge('shard_actors_in_memory', 'Actors this shard worker holds in memory.', runtime.actorCount()),
+    gauge('shard_actor_bytes_in_memory', 'Estimated bytes of the actors this shard worker holds in memory.', bytes.estimated),
+    gauge('shard_actor_bytes_in_memory_max', 'The cap on those bytes (SHARD_ACTOR_MEMORY_MAX_BYTES, or a share of the heap limit): past it the least recently used actors leave memory.', bytes.max),
     gauge(
       'shard_actors_quarantined',
       'Actors of the owned shards set aside because their snapshot or a command could not be applied; their commands are dead-lettered (an alert: npm run admin -- quarantined).',

@@ -135,6 +135,8 @@ export async function startService(env: EnvConfig, overrides: ContextOverrides =
         shardCount: ctx.shardCount,
         clock: ctx.clock,
         batchesInFlightMax: env.SHARD_BATCHES_IN_FLIGHT,
+        actorsInMemoryMax: env.SHARD_ACTORS_IN_MEMORY_MAX,
+        ...(env.SHARD_ACTOR_MEMORY_MAX_BYTES !== undefined ? { actorBytesInMemoryMax: env.SHARD_ACTOR_MEMORY_MAX_BYTES } : {}),
         leaseTtlMs: env.SHARD_LEASE_TTL_MS,
         log: (level, message, fields) => ctx.log[level](fields ?? {}, message),
       });

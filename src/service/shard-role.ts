@@ -27,6 +27,9 @@ export interface ShardRoleOptions {
   readonly batchesInFlightMax?: number;
   /** Entries read per shard stream at once (see RuntimeOptions.batchSizeMax). */
   readonly batchSizeMax?: number;
+  /** See RuntimeOptions.actorsInMemoryMax / actorBytesInMemoryMax. */
+  readonly actorsInMemoryMax?: number;
+  readonly actorBytesInMemoryMax?: number;
   /** See ShardWorkerOptions.timerRetryDelayMsMin / Max. */
   readonly timerRetryDelayMsMin?: number;
   readonly timerRetryDelayMsMax?: number;
@@ -64,6 +67,8 @@ export async function startShardRole(options: ShardRoleOptions): Promise<ShardRo
     quarantine: quarantineOnStore(options.store),
     onTimerRefused: (actorId, dueAtMs) => worker?.retryTimer(actorId, dueAtMs),
     ...(options.batchSizeMax !== undefined ? { batchSizeMax: options.batchSizeMax } : {}),
+    ...(options.actorsInMemoryMax !== undefined ? { actorsInMemoryMax: options.actorsInMemoryMax } : {}),
+    ...(options.actorBytesInMemoryMax !== undefined ? { actorBytesInMemoryMax: options.actorBytesInMemoryMax } : {}),
     ...(options.afterCommit ? { afterCommit: options.afterCommit } : {}),
     ...(options.log ? { log: options.log } : {}),
   });

@@ -177,6 +177,7 @@ export function renderClusterMetrics(reading: ClusterStatsReading, nowMs: number
   };
   perWorker('shard_worker_owned_shards', 'Shards the worker owned at its last report.', (worker) => worker.ownedShards);
   perWorker('shard_worker_actors_in_memory', 'Actors held in memory by the worker at its last report.', (worker) => worker.actorsInMemory);
+  perWorker('shard_worker_actor_bytes_in_memory', 'Estimated bytes of the actors the worker held in memory at its last report (capped by SHARD_ACTOR_MEMORY_MAX_BYTES).', (worker) => worker.actorBytesInMemory);
   perWorker('shard_worker_resident_memory_bytes', 'Resident set size of the worker process at its last report.', (worker) => worker.rssBytes);
   perWorker('shard_worker_heap_used_bytes', 'V8 heap in use in the worker process at its last report.', (worker) => worker.heapUsedBytes);
   perWorker('shard_worker_report_age_seconds', 'Time since the worker last reported (every lease round, about 3 s).', (worker) =>
