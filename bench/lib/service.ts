@@ -41,10 +41,16 @@ export interface BenchServiceOptions {
   readonly dataRoot?: string;
   /** Limits of the service (LIMITS_FILE): hot-accept raises the BREB caps so that nothing is refused. */
   readonly limits?: object;
+  /** More arguments for every process's `node` (the soak's `--max-old-space-size`). */
+  readonly nodeArgs?: readonly string[];
 }
 
 export interface BenchService {
   readonly baseUrl: string;
+  /** The temp DATA_DIR the processes share (the embedded store's files are in it). */
+  readonly dataDir: string;
+  /** OPS_API_KEY of the processes (GET /metrics). */
+  readonly opsApiKey: string;
   readonly edgeEntry: EdgeEntry;
   readonly topology: string;
   readonly keyPrefix: string;
@@ -106,7 +112,7 @@ export async function startBenchService(options: BenchServiceOptions): Promise<B
   const shardCount = options.shardCount ?? 64;
   const timeoutMs = options.startTimeoutMs ?? startTimeoutMsDefault;
   const processes: NodeProcess[] = [];
-  const nodeArgs = options.cpuProfileDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfileDir}`];
+  const nodeArgs = [...(options.nodeArgs ?? []), ...(options.cpuProfileDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfileDir}`])];
   const baseEnv = {
     HOST: '127.0.0.1',
     DATA_DIR: dataDir,
@@ -150,6 +156,8 @@ export async function startBenchService(options: BenchServiceOptions): Promise<B
   let stopped: Promise<void> | undefined;
   const service = (baseUrl: string, edgeEntry: EdgeEntry, topology: string): BenchService => ({
     baseUrl,
+    dataDir,
+    opsApiKey: baseEnv.OPS_API_KEY,
     edgeEntry,
     topology,
     keyPrefix,
