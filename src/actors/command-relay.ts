@@ -6,7 +6,7 @@
 // commandId.
 import type { OutboxRowWrite } from './actor-store.ts';
 import { outboxBatchMax } from '../store/store.ts';
-import { decodeEnvelope, envelopeFromJson } from './codec.ts';
+import { envelopeFromJson } from './codec.ts';
 import type { CommandEnvelope, LogLevel } from './envelope.ts';
 import { outboxTopicCommands, type ActorRuntime } from './runtime.ts';
 
@@ -48,7 +48,7 @@ export class CommandRelay {
     // Re-sending a row another worker is relaying right now is harmless: receivers dedupe by
     // commandId. Malformed rows cannot be relayed; they are marked done so they do not block.
     const rows = await this.options.store.pendingCommandRows(1_000);
-    const malformed = rows.filter((row) => decodeEnvelope(JSON.stringify(row.payload)) === null);
+    const malformed = rows.filter((row) => envelopeFromJson(row.payload) === null);
     if (malformed.length > 0) {
       this.options.log('error', 'dropping malformed command rows from the outbox', { count: malformed.length });
       await this.options.store.markOutboxDone(malformed.map((row) => row.id));
