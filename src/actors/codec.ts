@@ -9,6 +9,28 @@ export function encodeEnvelope(envelope: CommandEnvelope): string {
   return JSON.stringify(envelope);
 }
 
+/**
+ * Commands as stream entries: per stream, in order, up to `batchRequestsMax` envelopes in one
+ * entry (a JSON array, each envelope encoded once), a lone one as a plain envelope.
+ */
+export function commandEntries(envelopes: readonly CommandEnvelope[], streamOf: (envelope: CommandEnvelope) => string): Array<{ stream: string; payload: string; count: number }> {
+  const byStream = new Map<string, string[]>();
+  for (const envelope of envelopes) {
+    const stream = streamOf(envelope);
+    const texts = byStream.get(stream);
+    if (texts === undefined) byStream.set(stream, [encodeEnvelope(envelope)]);
+    else texts.push(encodeEnvelope(envelope));
+  }
+  const entries: Array<{ stream: string; payload: string; count: number }> = [];
+  for (const [stream, texts] of byStream) {
+    for (let start = 0; start < texts.length; start += batchRequestsMax) {
+      const chunk = texts.slice(start, start + batchRequestsMax);
+      entries.push({ stream, payload: chunk.length === 1 ? (chunk[0] ?? '') : `[${chunk.join(',')}]`, count: chunk.length });
+    }
+  }
+  return entries;
+}
+
 function isNonEmptyString(value: unknown): value is string {
   return typeof value === 'string' && value.length > 0;
 }

@@ -16,7 +16,7 @@ export interface CommandRelayOptions {
     pendingCommandRows(limit: number): Promise<OutboxRowWrite[]>;
     markOutboxDone(ids: readonly string[]): Promise<void>;
   };
-  readonly runtime: Pick<ActorRuntime, 'send'>;
+  readonly runtime: Pick<ActorRuntime, 'sendAll'>;
   readonly log: (level: LogLevel, message: string, fields?: Record<string, unknown>) => void;
 }
 
@@ -38,7 +38,8 @@ export class CommandRelay {
       if (envelope === null) this.options.log('error', 'an outbox command row is not a command envelope; dropped', { rowId: row.id });
       else envelopes.push(envelope);
     }
-    await Promise.all(envelopes.map((envelope) => this.options.runtime.send(envelope)));
+    // The commands of one batch for one shard go out in one entry (`ActorRuntime.sendAll`).
+    await this.options.runtime.sendAll(envelopes);
     for (const row of commandRows) this.relayedRowIds.push(row.id);
     await this.markRelayedDone();
   }

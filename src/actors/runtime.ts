@@ -23,10 +23,10 @@
 // An actor's step (its in-memory record, the write its commands make, the rules for a repeated
 // command) is built by the pure functions of actor-step.ts.
 import type { Bus, BusEntry } from '../bus/bus.ts';
-import { replyBatches } from '../bus/request-reply.ts';
+import { headerBatchCount, replyBatches } from '../bus/request-reply.ts';
 import { shardOf, commandStreamKey } from '../bus/shards.ts';
 import { actorId, timerCommandKind, type AnyActorBehavior, type CommandEnvelope, type Decoded, type JsonValue, type LogLevel, type OutboxMessage, type ReadModelWrite } from './envelope.ts';
-import { encodeEnvelope } from './codec.ts';
+import { commandEntries } from './codec.ts';
 import { decodeCommand, malformedReply, sortArrivals, type ArrivedCommand } from './command-arrival.ts';
 import type { ActorStore, BatchCommitResult, OutboxRowWrite } from './actor-store.ts';
 import { ActorFault, errorText, releaseWrites, replayCommandKind, replayDeadLettersMax, type DeadLetter, type QuarantineRecord, type QuarantineStore } from './quarantine.ts';
@@ -129,9 +129,16 @@ export class ActorRuntime {
 
   /** Appends a command to its actor's shard stream (used by every role that sends commands). */
   async send(envelope: CommandEnvelope): Promise<void> {
-    await this.options.bus.append(this.streamFor(envelope.actorType, envelope.actorKey), encodeEnvelope(envelope), {
-      maxLenApprox: this.streamLengthMax,
-    });
+    await this.sendAll([envelope]);
+  }
+
+  /** Appends commands to their actors' shard streams, those for one stream batched in one entry (`commandEntries`). */
+  async sendAll(envelopes: readonly CommandEnvelope[]): Promise<void> {
+    const entries = commandEntries(envelopes, (envelope) => this.streamFor(envelope.actorType, envelope.actorKey));
+    await Promise.all(entries.map(async ({ stream, payload, count }) => {
+      const headers = count > 1 ? { [headerBatchCount]: String(count) } : undefined;
+      return this.options.bus.append(stream, payload, { maxLenApprox: this.streamLengthMax, ...(headers === undefined ? {} : { headers }) });
+    }));
   }
 
   /**
