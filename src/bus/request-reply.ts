@@ -9,7 +9,7 @@
 // Batched entries (docs/bus.md, "Batched entries"): `requestInBatch` gathers the requests made for
 // one stream within one event-loop turn into ONE entry, whose payload is a JSON array of the
 // requests' own JSON texts and whose header `n` says how many; a consumer answers the requests of
-// one reply stream with ONE entry too (`replyBatch`: a JSON array of `[requestId, reply]` pairs,
+// one reply stream with ONE entry too (`replyBatches`: a JSON array of `[requestId, reply]` pairs,
 // header `n`). Each request's text is encoded once by its caller and joined, not re-encoded; each
 // reply entry is parsed once here and its replies handed over as values.
 import { randomBytes } from 'node:crypto';
@@ -266,7 +266,7 @@ export class Requester {
    */
   async request(stream: string, payload: string | ((replyTo: ReplyAddress) => string), options: RequestOptions = {}): Promise<Reply> {
     const { requestId, replied } = this.register(options.timeoutMs);
-    const body = typeof payload === 'function' ? payload({ stream: this.replyStream, requestId }) : payload;
+    const body = typeof payload === 'function' ? this.encodeOrForget(requestId, payload) : payload;
     const headers =
       options.headers === undefined
         ? { [headerReplyTo]: this.replyStream, [headerRequestId]: requestId }
@@ -288,7 +288,7 @@ export class Requester {
    */
   async requestInBatch(stream: string, command: (replyTo: ReplyAddress) => string, options: RequestOptions = {}): Promise<unknown> {
     const { requestId, replied } = this.register(options.timeoutMs);
-    const text = command({ stream: this.replyStream, requestId });
+    const text = this.encodeOrForget(requestId, command);
     const maxLenApprox = options.maxLenApprox ?? commandStreamMaxLenApprox;
     let batch = this.outgoing.get(stream);
     if (batch === undefined) {
@@ -321,6 +321,16 @@ export class Requester {
       this.timeoutQueue(timeoutMs).add(waiting);
     });
     return { requestId, replied };
+  }
+
+  /** The request's text; if encoding it throws, the request stops waiting (nothing was sent) and the error goes to the caller. */
+  private encodeOrForget(requestId: string, encode: (replyTo: ReplyAddress) => string): string {
+    try {
+      return encode({ stream: this.replyStream, requestId });
+    } catch (error) {
+      this.settle(requestId);
+      throw error;
+    }
   }
 
   private flushBatches(): void {

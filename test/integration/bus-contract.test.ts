@@ -569,6 +569,22 @@ for (const adapter of adapters) {
           }
         }));
 
+      test('a request whose command cannot be encoded rejects at once and leaves nothing waiting or sent', () =>
+        withHarness(adapter, async ({ bus, prefix }) => {
+          const commands = commandStreamKey(prefix, 0);
+          const requester = await Requester.start({ bus, replyStream: replyStreamKey(prefix, 'edge-b5') });
+          try {
+            const unencodable = (): string => JSON.stringify({ amount: 1n });
+            await assert.rejects(requester.requestInBatch(commands, unencodable), TypeError);
+            await assert.rejects(requester.request(commands, unencodable), TypeError);
+            assert.equal(requester.stats.pending, 0);
+            await new Promise((resolve) => setImmediate(resolve));
+            assert.equal(await bus.length(commands), 0);
+          } finally {
+            await requester.close();
+          }
+        }));
+
       test('a worker failing after the durable write of a batched entry: the entry is re-delivered whole, nothing is applied twice', () =>
         withHarness(adapter, async ({ bus, prefix }) => {
           const dir = mkdtempSync(join(tmpdir(), 'bus-batch-'));
