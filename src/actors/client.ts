@@ -43,7 +43,11 @@ export class ActorClient {
     return this.commandStreams[shard] ?? commandStreamKey(keyPrefix, shard);
   }
 
-  /** The actor's reply, decoded. Never throws: every failure is a rejection. */
+  /**
+   * The actor's reply, decoded. The command is encoded once, here, and goes out with the other
+   * asks of this event-loop turn for the same shard in one batched entry (request-reply.ts); the
+   * reply comes parsed. Never throws: every failure is a rejection.
+   */
   async ask<Reply>(actorType: string, actorKey: string, kind: string, payload: JsonValue, options: AskOptions = {}): Promise<Reply> {
     const shard = shardOf(actorId(actorType, actorKey), this.options.shardCount);
     const refusal = this.options.gate?.refusal(shard) ?? null;
@@ -51,12 +55,12 @@ export class ActorClient {
     const stream = this.streamOfShard(shard);
     const commandId = options.commandId ?? randomUUID();
     const requestOptions: RequestOptions = { timeoutMs: options.timeoutMs, maxLenApprox: this.options.streamLengthMax ?? 1_000_000 };
-    const reply = await this.options.requester.request(
+    const reply = await this.options.requester.requestInBatch(
       stream,
       (replyTo) => encodeEnvelope({ commandId, actorType, actorKey, kind, payload, replyTo, sentAtMs: this.options.nowMs() }),
       requestOptions,
     );
-    return JSON.parse(reply.payload) as Reply;
+    return reply as Reply;
   }
 
   async tell(actorType: string, actorKey: string, kind: string, payload: JsonValue, commandId: string): Promise<void> {

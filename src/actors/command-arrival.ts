@@ -1,10 +1,12 @@
 // What a batch of stream entries holds, sorted on arrival (runtime.ts, `applyBatch`): each entry's
-// envelope decoded and its payload checked against its actor type's command map, grouped by
-// actor. A stream entry is untrusted input: one that does not decode, names no known actor type
+// envelopes decoded (one, or a batch of them in one entry: codec.ts) and their payloads checked
+// against their actor type's command map, grouped by actor in stream order (an entry's commands
+// in their order within it). A stream entry is untrusted input: one that does not decode, names no known actor type
 // or carries a kind or payload its map refuses is set apart (acknowledged and dropped by the
 // runtime, its asker answered at once) and never reaches the actor, nor activates it. Pure.
 import type { BusEntry } from '../bus/bus.ts';
-import { decodeEnvelope } from './codec.ts';
+import { batchRequestsMax } from '../bus/request-reply.ts';
+import { decodeEntryEnvelopes } from './codec.ts';
 import { decodeArrived } from './commands.ts';
 import {
   actorId,
@@ -30,7 +32,7 @@ export interface MalformedArrival {
 }
 
 export interface SortedArrivals {
-  /** Per actor id, its commands in stream order. */
+  /** Per actor id, its commands in stream order. An entry of several commands appears once per command. */
   readonly byActor: Map<string, Array<{ entry: BusEntry; command: CommandEnvelope }>>;
   /** The decoded form of each command of `byActor`, as `handle` gets it. */
   readonly decoded: Map<CommandEnvelope, ArrivedCommand>;
@@ -42,22 +44,28 @@ export function sortArrivals(entries: readonly BusEntry[], behaviors: ReadonlyMa
   const decoded = new Map<CommandEnvelope, ArrivedCommand>();
   const malformed: MalformedArrival[] = [];
   for (const entry of entries) {
-    const command = decodeEnvelope(entry.payload);
-    const behavior = command === null ? undefined : behaviors.get(command.actorType);
-    if (command === null || behavior === undefined) {
-      malformed.push({ entry, command: null, reason: 'not a command envelope of a known actor type' });
+    const commands = decodeEntryEnvelopes(entry.payload);
+    if (commands === null) {
+      malformed.push({ entry, command: null, reason: `not a command envelope, nor a batch of 1 to ${batchRequestsMax} of them` });
       continue;
     }
-    const typed = decodeCommand(behavior, command);
-    if (!typed.ok) {
-      malformed.push({ entry, command, reason: typed.reason });
-      continue;
+    for (const command of commands) {
+      const behavior = command === null ? undefined : behaviors.get(command.actorType);
+      if (command === null || behavior === undefined) {
+        malformed.push({ entry, command: null, reason: 'not a command envelope of a known actor type' });
+        continue;
+      }
+      const typed = decodeCommand(behavior, command);
+      if (!typed.ok) {
+        malformed.push({ entry, command, reason: typed.reason });
+        continue;
+      }
+      decoded.set(command, typed.value);
+      const id = actorId(command.actorType, command.actorKey);
+      const list = byActor.get(id);
+      if (list === undefined) byActor.set(id, [{ entry, command }]);
+      else list.push({ entry, command });
     }
-    decoded.set(command, typed.value);
-    const id = actorId(command.actorType, command.actorKey);
-    const list = byActor.get(id);
-    if (list === undefined) byActor.set(id, [{ entry, command }]);
-    else list.push({ entry, command });
   }
   return { byActor, decoded, malformed };
 }

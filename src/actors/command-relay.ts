@@ -6,7 +6,7 @@
 // commandId.
 import type { OutboxRowWrite } from './actor-store.ts';
 import { outboxBatchMax } from '../store/store.ts';
-import { decodeEnvelope, envelopeFromJson } from './codec.ts';
+import { envelopeFromJson } from './codec.ts';
 import type { CommandEnvelope, LogLevel } from './envelope.ts';
 import { outboxTopicCommands, type ActorRuntime } from './runtime.ts';
 
@@ -16,7 +16,7 @@ export interface CommandRelayOptions {
     pendingCommandRows(limit: number): Promise<OutboxRowWrite[]>;
     markOutboxDone(ids: readonly string[]): Promise<void>;
   };
-  readonly runtime: Pick<ActorRuntime, 'send'>;
+  readonly runtime: Pick<ActorRuntime, 'sendAll'>;
   readonly log: (level: LogLevel, message: string, fields?: Record<string, unknown>) => void;
 }
 
@@ -38,7 +38,8 @@ export class CommandRelay {
       if (envelope === null) this.options.log('error', 'an outbox command row is not a command envelope; dropped', { rowId: row.id });
       else envelopes.push(envelope);
     }
-    await Promise.all(envelopes.map((envelope) => this.options.runtime.send(envelope)));
+    // The commands of one batch for one shard go out in one entry (`ActorRuntime.sendAll`).
+    await this.options.runtime.sendAll(envelopes);
     for (const row of commandRows) this.relayedRowIds.push(row.id);
     await this.markRelayedDone();
   }
@@ -48,7 +49,7 @@ export class CommandRelay {
     // Re-sending a row another worker is relaying right now is harmless: receivers dedupe by
     // commandId. Malformed rows cannot be relayed; they are marked done so they do not block.
     const rows = await this.options.store.pendingCommandRows(1_000);
-    const malformed = rows.filter((row) => decodeEnvelope(JSON.stringify(row.payload)) === null);
+    const malformed = rows.filter((row) => envelopeFromJson(row.payload) === null);
     if (malformed.length > 0) {
       this.options.log('error', 'dropping malformed command rows from the outbox', { count: malformed.length });
       await this.options.store.markOutboxDone(malformed.map((row) => row.id));

@@ -23,10 +23,10 @@
 // An actor's step (its in-memory record, the write its commands make, the rules for a repeated
 // command) is built by the pure functions of actor-step.ts.
 import type { Bus, BusEntry } from '../bus/bus.ts';
-import { replyTo } from '../bus/request-reply.ts';
+import { headerBatchCount, replyBatches } from '../bus/request-reply.ts';
 import { shardOf, commandStreamKey } from '../bus/shards.ts';
 import { actorId, timerCommandKind, type AnyActorBehavior, type CommandEnvelope, type Decoded, type JsonValue, type LogLevel, type OutboxMessage, type ReadModelWrite } from './envelope.ts';
-import { encodeEnvelope } from './codec.ts';
+import { commandEntries } from './codec.ts';
 import { decodeCommand, malformedReply, sortArrivals, type ArrivedCommand } from './command-arrival.ts';
 import type { ActorStore, BatchCommitResult, OutboxRowWrite } from './actor-store.ts';
 import { ActorFault, errorText, releaseWrites, replayCommandKind, replayDeadLettersMax, type DeadLetter, type QuarantineRecord, type QuarantineStore } from './quarantine.ts';
@@ -88,14 +88,18 @@ export interface RuntimeOptions {
   readonly onTimerRefused?: (actorId: string, dueAtMs: number) => void;
 }
 
+/** Counts are of commands (an entry may hold several); `pending` is of entries. */
 export interface BatchResult {
-  /** Entries whose outcome is durable (and were replied to and acknowledged). */
+  /** Commands whose outcome is durable (and were replied to). */
   readonly applied: number;
-  /** Entries left pending to be retried through recovery: re-read in stream order. */
+  /** Commands left pending to be retried through recovery: re-read in stream order. */
   readonly retried: number;
-  /** Entries left pending because applying them threw. */
+  /** Commands left pending because applying them threw. */
   readonly failed: number;
-  /** The entries left pending (retried or failed), for the worker to recover their shards. */
+  /**
+   * The entries left pending (one of their commands retried or failed), for the worker to recover
+   * their shards; every other entry was acknowledged.
+   */
   readonly pending: readonly BusEntry[];
 }
 
@@ -137,9 +141,16 @@ export class ActorRuntime {
 
   /** Appends a command to its actor's shard stream (used by every role that sends commands). */
   async send(envelope: CommandEnvelope): Promise<void> {
-    await this.options.bus.append(this.streamFor(envelope.actorType, envelope.actorKey), encodeEnvelope(envelope), {
-      maxLenApprox: this.streamLengthMax,
-    });
+    await this.sendAll([envelope]);
+  }
+
+  /** Appends commands to their actors' shard streams, those for one stream batched in one entry (`commandEntries`). */
+  async sendAll(envelopes: readonly CommandEnvelope[]): Promise<void> {
+    const entries = commandEntries(envelopes, (envelope) => this.streamFor(envelope.actorType, envelope.actorKey));
+    await Promise.all(entries.map(async ({ stream, payload, count }) => {
+      const headers = count > 1 ? { [headerBatchCount]: String(count) } : undefined;
+      return this.options.bus.append(stream, payload, { maxLenApprox: this.streamLengthMax, ...(headers === undefined ? {} : { headers }) });
+    }));
   }
 
   /**
@@ -196,12 +207,10 @@ export class ActorRuntime {
    * never rejects for one actor's failure, only when replying or acknowledging fails.
    */
   async applyBatch(entries: readonly BusEntry[]): Promise<BatchResult> {
-    const toAck = new Map<string, string[]>();
-    const ack = (entry: BusEntry): void => {
-      const ids = toAck.get(entry.stream);
-      if (ids === undefined) toAck.set(entry.stream, [entry.id]);
-      else ids.push(entry.id);
-    };
+    // An entry may hold several commands (an edge's batch, possibly for several actors): it stays
+    // pending while any of its commands does, and is acknowledged once all of them are settled.
+    // Redelivered whole, its commands already applied are deduplicated (by their ids).
+    const pending = new Set<BusEntry>();
     // Checked against the actor type's command map on arrival: a malformed one never reaches
     // the actor (nor activates it); its asker is answered at once.
     const { byActor, decoded, malformed } = sortArrivals(entries, this.behaviors);
@@ -210,7 +219,6 @@ export class ActorRuntime {
     for (const { entry, command, reason } of malformed) {
       const about = command === null ? {} : { actorType: command.actorType, kind: command.kind.slice(0, 64), commandId: command.commandId };
       this.log('error', 'dropping a malformed command', { stream: entry.stream, entryId: entry.id, ...about, reason });
-      ack(entry);
       if (command?.replyTo) malformedReplies.push({ to: command.replyTo, payload: malformedReply(reason) });
     }
 
@@ -223,7 +231,6 @@ export class ActorRuntime {
 
     const replies: PendingReply[] = [...malformedReplies];
     const outboxRows: OutboxRowWrite[] = [];
-    const pending: BusEntry[] = [];
     let applied = 0;
     let retried = 0;
     let failed = 0;
@@ -235,16 +242,11 @@ export class ActorRuntime {
       index += 1;
       if (outcome?.kind === 'quarantined') {
         deadLettered.push(
-          this.deadLetter(id, outcome.error, items.map((item) => item.command)).then(
-            () => {
-              for (const item of items) ack(item.entry);
-            },
-            (error: unknown) => {
-              // Not recorded: the entries stay pending and come back through recovery.
-              this.log('error', 'dead-lettering commands of a quarantined actor failed; they stay pending', { actorId: id, error: String(error) });
-              for (const item of items) pending.push(item.entry);
-            },
-          ),
+          this.deadLetter(id, outcome.error, items.map((item) => item.command)).catch((error: unknown) => {
+            // Not recorded: the entries stay pending and come back through recovery.
+            this.log('error', 'dead-lettering commands of a quarantined actor failed; they stay pending', { actorId: id, error: String(error) });
+            for (const item of items) pending.add(item.entry);
+          }),
         );
         continue;
       }
@@ -253,13 +255,12 @@ export class ActorRuntime {
           failed += items.length;
           firstFailure ??= { actorId: id, error: outcome.error };
         } else retried += items.length;
-        for (const item of items) pending.push(item.entry);
+        for (const item of items) pending.add(item.entry);
         continue;
       }
       applied += items.length;
       for (const reply of outcome.replies) replies.push(reply);
       for (const row of outcome.outbox) outboxRows.push(row);
-      for (const item of items) ack(item.entry);
     }
 
     await Promise.all(deadLettered);
@@ -268,19 +269,27 @@ export class ActorRuntime {
       this.log('error', 'applying commands failed; they stay pending and will be retried', {
         actorId: firstFailure.actorId,
         error: String(firstFailure.error),
-        entries: failed,
+        commands: failed,
       });
+    }
+    // Every entry none of whose commands stays pending: applied, malformed or dead-lettered.
+    const toAck = new Map<string, string[]>();
+    for (const entry of entries) {
+      if (pending.has(entry)) continue;
+      const ids = toAck.get(entry.stream);
+      if (ids === undefined) toAck.set(entry.stream, [entry.id]);
+      else ids.push(entry.id);
     }
     // Replies and acks go out together (one pipelined write to Redis, one round trip to wait
     // for): both only follow the durable write, and neither depends on the other. If a reply is
     // lost anyway, its asker times out, as it would if the worker had died after the write.
-    const replied = Promise.all(replies.map((reply) => this.sendReply(reply)));
+    const replied = replyBatches(this.options.bus, replies);
     if (outboxRows.length > 0) this.options.onOutbox?.(outboxRows);
     const acked = Promise.all([...toAck].map(([stream, ids]) => this.options.bus.ack(stream, this.options.group, ids)));
     await Promise.all([replied, acked]);
     // Passivation: least recently used actors leave memory; their snapshots stay durable.
     this.actors.passivateLeastRecent(this.residentCaps, (id) => this.lanes.has(id));
-    return { applied, retried, failed, pending };
+    return { applied, retried, failed, pending: [...pending] };
   }
 
   /**
@@ -564,10 +573,6 @@ export class ActorRuntime {
     const inBatch = appliedCommands.find((item) => item.commandId === command.commandId);
     if (inBatch) return inBatch.reply;
     return actor.unwrittenReplies.get(command.commandId) ?? (await this.options.store.getAppliedReply(actor.id, command.commandId));
-  }
-
-  private async sendReply(reply: PendingReply): Promise<void> {
-    await replyTo(this.options.bus, reply.to, JSON.stringify(reply.payload));
   }
 
   /** Builds the command that fires an actor's timer (`attempt` ≥ 1: armed again after a refusal). */

@@ -5,6 +5,13 @@
 // thousand. The consumer side answers with `reply(bus, entry, payload)` (or `replyTo` for a reply
 // deferred past the command's handling). Replies are at-least-once like everything on the bus: a
 // duplicate or late reply (after a timeout) finds no waiting caller and is dropped and counted.
+//
+// Batched entries (docs/bus.md, "Batched entries"): `requestInBatch` gathers the requests made for
+// one stream within one event-loop turn into ONE entry, whose payload is a JSON array of the
+// requests' own JSON texts and whose header `n` says how many; a consumer answers the requests of
+// one reply stream with ONE entry too (`replyBatches`: a JSON array of `[requestId, reply]` pairs,
+// header `n`). Each request's text is encoded once by its caller and joined, not re-encoded; each
+// reply entry is parsed once here and its replies handed over as values.
 import { randomBytes } from 'node:crypto';
 import {
   BusError,
@@ -30,6 +37,19 @@ export interface Reply {
   readonly headers: Headers;
   readonly entryId: EntryId;
 }
+
+/** Header of a batched entry: how many requests (or replies) its payload, a JSON array, holds. */
+export const headerBatchCount = 'n';
+
+/**
+ * Requests joined into one entry at most (more in one turn go out in several entries); a consumer
+ * refuses a command entry with more as malformed. Bounds an entry's size and the work one entry
+ * holds back until all of it is durable.
+ */
+export const batchRequestsMax = 64;
+
+/** Replies joined into one reply entry at most (a larger batch of replies goes out in several). */
+export const batchRepliesMax = 256;
 
 /**
  * Why a request got no reply: none in time, too many waiting, the requester closed, or (refused
@@ -115,20 +135,42 @@ export interface RequestOptions {
 
 export interface RequesterStats {
   readonly pending: number;
-  /** Replies that arrived with no caller waiting (after a timeout, or duplicates). */
+  /** Replies that arrived with no caller waiting (after a timeout, or duplicates), or did not parse. */
   readonly unmatchedReplies: number;
 }
+
+/** A reply as it arrived: a single reply entry's text, or one item of a batched reply entry, parsed. */
+type Arrived = { readonly requestId: string; readonly entry: BusEntry } & ({ readonly text: string } | { readonly value: unknown });
 
 /** A request waiting for its reply (also its own key in the timeout queue). */
 class Waiting extends DeadlineLink {
   constructor(
     readonly requestId: string,
     readonly timeoutMs: number,
-    readonly resolve: (reply: Reply) => void,
+    readonly resolve: (reply: Arrived) => void,
     readonly reject: (error: Error) => void,
   ) {
     super();
   }
+}
+
+/** Requests for one stream made in this event-loop turn, to be appended as one entry. */
+interface OutgoingBatch {
+  readonly stream: string;
+  readonly texts: string[];
+  readonly requestIds: string[];
+  maxLenApprox: number;
+}
+
+/** The reply of a single reply entry as text (a batched reply's value is encoded once for it). */
+function replyOf(arrived: Arrived): Reply {
+  const payload = 'text' in arrived ? arrived.text : JSON.stringify(arrived.value);
+  return { requestId: arrived.requestId, payload, headers: arrived.entry.headers, entryId: arrived.entry.id };
+}
+
+/** The reply's value: a batched reply's item as parsed, or a single reply entry's text parsed as JSON. */
+function valueOf(arrived: Arrived): unknown {
+  return 'value' in arrived ? arrived.value : JSON.parse(arrived.text);
 }
 
 /**
@@ -184,6 +226,9 @@ export class Requester {
   private ackInFlight: Promise<void> | null = null;
   private unmatchedReplies = 0;
   private closed = false;
+  /** `requestInBatch` requests of this turn, per stream; appended together by `flushBatches`. */
+  private readonly outgoing = new Map<string, OutgoingBatch>();
+  private flushScheduled = false;
 
   private constructor(options: RequesterOptions) {
     this.bus = options.bus;
@@ -220,19 +265,8 @@ export class Requester {
    * Never throws: every failure is a rejection.
    */
   async request(stream: string, payload: string | ((replyTo: ReplyAddress) => string), options: RequestOptions = {}): Promise<Reply> {
-    if (this.closed) throw new RequesterClosedError();
-    if (this.waiting.size >= this.pendingMax) throw new RequesterOverloadedError(this.pendingMax);
-    const timeoutMs = options.timeoutMs ?? this.timeoutMsDefault;
-    if (!Number.isSafeInteger(timeoutMs) || timeoutMs <= 0) throw new RangeError('timeoutMs must be a positive integer');
-    const requestId = this.newRequestId();
-    if (this.waiting.has(requestId)) throw new Error(`duplicate request id ${requestId}`);
-    const body = typeof payload === 'function' ? payload({ stream: this.replyStream, requestId }) : payload;
-    // Register before appending: a fast consumer may reply before append() returns.
-    const replied = new Promise<Reply>((resolve, reject) => {
-      const waiting = new Waiting(requestId, timeoutMs, resolve, reject);
-      this.waiting.set(requestId, waiting);
-      this.timeoutQueue(timeoutMs).add(waiting);
-    });
+    const { requestId, replied } = this.register(options.timeoutMs);
+    const body = typeof payload === 'function' ? this.encodeOrForget(requestId, payload) : payload;
     const headers =
       options.headers === undefined
         ? { [headerReplyTo]: this.replyStream, [headerRequestId]: requestId }
@@ -240,8 +274,77 @@ export class Requester {
     // Not awaited here: the reply may come before the append's own answer; a failed append rejects `replied`.
     this.bus
       .append(stream, body, { headers, maxLenApprox: options.maxLenApprox ?? commandStreamMaxLenApprox })
-      .then(undefined, (error: unknown) => this.appendFailed(requestId, error));
-    return replied;
+      .then(undefined, (error: unknown) => this.appendFailed([requestId], error));
+    return replyOf(await replied);
+  }
+
+  /**
+   * Like `request`, but the command goes out in a batched entry with the other `requestInBatch`
+   * requests for the same stream of this event-loop turn (`batchRequestsMax` at most per entry),
+   * and resolves with the reply's value, parsed from JSON once. `command` must give JSON text (the
+   * entry's payload is the array of them); it carries the reply address itself, since the entry's
+   * headers name only the reply stream. Options other than `timeoutMs` and `maxLenApprox` are not
+   * used. Never throws: every failure is a rejection.
+   */
+  async requestInBatch(stream: string, command: (replyTo: ReplyAddress) => string, options: RequestOptions = {}): Promise<unknown> {
+    const { requestId, replied } = this.register(options.timeoutMs);
+    const text = this.encodeOrForget(requestId, command);
+    const maxLenApprox = options.maxLenApprox ?? commandStreamMaxLenApprox;
+    let batch = this.outgoing.get(stream);
+    if (batch === undefined) {
+      batch = { stream, texts: [], requestIds: [], maxLenApprox };
+      this.outgoing.set(stream, batch);
+    }
+    batch.texts.push(text);
+    batch.requestIds.push(requestId);
+    batch.maxLenApprox = Math.min(batch.maxLenApprox, maxLenApprox);
+    if (batch.texts.length >= batchRequestsMax) this.sendBatch(batch);
+    else if (!this.flushScheduled) {
+      // Once this turn's I/O callbacks have run: every request they made for a stream goes in its entry.
+      this.flushScheduled = true;
+      setImmediate(() => this.flushBatches());
+    }
+    return valueOf(await replied);
+  }
+
+  /** A new request id, waiting for its reply (registered before anything is appended: a fast consumer may reply first). */
+  private register(timeoutMsOption: number | undefined): { requestId: string; replied: Promise<Arrived> } {
+    if (this.closed) throw new RequesterClosedError();
+    if (this.waiting.size >= this.pendingMax) throw new RequesterOverloadedError(this.pendingMax);
+    const timeoutMs = timeoutMsOption ?? this.timeoutMsDefault;
+    if (!Number.isSafeInteger(timeoutMs) || timeoutMs <= 0) throw new RangeError('timeoutMs must be a positive integer');
+    const requestId = this.newRequestId();
+    if (this.waiting.has(requestId)) throw new Error(`duplicate request id ${requestId}`);
+    const replied = new Promise<Arrived>((resolve, reject) => {
+      const waiting = new Waiting(requestId, timeoutMs, resolve, reject);
+      this.waiting.set(requestId, waiting);
+      this.timeoutQueue(timeoutMs).add(waiting);
+    });
+    return { requestId, replied };
+  }
+
+  /** The request's text; if encoding it throws, the request stops waiting (nothing was sent) and the error goes to the caller. */
+  private encodeOrForget(requestId: string, encode: (replyTo: ReplyAddress) => string): string {
+    try {
+      return encode({ stream: this.replyStream, requestId });
+    } catch (error) {
+      this.settle(requestId);
+      throw error;
+    }
+  }
+
+  private flushBatches(): void {
+    this.flushScheduled = false;
+    for (const batch of [...this.outgoing.values()]) this.sendBatch(batch);
+  }
+
+  /** Appends one stream's batch as one entry: a JSON array of the requests' texts, joined as they are. */
+  private sendBatch(batch: OutgoingBatch): void {
+    this.outgoing.delete(batch.stream);
+    const headers = { [headerReplyTo]: this.replyStream, [headerBatchCount]: String(batch.texts.length) };
+    this.bus
+      .append(batch.stream, `[${batch.texts.join(',')}]`, { headers, maxLenApprox: batch.maxLenApprox })
+      .then(undefined, (error: unknown) => this.appendFailed(batch.requestIds, error));
   }
 
   /** Stops the loop, rejects every waiting request with RequesterClosedError. Does not close the bus. */
@@ -251,8 +354,9 @@ export class Requester {
     await this.ackInFlight;
   }
 
-  private appendFailed(requestId: string, error: unknown): void {
-    this.settle(requestId)?.reject(error instanceof Error ? error : new Error(String(error)));
+  private appendFailed(requestIds: readonly string[], error: unknown): void {
+    const failure = error instanceof Error ? error : new Error(String(error));
+    for (const requestId of requestIds) this.settle(requestId)?.reject(failure);
   }
 
   private timeoutQueue(timeoutMs: number): DeadlineQueue<Waiting> {
@@ -277,6 +381,7 @@ export class Requester {
     if (this.closed) return;
     this.closed = true;
     this.stop.abort();
+    this.outgoing.clear();
     for (const requestId of [...this.waiting.keys()]) this.settle(requestId)?.reject(new RequesterClosedError());
     for (const queue of this.timeouts.values()) queue.clear();
     this.timeouts.clear();
@@ -291,13 +396,31 @@ export class Requester {
   }
 
   private dispatch(entry: BusEntry): void {
+    if (entry.headers[headerBatchCount] !== undefined) {
+      this.dispatchBatch(entry);
+      return;
+    }
     const requestId = entry.headers[headerRequestId];
     const waiting = requestId === undefined ? undefined : this.settle(requestId);
     if (requestId === undefined || waiting === undefined) {
       this.unmatchedReplies += 1;
       return;
     }
-    waiting.resolve({ requestId, payload: entry.payload, headers: entry.headers, entryId: entry.id });
+    waiting.resolve({ requestId, entry, text: entry.payload });
+  }
+
+  /** A batched reply entry: `[[requestId, reply], …]`, parsed once; each reply goes to its caller. */
+  private dispatchBatch(entry: BusEntry): void {
+    const items = parseReplyBatch(entry.payload);
+    if (items === null) {
+      this.unmatchedReplies += 1;
+      return;
+    }
+    for (const [requestId, value] of items) {
+      const waiting = this.settle(requestId);
+      if (waiting === undefined) this.unmatchedReplies += 1;
+      else waiting.resolve({ requestId, entry, value });
+    }
   }
 
   private async dropLeftovers(): Promise<void> {
@@ -404,6 +527,53 @@ export async function replyTo(bus: Bus, address: ReplyAddress, payload: string, 
     headers: { ...options.headers, [headerRequestId]: address.requestId },
     maxLenApprox: options.maxLenApprox ?? replyStreamMaxLenApprox,
   });
+}
+
+/** A reply for a batched reply entry: where it goes and the reply itself, any JSON value. */
+export interface AddressedReply {
+  readonly to: ReplyAddress;
+  readonly payload: unknown;
+}
+
+/**
+ * Sends replies as batched reply entries: one entry per reply stream (per asking edge), with
+ * `batchRepliesMax` replies at most (more go out in several), each encoded once:
+ * `[[requestId, reply], …]` with the header `n`. The Requester resolves each request from it.
+ */
+export async function replyBatches(bus: Bus, replies: readonly AddressedReply[], options: ReplyOptions = {}): Promise<void> {
+  const byStream = new Map<string, Array<[string, unknown]>>();
+  for (const { to, payload } of replies) {
+    const items = byStream.get(to.stream);
+    if (items === undefined) byStream.set(to.stream, [[to.requestId, payload]]);
+    else items.push([to.requestId, payload]);
+  }
+  const maxLenApprox = options.maxLenApprox ?? replyStreamMaxLenApprox;
+  const appends: Array<Promise<EntryId>> = [];
+  for (const [stream, items] of byStream) {
+    for (let start = 0; start < items.length; start += batchRepliesMax) {
+      const chunk = items.slice(start, start + batchRepliesMax);
+      const headers = { ...options.headers, [headerBatchCount]: String(chunk.length) };
+      appends.push(bus.append(stream, JSON.stringify(chunk), { headers, maxLenApprox }));
+    }
+  }
+  await Promise.all(appends);
+}
+
+/** A batched reply entry's items, or null when its payload is not such an array. */
+function parseReplyBatch(text: string): Array<[string, unknown]> | null {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  if (!Array.isArray(parsed)) return null;
+  const items: Array<[string, unknown]> = [];
+  for (const item of parsed as unknown[]) {
+    if (!Array.isArray(item) || item.length !== 2 || typeof item[0] !== 'string') return null;
+    items.push([item[0], item[1]]);
+  }
+  return items;
 }
 
 /** Replies to a command entry; null when the command carried no reply address. */

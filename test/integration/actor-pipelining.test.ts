@@ -17,7 +17,7 @@ import { RedisBus } from '../../src/bus/redis-bus.ts';
 import { Requester } from '../../src/bus/request-reply.ts';
 import { commandStreamKey, replyStreamKey, shardOf } from '../../src/bus/shards.ts';
 import { ActorClient } from '../../src/actors/client.ts';
-import { encodeEnvelope } from '../../src/actors/codec.ts';
+import { decodeEntryEnvelopes, encodeEnvelope } from '../../src/actors/codec.ts';
 import { actorId, type ActorBehavior, type CommandEnvelope } from '../../src/actors/envelope.ts';
 import { ActorRuntime } from '../../src/actors/runtime.ts';
 import { runtimeStore } from '../../src/actors/store-adapter.ts';
@@ -104,8 +104,10 @@ describe('the runtime with batches applied concurrently', () => {
   async function replies(): Promise<Map<string, unknown[]>> {
     const byRequest = new Map<string, unknown[]>();
     for (const entry of await bus.read('test', 'reader', [replyStream], { count: 10_000, blockMs: 0 })) {
-      const requestId = entry.headers.requestId ?? '';
-      byRequest.set(requestId, [...(byRequest.get(requestId) ?? []), JSON.parse(entry.payload) as unknown]);
+      // A batched reply entry: `[[requestId, reply], …]` (docs/bus.md).
+      for (const [requestId, reply] of JSON.parse(entry.payload) as Array<[string, unknown]>) {
+        byRequest.set(requestId, [...(byRequest.get(requestId) ?? []), reply]);
+      }
     }
     return byRequest;
   }
@@ -284,18 +286,21 @@ describe('a shard worker with several batches in flight, over Redis', () => {
   test('a hundred commands to one actor sent at once, some twice: each applied once, in order, each answered with its own count', async () => {
     const key = `burst-${randomUUID()}`;
     const ids = Array.from({ length: 100 }, () => randomUUID());
-    // Sent without waiting (in order on one connection, so in this order on the stream); every
-    // tenth is sent a second time right after, as a client retrying would.
+    // Sent without waiting for answers (in order on one connection, so in this order on the
+    // stream), five per event-loop turn, so they go out in 20 batched entries: more than one read
+    // of `batchSizeMax` entries. Every tenth is sent a second time right after, as a client
+    // retrying would (in the same entry, or the next).
     const asked: Array<Promise<{ count: number }>> = [];
     const expected: number[] = [];
-    ids.forEach((commandId, index) => {
+    for (const [index, commandId] of ids.entries()) {
+      if (index % 5 === 0) await new Promise((resolve) => setImmediate(resolve));
       asked.push(client.ask<{ count: number }>(tallyActorType, key, 'add', null, { commandId, timeoutMs: 30_000 }));
       expected.push(index + 1);
       if (index % 10 === 0) {
         asked.push(client.ask<{ count: number }>(tallyActorType, key, 'add', null, { commandId, timeoutMs: 30_000 }));
         expected.push(index + 1);
       }
-    });
+    }
     const answers = await Promise.all(asked);
     assert.deepEqual(answers.map((answer) => answer.count), expected);
     const state = await tallyOf(lmdb, key);
@@ -306,7 +311,12 @@ describe('a shard worker with several batches in flight, over Redis', () => {
   test('graceful stop waits for the batches in flight: everything read is answered and acknowledged', async () => {
     const key = `stop-${randomUUID()}`;
     const ids: string[] = Array.from({ length: 24 }, () => randomUUID());
-    const asked = ids.map((commandId) => client.ask<{ count: number }>(tallyActorType, key, 'add', null, { commandId, timeoutMs: 30_000 }));
+    // Two per event-loop turn: twelve batched entries, more than one read holds.
+    const asked: Array<Promise<{ count: number }>> = [];
+    for (const [index, commandId] of ids.entries()) {
+      if (index % 2 === 0) await new Promise((resolve) => setImmediate(resolve));
+      asked.push(client.ask<{ count: number }>(tallyActorType, key, 'add', null, { commandId, timeoutMs: 30_000 }));
+    }
     // Stop as soon as the first answer arrives: later batches are in flight or unread.
     await asked[0];
     await role.stop();
@@ -318,7 +328,7 @@ describe('a shard worker with several batches in flight, over Redis', () => {
     // stop interrupted can have been served already; the next owner takes it over.)
     const stream = client.streamFor(tallyActorType, key);
     const leftover = await bus.readPending(stream, commandGroup, 'w-pipe', { count: 100 });
-    const leftoverIds = leftover.entries.map((entry) => (JSON.parse(entry.payload) as CommandEnvelope).commandId);
+    const leftoverIds = leftover.entries.flatMap((entry) => (decodeEntryEnvelopes(entry.payload) ?? []).map((command) => command?.commandId ?? ''));
     assert.deepEqual(leftoverIds.filter((commandId) => applied.includes(commandId)), [], 'nothing left half-done');
     // A new worker picks up the rest: every command is answered, each applied once.
     role = await startShardRole({

@@ -15,9 +15,24 @@ import {
   RequestTimeoutError,
   RequesterClosedError,
   RequesterOverloadedError,
+  batchRequestsMax,
+  headerBatchCount,
   reply,
   replyAddressOf,
+  replyBatches,
+  type AddressedReply,
 } from '../../src/bus/request-reply.ts';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { MemoryLeases } from '../../src/bus/memory-leases.ts';
+import { ActorClient } from '../../src/actors/client.ts';
+import type { ActorBehavior } from '../../src/actors/envelope.ts';
+import { LmdbStore } from '../../src/store/lmdb-store.ts';
+import { serviceReadModelIndexes } from '../../src/service/context.ts';
+import { startShardRole, type ShardRole } from '../../src/service/shard-role.ts';
+import { tallyActorType, tallyBehavior, type TallyState } from '../support/tally-actor.ts';
+import { teardown } from '../support/teardown.ts';
 import { memoryContractAdapter, type ContractHarness, redisContractAdapter, withHarness } from '../support/contract-adapters.ts';
 import { randomKeyPrefix } from '../support/redis-server.ts';
 
@@ -102,6 +117,24 @@ function startEchoWorker(bus: Bus, stream: string, answer: (entry: BusEntry) => 
       await done;
     },
   };
+}
+
+/** The requests of a batched command entry: its payload is a JSON array of the requests' texts. */
+function batchItems(entry: BusEntry): Array<{ requestId: string; text: string }> {
+  return (JSON.parse(entry.payload) as Array<{ requestId: string; text: string }>).map(({ requestId, text }) => ({ requestId, text }));
+}
+
+/** Answers every request of the batched entries read (one read) with `answer`, in one `replyBatches` call. */
+async function answerBatches(bus: Bus, stream: string, answer: (text: string) => unknown): Promise<BusEntry[]> {
+  const entries = await bus.read('workers', 'w', [stream], { count: 100, blockMs: 2_000 });
+  const replies: AddressedReply[] = [];
+  for (const entry of entries) {
+    const replyStream = entry.headers.replyTo ?? '';
+    for (const item of batchItems(entry)) replies.push({ to: { stream: replyStream, requestId: item.requestId }, payload: answer(item.text) });
+  }
+  await replyBatches(bus, replies);
+  await bus.ack(stream, 'workers', entries.map((entry) => entry.id));
+  return entries;
 }
 
 for (const adapter of adapters) {
@@ -440,6 +473,172 @@ for (const adapter of adapters) {
           assert.ok(entry !== undefined);
           assert.equal(replyAddressOf(entry), null);
           assert.equal(await reply(bus, entry, 'ignored'), null);
+        }));
+    });
+
+    describe('batched entries', () => {
+      // Each request's JSON text names its own request id, as a command envelope does.
+      const asText = (text: string) => (address: { requestId: string }) => JSON.stringify({ requestId: address.requestId, text });
+
+      test('the requests of one turn for one stream go out as one entry; one reply entry resolves each requester', () =>
+        withHarness(adapter, async ({ bus, prefix }) => {
+          const commands = commandStreamKey(prefix, 0);
+          const other = commandStreamKey(prefix, 1);
+          for (const stream of [commands, other]) await bus.ensureGroup(stream, 'workers');
+          const replyStream = replyStreamKey(prefix, 'edge-b1');
+          const requester = await Requester.start({ bus, replyStream });
+          try {
+            const asked = Promise.all(['a', 'b', 'c', 'd', 'e'].map(async (text) => requester.requestInBatch(commands, asText(text))));
+            const elsewhere = requester.requestInBatch(other, asText('z'));
+            const [entries] = await Promise.all([answerBatches(bus, commands, (text) => ({ echo: text })), answerBatches(bus, other, (text) => ({ echo: text }))]);
+            assert.deepEqual(await within(5_000, asked), ['a', 'b', 'c', 'd', 'e'].map((text) => ({ echo: text })));
+            assert.deepEqual(await within(5_000, elsewhere), { echo: 'z' });
+            assert.equal(entries.length, 1, 'five requests, one command entry');
+            assert.equal(entries[0]?.headers[headerBatchCount], '5');
+            assert.equal(entries[0]?.headers.replyTo, replyStream);
+            assert.deepEqual(batchItems(entries[0] as BusEntry).map((item) => item.text), ['a', 'b', 'c', 'd', 'e'], 'in the order asked');
+            assert.equal(await bus.length(commands), 1);
+            // Two reply entries in all: one per command stream answered (each read was answered alone).
+            assert.equal(await bus.length(replyStream), 2);
+            assert.deepEqual(requester.stats, { pending: 0, unmatchedReplies: 0 });
+          } finally {
+            await requester.close();
+          }
+        }));
+
+      test('more requests in one turn than one entry holds go out in several entries, in order', () =>
+        withHarness(adapter, async ({ bus, prefix }) => {
+          const commands = commandStreamKey(prefix, 0);
+          await bus.ensureGroup(commands, 'workers');
+          const requester = await Requester.start({ bus, replyStream: replyStreamKey(prefix, 'edge-b2') });
+          try {
+            const count = batchRequestsMax + 6;
+            const asked = Promise.all(Array.from({ length: count }, async (_, i) => requester.requestInBatch(commands, asText(`r${i}`))));
+            await eventually(async () => assert.equal(await bus.length(commands), 2), 5_000, 5);
+            const entries = await answerBatches(bus, commands, (text) => text.toUpperCase());
+            assert.deepEqual(entries.map((entry) => entry.headers[headerBatchCount]), [String(batchRequestsMax), '6']);
+            assert.deepEqual(entries.flatMap((entry) => batchItems(entry).map((item) => item.text)), Array.from({ length: count }, (_, i) => `r${i}`));
+            assert.deepEqual(await within(5_000, asked), Array.from({ length: count }, (_, i) => `R${i}`));
+          } finally {
+            await requester.close();
+          }
+        }));
+
+      test('one batch of replies to several edges: one reply entry per edge, each request gets its own', () =>
+        withHarness(adapter, async ({ bus, prefix }) => {
+          const commands = commandStreamKey(prefix, 0);
+          await bus.ensureGroup(commands, 'workers');
+          const edgeA = await Requester.start({ bus, replyStream: replyStreamKey(prefix, 'edge-a') });
+          const edgeB = await Requester.start({ bus, replyStream: replyStreamKey(prefix, 'edge-b') });
+          try {
+            const fromA = Promise.all(['a1', 'a2', 'a3'].map(async (text) => edgeA.requestInBatch(commands, asText(text))));
+            const fromB = Promise.all(['b1', 'b2'].map(async (text) => edgeB.requestInBatch(commands, asText(text))));
+            // Both edges' entries are read together and answered in one call, as a shard worker's batch is.
+            await eventually(async () => assert.equal(await bus.length(commands), 2), 5_000, 5);
+            const entries = await answerBatches(bus, commands, (text) => `re:${text}`);
+            assert.equal(entries.length, 2);
+            assert.deepEqual(await within(5_000, fromA), ['re:a1', 're:a2', 're:a3']);
+            assert.deepEqual(await within(5_000, fromB), ['re:b1', 're:b2']);
+            assert.equal(await bus.length(replyStreamKey(prefix, 'edge-a')), 1);
+            assert.equal(await bus.length(replyStreamKey(prefix, 'edge-b')), 1);
+            assert.deepEqual([edgeA.stats.unmatchedReplies, edgeB.stats.unmatchedReplies], [0, 0]);
+          } finally {
+            await edgeA.close();
+            await edgeB.close();
+          }
+        }));
+
+      test('a duplicate or unreadable batched reply is counted as unmatched, never delivered twice', () =>
+        withHarness(adapter, async ({ bus, prefix }) => {
+          const commands = commandStreamKey(prefix, 0);
+          await bus.ensureGroup(commands, 'workers');
+          const replyStream = replyStreamKey(prefix, 'edge-b3');
+          const requester = await Requester.start({ bus, replyStream });
+          try {
+            const asked = requester.requestInBatch(commands, asText('once'));
+            const [entry] = await bus.read('workers', 'w', [commands], { count: 10, blockMs: 2_000 });
+            const requestId = batchItems(entry as BusEntry)[0]?.requestId ?? '';
+            const answer: AddressedReply = { to: { stream: replyStream, requestId }, payload: { first: true } };
+            await replyBatches(bus, [answer]);
+            assert.deepEqual(await within(5_000, asked), { first: true });
+            await replyBatches(bus, [{ ...answer, payload: { first: false } }]);
+            await bus.append(replyStream, 'not json', { headers: { [headerBatchCount]: '1' } });
+            await eventually(() => assert.equal(requester.stats.unmatchedReplies, 2), 5_000, 10);
+          } finally {
+            await requester.close();
+          }
+        }));
+
+      test('a request whose command cannot be encoded rejects at once and leaves nothing waiting or sent', () =>
+        withHarness(adapter, async ({ bus, prefix }) => {
+          const commands = commandStreamKey(prefix, 0);
+          const requester = await Requester.start({ bus, replyStream: replyStreamKey(prefix, 'edge-b5') });
+          try {
+            const unencodable = (): string => JSON.stringify({ amount: 1n });
+            await assert.rejects(requester.requestInBatch(commands, unencodable), TypeError);
+            await assert.rejects(requester.request(commands, unencodable), TypeError);
+            assert.equal(requester.stats.pending, 0);
+            await new Promise((resolve) => setImmediate(resolve));
+            assert.equal(await bus.length(commands), 0);
+          } finally {
+            await requester.close();
+          }
+        }));
+
+      test('a worker failing after the durable write of a batched entry: the entry is re-delivered whole, nothing is applied twice', () =>
+        withHarness(adapter, async ({ bus, prefix }) => {
+          const dir = mkdtempSync(join(tmpdir(), 'bus-batch-'));
+          const store = new LmdbStore({ dir, readModelIndexes: serviceReadModelIndexes });
+          let role: ShardRole | undefined;
+          let requester: Requester | undefined;
+          const logged: string[] = [];
+          try {
+            await store.init();
+            let commits = 0;
+            role = await startShardRole({
+              bus,
+              leases: new MemoryLeases(),
+              store,
+              behaviors: [tallyBehavior()] as unknown as Array<ActorBehavior<unknown>>,
+              workerId: 'w-batch',
+              keyPrefix: prefix,
+              shardCount: 1,
+              clock: { nowMs: () => Date.now() },
+              readBlockMs: 100,
+              log: (_level, message) => logged.push(message),
+              // The first durable write is followed by a failure before any reply or acknowledgement,
+              // the window in which a crash leaves a written batch pending.
+              afterCommit: () => {
+                commits += 1;
+                if (commits === 1) throw new Error('failure injected after the durable write');
+              },
+            });
+            requester = await Requester.start({ bus, replyStream: replyStreamKey(prefix, 'edge-b4'), blockMs: 100 });
+            const client = new ActorClient({ bus, requester, keyPrefix: prefix, shardCount: 1, nowMs: () => Date.now() });
+            // One turn: three actors and a repeat of the first command, all in one entry.
+            const keys = ['x', 'y', 'z'].map((key) => `${key}-${prefix}`);
+            const ids = keys.map((key) => `cmd-${key}`);
+            const asked = Promise.all([...keys, keys[0] ?? ''].map(async (key, i) =>
+              client.ask<{ count: number }>(tallyActorType, key, 'add', null, { commandId: ids[i % keys.length] ?? '', timeoutMs: 20_000 })));
+            assert.deepEqual(await within(25_000, asked), [{ count: 1 }, { count: 1 }, { count: 1 }, { count: 1 }]);
+            assert.equal(await bus.length(client.streamFor(tallyActorType, keys[0] ?? '')), 1, 'the four commands went in one entry');
+            assert.ok(logged.includes('batch failed; entries stay pending and will be retried'), 'the failure was injected');
+            for (const [i, key] of keys.entries()) {
+              const state = (await store.load(`${tallyActorType}/${key}`))?.state as unknown as TallyState;
+              assert.deepEqual(state.commandIds, [ids[i]], `${key} applied its command exactly once`);
+            }
+            await eventually(async () => {
+              const summary = await bus.summary(client.streamFor(tallyActorType, keys[0] ?? ''));
+              assert.equal(summary.groups[0]?.pending, 0, 'the entry is acknowledged once all of it is durable');
+            }, 5_000, 20);
+          } finally {
+            await teardown(
+              () => requester?.close(),
+              () => role?.stop(),
+              () => store.close(),
+              () => rmSync(dir, { recursive: true, force: true }),
+            );
+          }
         }));
     });
   });
