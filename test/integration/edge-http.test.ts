@@ -228,8 +228,18 @@ describe('routing', () => {
   });
 });
 
-/** Writes `parts` in order, each in its own write once the previous one has left, and answers what the server sent until it closed. */
-function untilServerCloses(port: number, parts: readonly (string | Buffer)[], timeoutMs = 5_000): Promise<{ text: string; closedByServer: boolean }> {
+/**
+ * Writes `parts` in order, each in its own write once the previous one has left, and answers what
+ * the server sent until it closed. `between` runs after each part but the last has left (default:
+ * a 20 ms pause); a test that needs the server to have read a part before the next one arrives
+ * passes `serverTurned`.
+ */
+function untilServerCloses(
+  port: number,
+  parts: readonly (string | Buffer)[],
+  timeoutMs = 5_000,
+  between: () => Promise<void> = () => new Promise((resolve) => setTimeout(resolve, 20)),
+): Promise<{ text: string; closedByServer: boolean }> {
   return new Promise((resolve) => {
     const socket = net.connect(port, '127.0.0.1');
     socket.setNoDelay(true);
@@ -247,11 +257,22 @@ function untilServerCloses(port: number, parts: readonly (string | Buffer)[], ti
     const writeFrom = (index: number): void => {
       const part = parts[index];
       if (part === undefined || socket.destroyed) return;
-      // The next part leaves in a later read of the server's: after this one was flushed and a tick passed.
-      socket.write(part, () => setTimeout(() => writeFrom(index + 1), 20));
+      // The next part leaves in a later read of the server's: after this one was flushed and `between` passed.
+      socket.write(part, () => {
+        if (index + 1 < parts.length) void between().then(() => writeFrom(index + 1));
+      });
     };
     socket.once('connect', () => writeFrom(0));
   });
+}
+
+/**
+ * Resolves once the server has answered a request on another connection, sent after the caller's
+ * bytes had left: its event loop has turned since, and read what was waiting on every socket. On a
+ * loaded machine a fixed pause is not enough for that (both parts would arrive in one read).
+ */
+async function serverTurned(): Promise<void> {
+  await rawExchange('GET /public/ping HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n', 5_000);
 }
 
 describe('request line, headers and GET bodies', () => {
@@ -292,7 +313,7 @@ describe('request line, headers and GET bodies', () => {
 
   test('uWS: a request head over 4 KiB that arrives in more than one read → connection closed without a status', async () => {
     const head = `GET /public/ping?q=${'q'.repeat(3000)} HTTP/1.1\r\nHost: x\r\nX-Filler: ${'f'.repeat(2000)}`;
-    const split = await untilServerCloses(h.port, [head, '\r\n\r\n']);
+    const split = await untilServerCloses(h.port, [head, '\r\n\r\n'], 5_000, serverTurned);
     assert.deepEqual(split, { text: '', closedByServer: true });
     // The same head in one read reaches us, and is answered by our own limits.
     const whole = await untilServerCloses(h.port, [`GET /public/ping?q=${'q'.repeat(5000)} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`]);
