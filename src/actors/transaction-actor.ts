@@ -382,13 +382,15 @@ function handleLive(state: Live, command: TransactionCommand, nowMs: number, lim
 
 /**
  * A test clock (sandbox only): the payment window of a transaction awaiting payment ends now. Its
- * expiry moves to now and the real expiry follows, with its events, webhooks and the refund of any
+ * expiry (and its quote's, which it always equals) moves to now and the real expiry follows, with its events, webhooks and the refund of any
  * later deposit. Anything but a transaction awaiting payment is left as it is.
  */
 function sandboxExpire(state: Live, nowMs: number, deps: TransactionActorDeps): Outcome<TransactionActorState> {
   if (deps.sandbox !== true) return { reply: { ok: false, code: 'not_found' } };
   if (state.tx.status !== 'AWAITING_PAYMENT') return { reply: { ok: false, code: 'not_awaiting_payment' } };
-  const advanced: Live = { ...state, tx: { ...state.tx, expiresAtMs: Math.min(state.tx.expiresAtMs, nowMs) } };
+  // The transaction's expiry is its quote's (an invariant of the domain): both move together.
+  const expiresAtMs = Math.min(state.tx.expiresAtMs, nowMs);
+  const advanced: Live = { ...state, tx: { ...state.tx, expiresAtMs, quote: { ...state.tx.quote, expiresAtMs } } };
   return handleLive(advanced, { kind: 'Expire' }, nowMs, deps.limits());
 }
 
