@@ -9,6 +9,7 @@ import { after, afterEach, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { verifyWebhook } from '../../clients/typescript/src/index.ts';
+import { startEdgeRole, type EdgeRole } from '../../src/service/edge-role.ts';
 import { deliveriesCollection } from '../../src/webhooks/records.ts';
 import { eventually } from '../support/eventually.ts';
 import { startServiceHarness, testPartners, type ServiceHarness } from '../support/service-harness.ts';
@@ -77,6 +78,8 @@ describe('sandbox failure rehearsals (webhook faults and test clocks)', () => {
   let receiverA: WebhookReceiver | undefined;
   let receiverB: WebhookReceiver | undefined;
   let harness: ServiceHarness | undefined;
+  /** An edge over the same service with sandbox mode off (the last test). */
+  let liveEdge: EdgeRole | undefined;
 
   const base = (): string => harness?.baseUrl ?? assert.fail('the service runs');
   const keyOf = (partnerId: string): string => harness?.apiKeys[partnerId] ?? assert.fail(`a key for ${partnerId}`);
@@ -93,7 +96,7 @@ describe('sandbox failure rehearsals (webhook faults and test clocks)', () => {
     });
   });
 
-  after(() => teardown(() => harness?.stop(), () => receiverA?.close(), () => receiverB?.close()));
+  after(() => teardown(() => liveEdge?.stop(), () => harness?.stop(), () => receiverA?.close(), () => receiverB?.close()));
 
   afterEach(async () => {
     for (const partnerId of [partnerA, partnerB]) {
@@ -283,5 +286,27 @@ describe('sandbox failure rehearsals (webhook faults and test clocks)', () => {
     assert.equal(Number(sent['amount']), Math.floor(quoted * 0.9 * 1e7) / 1e7);
     await untilStatus(base(), keyOf(partnerA), id, 'WRONG_AMOUNT');
     await handlerSees(handlerA, id, 'WRONG_AMOUNT', true);
+  });
+
+  test('outside sandbox mode none of the rehearsals exists: 404', async () => {
+    const id = await accept(partnerA);
+    // Started after the acceptance: the second edge of this process takes over the edge's reply stream.
+    const ctx = harness?.ctx ?? assert.fail('the service runs');
+    liveEdge = await startEdgeRole({ ...ctx, env: { ...ctx.env, sandbox: false } });
+    const url = `http://127.0.0.1:${liveEdge.port}`;
+    for (const [method, path] of [
+      ['PUT', '/sandbox/webhook-faults'],
+      ['GET', '/sandbox/webhook-faults'],
+      ['DELETE', '/sandbox/webhook-faults'],
+      ['POST', `/sandbox/transactions/${id}/expire`],
+      ['POST', `/sandbox/transactions/${id}/fail-next-payout`],
+      ['POST', `/sandbox/transactions/${id}/short-next-deposit`],
+    ] as const) {
+      const answer = await call(url, method, path, { key: keyOf(partnerA), ...(method === 'PUT' ? { body: { duplicate: true } } : {}) });
+      assert.deepEqual([answer.status, answer.json['code']], [404, 'not_found'], `${method} ${path}`);
+    }
+    assert.equal((await call(url, 'GET', `/transaction/${id}`, { key: keyOf(partnerA) })).json['status'], 'AWAITING_PAYMENT', 'nothing expired it');
+    const faults = await call(base(), 'GET', '/sandbox/webhook-faults', { key: keyOf(partnerA) });
+    assert.equal(faults.json['duplicate'], false, 'the refused PUT set nothing');
   });
 });

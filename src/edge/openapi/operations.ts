@@ -114,10 +114,10 @@ function sandboxRehearsalOperations(): OperationSpec[] {
       summary: 'Sandbox: the faults your webhook deliveries suffer from now on',
       body: { kind: 'json', component: 'WebhookFaultsRequest', example: faults },
       success: faultsAnswer('The settings now in force.', faults),
-      extraStatuses: [413, 415],
+      extraStatuses: [404, 413, 415],
     },
-    { ...common, method: 'get', path: '/sandbox/webhook-faults', operationId: 'getSandboxWebhookFaults', summary: 'Sandbox: your webhook faults', success: faultsAnswer('The settings in force (a counted fault shows what is left).', faults) },
-    { ...common, method: 'delete', path: '/sandbox/webhook-faults', operationId: 'resetSandboxWebhookFaults', summary: 'Sandbox: every webhook fault off', success: faultsAnswer('Every fault off.', off) },
+    { ...common, method: 'get', path: '/sandbox/webhook-faults', operationId: 'getSandboxWebhookFaults', summary: 'Sandbox: your webhook faults', success: faultsAnswer('The settings in force (a counted fault shows what is left).', faults), extraStatuses: [404] },
+    { ...common, method: 'delete', path: '/sandbox/webhook-faults', operationId: 'resetSandboxWebhookFaults', summary: 'Sandbox: every webhook fault off', success: faultsAnswer('Every fault off.', off), extraStatuses: [404] },
     ...clocks.map(([name, operationId, summary, status]): OperationSpec => ({
       ...common, method: 'post', path: `/sandbox/transactions/{id}/${name}`, operationId, summary, pathParams: ['id'],
       success: { status: 200, component: 'SandboxRehearsal', example: { transaction_id: transactionId, rehearsal: name, status }, description: 'Armed (or, for expire, done).' },
