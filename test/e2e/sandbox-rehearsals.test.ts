@@ -8,7 +8,8 @@
 import { after, afterEach, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { verifyWebhook } from '../../clients/typescript/src/index.ts';
+import { PaymentsApiError, PaymentsClient, verifyWebhook } from '../../clients/typescript/src/index.ts';
+import { checkedFetch } from '../support/openapi-validation.ts';
 import { startEdgeRole, type EdgeRole } from '../../src/service/edge-role.ts';
 import { deliveriesCollection } from '../../src/webhooks/records.ts';
 import { eventually } from '../support/eventually.ts';
@@ -169,6 +170,18 @@ for (const busKind of ['memory', 'redis'] as const satisfies readonly BusKind[])
       const reset = await call(base(), 'DELETE', '/sandbox/webhook-faults', { key: keyOf(partnerA) });
       assert.deepEqual([reset.status, reset.json], [200, off]);
       assert.equal((await call(base(), 'GET', '/sandbox/webhook-faults')).status, 401);
+    });
+
+    test('the typed client sets, reads and resets the faults, and runs a test clock', async () => {
+      const client = new PaymentsClient({ baseUrl: base(), apiKey: keyOf(partnerA), fetch: checkedFetch });
+      const set = await client.setSandboxWebhookFaults({ delay_ms: 100, drop_first_attempts: 1 });
+      assert.equal(set.drop_first_attempts, 1);
+      assert.deepEqual(await client.getSandboxWebhookFaults(), set);
+      const reset = await client.resetSandboxWebhookFaults();
+      assert.deepEqual([reset.delay_ms, reset.drop_first_attempts], [0, 0]);
+      const id = await accept(partnerA);
+      assert.equal((await client.sandboxExpire(id)).status, 'PAYMENT_EXPIRED');
+      await assert.rejects(client.sandboxFailNextPayout(id), (error) => error instanceof PaymentsApiError && error.status === 409 && error.code === 'rehearsal_not_applicable');
     });
 
     test("duplicate: every event arrives twice with the same id; B's faults leave A's deliveries alone", async () => {

@@ -12,7 +12,7 @@ import { LmdbStore } from '../../src/store/lmdb-store.ts';
 import { defaultReadModelIndexes } from '../../src/store/store.ts';
 import { createKeyRing } from '../../src/edge/auth.ts';
 import { PartnerDirectory, type Partner } from '../../src/ports/partners.ts';
-import { noWebhookFaults } from '../../src/domain/webhook-faults.ts';
+import { noWebhookFaults, webhookFaultBounds } from '../../src/domain/webhook-faults.ts';
 import { createWebhookServices, webhookReadModelIndexes, type RunningWebhooksRole, type WebhookOptions } from '../../src/webhooks/index.ts';
 import { readWebhookFaults, resetWebhookFaults, writeWebhookFaults } from '../../src/webhooks/sandbox-faults.ts';
 import { verifySignature, webhookHeaders } from '../../src/webhooks/signing.ts';
@@ -97,5 +97,18 @@ describe('sandbox webhook faults across two dispatchers on one store', () => {
     for (const role of roles) role.wake();
     await eventually(() => assert.equal((receiver?.requests ?? []).filter((request) => request.transactionId === later.transactionId).length, 1), 20_000);
     assert.deepEqual(await readWebhookFaults(theStore(), 'acme'), noWebhookFaults);
+  });
+
+  test('a held delivery with no next one goes out alone once the hold is over', async () => {
+    await resetWebhookFaults(theStore(), 'acme');
+    await writeWebhookFaults(theStore(), 'acme', { ...noWebhookFaults, outOfOrder: true });
+    const tx = newTransaction('acme');
+    const committedAtMs = Date.now();
+    await commitWebhooks(theStore(), tx, [{ event: 'transaction.created', status: 'AWAITING_PAYMENT' }]);
+    for (const role of roles) role.wake();
+    const alone = await eventually(() => (receiver?.requests ?? []).find((request) => request.transactionId === tx.transactionId) ?? assert.fail('not yet'), 20_000);
+    assert.ok(alone.receivedAtMs - committedAtMs >= webhookFaultBounds.outOfOrderHoldMs, `arrived ${alone.receivedAtMs - committedAtMs} ms after its commit`);
+    assert.ok(verified(alone), 'signed with the secret of the moment it left');
+    await resetWebhookFaults(theStore(), 'acme');
   });
 });
