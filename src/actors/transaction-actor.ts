@@ -382,8 +382,9 @@ function handleLive(state: Live, command: TransactionCommand, nowMs: number, lim
 
 /**
  * A test clock (sandbox only): the payment window of a transaction awaiting payment ends now. Its
- * expiry (and its quote's, which it always equals) moves to now and the real expiry follows, with its events, webhooks and the refund of any
- * later deposit. Anything but a transaction awaiting payment is left as it is.
+ * expiry (and its quote's, which it always equals) moves to now and the real expiry follows, with
+ * its events, webhooks and the refund of any later deposit. Anything but a transaction awaiting
+ * payment is left as it is.
  */
 function sandboxExpire(state: Live, nowMs: number, deps: TransactionActorDeps): Outcome<TransactionActorState> {
   if (deps.sandbox !== true) return { reply: { ok: false, code: 'not_found' } };
