@@ -117,6 +117,8 @@ export type AcceptReply =
 
 export interface TransactionActorDeps {
   limits(): LimitsConfig;
+  /** Sandbox mode: the test clocks' commands are taken (refused as `not_found` otherwise). */
+  readonly sandbox?: boolean;
 }
 
 export { railAmount, stablecoinAmount } from '../domain/acceptance.ts';
@@ -378,6 +380,21 @@ function handleLive(state: Live, command: TransactionCommand, nowMs: number, lim
   return { ...effectsOf(state.tx, live, applied.events), state: live, reply: { ok: true, status: applied.state.status } };
 }
 
+/**
+ * A test clock (sandbox only): the payment window of a transaction awaiting payment ends now. Its
+ * expiry (and its quote's, which it always equals) moves to now and the real expiry follows, with
+ * its events, webhooks and the refund of any later deposit. Anything but a transaction awaiting
+ * payment is left as it is.
+ */
+function sandboxExpire(state: Live, nowMs: number, deps: TransactionActorDeps): Outcome<TransactionActorState> {
+  if (deps.sandbox !== true) return { reply: { ok: false, code: 'not_found' } };
+  if (state.tx.status !== 'AWAITING_PAYMENT') return { reply: { ok: false, code: 'not_awaiting_payment' } };
+  // The transaction's expiry is its quote's (an invariant of the domain): both move together.
+  const expiresAtMs = Math.min(state.tx.expiresAtMs, nowMs);
+  const advanced: Live = { ...state, tx: { ...state.tx, expiresAtMs, quote: { ...state.tx.quote, expiresAtMs } } };
+  return handleLive(advanced, { kind: 'Expire' }, nowMs, deps.limits());
+}
+
 export function transactionBehavior(deps: TransactionActorDeps): ActorBehavior<TransactionActorState, TransactionCommands> {
   return {
     type: transactionActorType,
@@ -410,6 +427,7 @@ export function transactionBehavior(deps: TransactionActorDeps): ActorBehavior<T
       if (state === null || state.phase !== 'live') {
         return { reply: { ok: false, code: 'not_found' } };
       }
+      if (command.kind === 'sandbox_expire') return sandboxExpire(state, ctx.nowMs, deps);
       if (command.kind === timerCommandKind) {
         if (state.tx.status !== 'AWAITING_PAYMENT') return {};
         return handleLive(state, { kind: 'Expire' }, ctx.nowMs, deps.limits());

@@ -42,6 +42,8 @@ export type TransactionCommands = {
   readonly quote_claim_result: QuoteClaimResultPayload;
   /** The payment expiry (its payload, the due time, is the runtime's). */
   readonly timer: JsonValue;
+  /** Sandbox mode only: the transaction's clock is advanced to its expiry, now (docs/sandbox.md). */
+  readonly sandbox_expire: JsonValue;
   readonly DepositDetected: Fact<'DepositDetected'>;
   readonly PixPaymentReceived: Fact<'PixPaymentReceived'>;
   readonly PayoutSucceeded: Fact<'PayoutSucceeded'>;
@@ -98,6 +100,7 @@ export const transactionCommands: CommandMap<TransactionCommands> = {
   ),
   quote_claim_result: decoderOf(quoteClaimResultSchema),
   timer: ignoredPayload,
+  sandbox_expire: ignoredPayload,
   DepositDetected: fact<'DepositDetected'>(
     z.object({
       kind: z.literal('DepositDetected'),

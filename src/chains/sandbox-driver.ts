@@ -11,6 +11,7 @@ import { transactionsCollection } from '../actors/transaction-actor.ts';
 import type { SandboxDriver, SandboxResult } from '../ports/ports.ts';
 import type { ChainSetups } from './config.ts';
 import type { SandboxChain } from './sandbox-chain.ts';
+import { shortDepositAmount, takeShortDeposit } from './sandbox-short-deposits.ts';
 
 function sandboxError(status: 400 | 404, code: string, reason: string): SandboxResult {
   return { ok: false, status, code, reason };
@@ -30,7 +31,10 @@ export function createSandboxDriver(store: SnapshotStore, setups: ChainSetups, s
     }
     const decimals = setup.assets[quote.cryptoCurrency]?.decimals;
     if (decimals === undefined) return sandboxError(400, 'invalid_request', `${quote.cryptoCurrency} has no token on the sandbox ${quote.network}`);
-    const amount = request.amount ?? quote.sourceAmount;
+    // A partner's rehearsal (sandbox-short-deposits.ts) wins over the amount asked: it is what
+    // "the next deposit arrives short" means.
+    const short = await takeShortDeposit(store, request.transactionId);
+    const amount = short ? shortDepositAmount(quote.sourceAmount, decimals) : (request.amount ?? quote.sourceAmount);
     if (amount.units <= 0n) return sandboxError(400, 'invalid_request', 'amount must be positive');
     const exact = rescale(amount, Math.max(decimals, amount.scale), 'floor');
     if (compare(rescale(amount, decimals, 'floor'), exact) !== 0) {

@@ -44,6 +44,11 @@ export const errorCatalogue = {
     retryable: false,
     defaultReason: 'The same idempotency key was used with a different request',
   },
+  rehearsal_not_applicable: {
+    status: 409,
+    retryable: false,
+    defaultReason: 'This sandbox rehearsal does not apply to the transaction in its current state',
+  },
   payload_too_large: { status: 413, retryable: false, defaultReason: 'Request body too large' },
   uri_too_long: { status: 414, retryable: false, defaultReason: 'Request URI too long' },
   unsupported_media_type: { status: 415, retryable: false, defaultReason: 'Unsupported content type' },

@@ -26,6 +26,7 @@ import {
 } from '../domain/money.ts';
 import type { JsonObject, SnapshotStore } from '../store/store.ts';
 import { encodeBrCode } from './brcode.ts';
+import { rehearsedRefusalReason, takePayoutRefusal } from './sandbox-refusals.ts';
 import {
   RailUnavailableError,
   RailUsageError,
@@ -445,7 +446,11 @@ export class SandboxRail implements Rail, SandboxRailControls {
     const liquidity = await this.liquidityRecord(request.method);
     let status: PayoutRecord['status'] = settings.pendingMs > 0 ? 'pending' : 'succeeded';
     let reason: string | null = null;
-    if (failureDraw(this.seed, request.idempotencyKey) < settings.failureRate) {
+    // A partner's rehearsal (sandbox-refusals.ts) first: it asked for exactly this payout to fail.
+    if (await takePayoutRefusal(this.store, request.idempotencyKey)) {
+      status = 'failed';
+      reason = rehearsedRefusalReason;
+    } else if (failureDraw(this.seed, request.idempotencyKey) < settings.failureRate) {
       status = 'failed';
       reason = 'sandbox_simulated_failure';
     } else if (compare(liquidity.amount, amount) < 0) {

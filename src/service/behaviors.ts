@@ -16,6 +16,8 @@ export interface BehaviorDeps extends QuoteActorDeps {
   onrampOpenHoldsMax?(): number;
   /** The keys the KYC record's personal fields are sealed under (src/store/data-keys.ts). */
   readonly dataKeys: DataKeyring;
+  /** Sandbox mode: the transaction actor takes the test clocks' commands (docs/sandbox.md). */
+  readonly sandbox?: boolean;
 }
 
 /** Every actor type of the service, each with its command map (decoded on arrival by the runtime). */

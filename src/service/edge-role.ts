@@ -27,6 +27,7 @@ import { paymentRoutes } from '../edge/routes/payments.ts';
 import { publicRoutes } from '../edge/routes/public.ts';
 import { quoteRoutes } from '../edge/routes/quotes.ts';
 import { sandboxRoutes } from '../edge/routes/sandbox.ts';
+import { sandboxRehearsalRoutes } from '../edge/routes/sandbox-rehearsals.ts';
 import { transactionRoutes } from '../edge/routes/transactions.ts';
 import { eventsRoutes } from '../edge/routes/events.ts';
 import { referenceRoutes } from '../edge/routes/reference.ts';
@@ -74,6 +75,7 @@ export function edgeRoutes(env: EdgeEnv): Route[] {
     ...paymentRoutes(env),
     ...opsRoutes(env),
     ...sandboxRoutes(env),
+    ...sandboxRehearsalRoutes(env),
     // The partner's event log (GET /events): catch up on missed webhooks, in order, without gaps.
     ...eventsRoutes({ guard: env.partnerGuard, events: createEventLogReader(env.ctx.store) }),
     // The OpenAPI document and the reference page rendered from it (GET /openapi.json, GET /docs).

@@ -129,6 +129,7 @@ export async function startService(env: EnvConfig, overrides: ContextOverrides =
           limits: () => ctx.config.limits(),
           partnerFee: (partnerId) => ctx.partners.get(partnerId)?.fees,
           dataKeys: requireDataKeys(ctx),
+          sandbox: env.sandbox,
         }),
         workerId: `${ctx.processId}-${randomUUID().slice(0, 8)}`,
         keyPrefix: ctx.keyPrefix,

@@ -55,6 +55,7 @@ import { deliveryHeaders, eventIdOf } from './signing.ts';
 import { sendWebhook, type SendOutcome, type SendRequest, type TransportLimits } from './transport.ts';
 import type { UrlPolicyMode } from './url-policy.ts';
 import { checkDispatcherLimits, type DispatcherLimits } from './dispatcher-limits.ts';
+import type { Deliver, SandboxWebhookFaults } from './sandbox-faults.ts';
 import { settlesWithin } from '../lifecycle/shutdown.ts';
 import { LoopHealth, loopCheck, type HealthCheck } from '../lifecycle/health.ts';
 import { countersBy, gauge, type MetricFamily } from '../lifecycle/metrics.ts';
@@ -80,6 +81,8 @@ export interface DispatcherDeps {
   readonly resolveDestination: (partnerId: string) => Promise<ResolvedDestination>;
   /** The HTTP attempt; replaceable only to observe it (tests use a real receiver). */
   readonly send?: (request: SendRequest, mode: UrlPolicyMode, limits: TransportLimits) => Promise<SendOutcome>;
+  /** Sandbox mode only: the partners' rehearsal faults, applied to every attempt (sandbox-faults.ts). */
+  readonly faults?: SandboxWebhookFaults;
 }
 
 interface Held {
@@ -111,6 +114,10 @@ export class WebhookDispatcher {
   private readonly rounds: LoopHealth;
   /** Attempts by outcome, and deliveries that ended (delivered, or given up), since start. */
   private readonly counts = { delivered: 0, retryable: 0, rejected: 0, finishedDelivered: 0, finishedFailed: 0 };
+  /** Signs and sends one attempt (signed when it goes, so a delayed one is still fresh). */
+  private readonly sendSigned: Deliver;
+  /** `sendSigned`, or with the sandbox faults applied. */
+  private readonly deliver: Deliver;
 
   constructor(private readonly deps: DispatcherDeps) {
     const { limits, transport } = deps;
@@ -118,6 +125,12 @@ export class WebhookDispatcher {
     this.rounds = new LoopHealth(limits.pollIntervalMs);
     this.lanes = new PartnerLanes(deps.breaker, limits.inFlightPerPartnerMax);
     this.parked = new ParkedRows(limits.parkedRowsMax);
+    this.sendSigned = async (delivery) => {
+      const { secret, eventId, sequence, attempt, body } = delivery;
+      const headers = deliveryHeaders({ secret, eventId, sequence, attempt, nowMs: deps.clock.nowMs(), body });
+      return (deps.send ?? sendWebhook)({ url: delivery.url, headers, body }, deps.mode, deps.transport);
+    };
+    this.deliver = deps.faults === undefined ? this.sendSigned : deps.faults.wrap(this.sendSigned);
   }
 
   /** The health listener's /metrics: attempts by outcome, finished deliveries, rows held and parked, per-partner lanes. */
@@ -248,6 +261,7 @@ export class WebhookDispatcher {
     await this.claim();
     await this.releaseShortClaims();
     await this.startDue();
+    await this.deps.faults?.flushHeld((partnerId) => this.deps.resolveDestination(partnerId), this.sendSigned);
     this.lanes.prune(new Set([...this.held.values()].map((held) => held.partnerId)), this.deps.clock.nowMs());
   }
 
@@ -510,9 +524,8 @@ export class WebhookDispatcher {
       result = { kind: 'error', error: destination.error };
     } else {
       const body = deliveryBody(event.event, event.data);
-      const headers = deliveryHeaders({ secret: destination.secret, eventId: event.id, sequence: event.seq, attempt: attemptNumber, nowMs: startedAtMs, body });
-      const send = this.deps.send ?? sendWebhook;
-      const sent = await send({ url: destination.url, headers, body }, this.deps.mode, this.deps.transport);
+      const { url, secret } = destination;
+      const sent = await this.deliver({ partnerId: event.partnerId, eventId: event.id, sequence: event.seq, attempt: attemptNumber, url, secret, body });
       result = sent.result;
       durationMs = sent.durationMs;
     }

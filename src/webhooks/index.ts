@@ -14,6 +14,7 @@ import type { SlotPoolLimits } from './slot-pool.ts';
 import { WebhookDispatcher, type DispatcherLogger } from './dispatcher.ts';
 import { defaultDispatcherLimits, type DispatcherLimits } from './dispatcher-limits.ts';
 import { createEventLogReader, type EventLogReader } from './event-log.ts';
+import { SandboxWebhookFaults } from './sandbox-faults.ts';
 import { defaultDeliveryPolicy, type DeliveryPolicy } from './policy.ts';
 import { checkTransportLimits, defaultTransportLimits, type TransportLimits } from './transport.ts';
 import type { HealthCheck } from '../lifecycle/health.ts';
@@ -75,6 +76,8 @@ export function createWebhookServices(ctx: WebhookContext, options: WebhookOptio
   const breaker: BreakerPolicy = { ...defaultBreakerPolicy, ...options.breaker };
   checkBreakerPolicy(breaker);
   const tests: SlotPoolLimits = { ...defaultDestinationTestLimits, ...options.destinationTests };
+  // Sandbox mode only: the partners' rehearsal faults (docs/sandbox.md); never built otherwise.
+  const faults = ctx.env.sandbox ? new SandboxWebhookFaults({ store: ctx.store, clock: ctx.clock }) : undefined;
   const destinations = new Destinations({ store: ctx.store, partners: ctx.partners, mode, clock: ctx.clock, transport, tests });
   const createDispatcher = (overrides: { readonly owner?: string } = {}): WebhookDispatcher =>
     new WebhookDispatcher({
@@ -89,6 +92,7 @@ export function createWebhookServices(ctx: WebhookContext, options: WebhookOptio
       breaker,
       random: options.random ?? Math.random,
       resolveDestination: (partnerId) => destinations.resolve(partnerId),
+      ...(faults === undefined ? {} : { faults }),
     });
   return {
     async startWebhooksRole() {

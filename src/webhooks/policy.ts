@@ -39,7 +39,9 @@ export type AttemptErrorCode =
   | 'blocked_address'
   | 'invalid_destination'
   | 'no_destination'
-  | 'secret_unavailable';
+  | 'secret_unavailable'
+  /** Sandbox only: the partner's "drop the first N attempts" fault kept this attempt from being sent. */
+  | 'sandbox_dropped';
 
 /** What one attempt came to, before the policy decides what follows. */
 export type AttemptResult =
@@ -60,6 +62,7 @@ const retryableErrors: ReadonlySet<AttemptErrorCode> = new Set<AttemptErrorCode>
   'tls_error',
   'connection_error',
   'response_error',
+  'sandbox_dropped',
 ]);
 
 /**

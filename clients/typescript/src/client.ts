@@ -48,9 +48,15 @@ export const operationRoutes = {
   reconcileHash: ['POST', '/ops/transactions/reconcile-hash'],
   sandboxDeposit: ['POST', '/sandbox/deposits'],
   sandboxPixPayment: ['POST', '/sandbox/pix-payments'],
+  setSandboxWebhookFaults: ['PUT', '/sandbox/webhook-faults'],
+  getSandboxWebhookFaults: ['GET', '/sandbox/webhook-faults'],
+  resetSandboxWebhookFaults: ['DELETE', '/sandbox/webhook-faults'],
+  sandboxExpire: ['POST', '/sandbox/transactions/{id}/expire'],
+  sandboxFailNextPayout: ['POST', '/sandbox/transactions/{id}/fail-next-payout'],
+  sandboxShortNextDeposit: ['POST', '/sandbox/transactions/{id}/short-next-deposit'],
   healthz: ['GET', '/healthz'],
   readyz: ['GET', '/readyz'],
-} as const satisfies { readonly [Op in keyof operations]: readonly ['GET' | 'POST', string] };
+} as const satisfies { readonly [Op in keyof operations]: readonly ['GET' | 'POST' | 'PUT' | 'DELETE', string] };
 
 /** An answer that is not a success, as the service sent it. */
 export class PaymentsApiError extends Error {
@@ -197,6 +203,26 @@ export class PaymentsClient {
   }
   sandboxPixPayment(body: JsonBody<'sandboxPixPayment'>, options?: CallOptions): Promise<Success<'sandboxPixPayment'>> {
     return this.call({ op: 'sandboxPixPayment', body, ...(options === undefined ? {} : { options }) });
+  }
+  /** Sandbox: the faults your webhook deliveries suffer from now on (docs/sandbox.md); an absent field is off. */
+  setSandboxWebhookFaults(body: JsonBody<'setSandboxWebhookFaults'>, options?: CallOptions): Promise<Success<'setSandboxWebhookFaults'>> {
+    return this.call({ op: 'setSandboxWebhookFaults', body, ...(options === undefined ? {} : { options }) });
+  }
+  getSandboxWebhookFaults(options?: CallOptions): Promise<Success<'getSandboxWebhookFaults'>> {
+    return this.call({ op: 'getSandboxWebhookFaults', ...(options === undefined ? {} : { options }) });
+  }
+  resetSandboxWebhookFaults(options?: CallOptions): Promise<Success<'resetSandboxWebhookFaults'>> {
+    return this.call({ op: 'resetSandboxWebhookFaults', ...(options === undefined ? {} : { options }) });
+  }
+  /** Sandbox test clocks of one of your transactions: expire now, fail its payout, short its next deposit. */
+  sandboxExpire(id: string, options?: CallOptions): Promise<Success<'sandboxExpire'>> {
+    return this.call({ op: 'sandboxExpire', path: { id }, ...(options === undefined ? {} : { options }) });
+  }
+  sandboxFailNextPayout(id: string, options?: CallOptions): Promise<Success<'sandboxFailNextPayout'>> {
+    return this.call({ op: 'sandboxFailNextPayout', path: { id }, ...(options === undefined ? {} : { options }) });
+  }
+  sandboxShortNextDeposit(id: string, options?: CallOptions): Promise<Success<'sandboxShortNextDeposit'>> {
+    return this.call({ op: 'sandboxShortNextDeposit', path: { id }, ...(options === undefined ? {} : { options }) });
   }
 
   private url(call: RawCall): string {

@@ -322,6 +322,94 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/sandbox/webhook-faults": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Sandbox: your webhook faults
+         * @description Sandbox mode only (404 otherwise); never acts on a live chain.
+         */
+        get: operations["getSandboxWebhookFaults"];
+        /**
+         * Sandbox: the faults your webhook deliveries suffer from now on
+         * @description Sandbox mode only (404 otherwise); never acts on a live chain.
+         */
+        put: operations["setSandboxWebhookFaults"];
+        post?: never;
+        /**
+         * Sandbox: every webhook fault off
+         * @description Sandbox mode only (404 otherwise); never acts on a live chain.
+         */
+        delete: operations["resetSandboxWebhookFaults"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sandbox/transactions/{id}/expire": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Test clock: the transaction’s payment window ends now (real expiry, events and refunds)
+         * @description Sandbox mode only (404 otherwise); never acts on a live chain.
+         */
+        post: operations["sandboxExpire"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sandbox/transactions/{id}/fail-next-payout": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Test clock: the transaction’s payout is refused by the rail (real failure and refund)
+         * @description Sandbox mode only (404 otherwise); never acts on a live chain.
+         */
+        post: operations["sandboxFailNextPayout"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sandbox/transactions/{id}/short-next-deposit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Test clock: the next POST /sandbox/deposits of the transaction sends 90 % of the quoted amount
+         * @description Sandbox mode only (404 otherwise); never acts on a live chain.
+         */
+        post: operations["sandboxShortNextDeposit"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/healthz": {
         parameters: {
             query?: never;
@@ -722,6 +810,25 @@ export interface components {
             /** @constant */
             queued?: true;
         };
+        WebhookFaults: {
+            /** @description Every delivery is sent twice, with the same event id. */
+            duplicate: boolean;
+            /** @description A delivery is held and sent right after your next one (or alone after 5 s). */
+            out_of_order: boolean;
+            /** @description Each attempt waits this long before it is sent. */
+            delay_ms: number;
+            /** @description How many of the next attempts are still to be signed with a wrong secret. */
+            wrong_signature_next: number;
+            /** @description The first N attempts of every event are not sent and count as failed (then retried as usual). */
+            drop_first_attempts: number;
+        };
+        SandboxRehearsal: {
+            transaction_id: string;
+            /** @enum {string} */
+            rehearsal: "expire" | "fail-next-payout" | "short-next-deposit";
+            /** @description The transaction’s status after the call (PAYMENT_EXPIRED after expire). */
+            status: components["schemas"]["TransactionStatus"];
+        };
         WebhookData: {
             id: string;
             status: components["schemas"]["TransactionStatus"];
@@ -864,10 +971,10 @@ export interface components {
             /** @description The X-Request-Id of this response; quote it to support. */
             request_id: string;
         };
-        /** @description Codes answered with 409: idempotency_in_progress. */
+        /** @description Codes answered with 409: idempotency_in_progress, rehearsal_not_applicable. */
         Error409: {
             /** @enum {string} */
-            code: "idempotency_in_progress";
+            code: "idempotency_in_progress" | "rehearsal_not_applicable";
             /** @description A human sentence naming the field or rule; never a secret or personal data. */
             reason: string;
             /** @description True when the very same request may succeed later. */
@@ -1024,6 +1131,19 @@ export interface components {
             on_chain_tx: string;
             transaction_id?: string | null;
         };
+        /** @description Every field optional: an absent one is off. An unknown field is refused (400). */
+        WebhookFaultsRequest: {
+            /** @description Every delivery is sent twice, with the same event id. */
+            duplicate?: boolean;
+            /** @description A delivery is held and sent right after your next one (or alone after 5 s). */
+            out_of_order?: boolean;
+            /** @description Each attempt waits this long before it is sent. */
+            delay_ms?: number;
+            /** @description How many of the next attempts are still to be signed with a wrong secret. */
+            wrong_signature_next?: number;
+            /** @description The first N attempts of every event are not sent and count as failed (then retried as usual). */
+            drop_first_attempts?: number;
+        };
         SandboxRequest: {
             transaction_id: string;
             /** @description Defaults to the quoted amount. */
@@ -1167,7 +1287,7 @@ export interface components {
                 "application/json": components["schemas"]["Error408"];
             };
         };
-        /** @description Conflict: `idempotency_in_progress` */
+        /** @description Conflict: `idempotency_in_progress`, `rehearsal_not_applicable` */
         Conflict: {
             headers: {
                 /** @description The request id (the X-Request-Id sent, when valid, else a new one); also `request_id` in error bodies. */
@@ -2360,6 +2480,300 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["SandboxPixPayment"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableContent"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getSandboxWebhookFaults: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for this request (1–128 of A–Z a–z 0–9 . _ : -), echoed back. */
+                "X-Request-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The settings in force (a counted fault shows what is left). */
+            200: {
+                headers: {
+                    /** @description The request id (the X-Request-Id sent, when valid, else a new one); also `request_id` in error bodies. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "duplicate": true,
+                     *       "out_of_order": false,
+                     *       "delay_ms": 1500,
+                     *       "wrong_signature_next": 1,
+                     *       "drop_first_attempts": 2
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookFaults"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    setSandboxWebhookFaults: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for this request (1–128 of A–Z a–z 0–9 . _ : -), echoed back. */
+                "X-Request-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "duplicate": true,
+                 *       "out_of_order": false,
+                 *       "delay_ms": 1500,
+                 *       "wrong_signature_next": 1,
+                 *       "drop_first_attempts": 2
+                 *     }
+                 */
+                "application/json": components["schemas"]["WebhookFaultsRequest"];
+            };
+        };
+        responses: {
+            /** @description The settings now in force. */
+            200: {
+                headers: {
+                    /** @description The request id (the X-Request-Id sent, when valid, else a new one); also `request_id` in error bodies. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "duplicate": true,
+                     *       "out_of_order": false,
+                     *       "delay_ms": 1500,
+                     *       "wrong_signature_next": 1,
+                     *       "drop_first_attempts": 2
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookFaults"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    resetSandboxWebhookFaults: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for this request (1–128 of A–Z a–z 0–9 . _ : -), echoed back. */
+                "X-Request-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every fault off. */
+            200: {
+                headers: {
+                    /** @description The request id (the X-Request-Id sent, when valid, else a new one); also `request_id` in error bodies. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "duplicate": false,
+                     *       "out_of_order": false,
+                     *       "delay_ms": 0,
+                     *       "wrong_signature_next": 0,
+                     *       "drop_first_attempts": 0
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookFaults"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    sandboxExpire: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for this request (1–128 of A–Z a–z 0–9 . _ : -), echoed back. */
+                "X-Request-Id"?: string;
+                /** @description Retry-safe key (1–255 visible ASCII characters), kept 72 hours: the same key with the same request replays the first answer (Idempotent-Replayed: true); with another request it is 422. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Armed (or, for expire, done). */
+            200: {
+                headers: {
+                    /** @description The request id (the X-Request-Id sent, when valid, else a new one); also `request_id` in error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "transaction_id": "0b7d1f5e-8f9a-4d8e-a7a3-0c6f1a9e2b44",
+                     *       "rehearsal": "expire",
+                     *       "status": "PAYMENT_EXPIRED"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SandboxRehearsal"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableContent"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    sandboxFailNextPayout: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for this request (1–128 of A–Z a–z 0–9 . _ : -), echoed back. */
+                "X-Request-Id"?: string;
+                /** @description Retry-safe key (1–255 visible ASCII characters), kept 72 hours: the same key with the same request replays the first answer (Idempotent-Replayed: true); with another request it is 422. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Armed (or, for expire, done). */
+            200: {
+                headers: {
+                    /** @description The request id (the X-Request-Id sent, when valid, else a new one); also `request_id` in error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "transaction_id": "0b7d1f5e-8f9a-4d8e-a7a3-0c6f1a9e2b44",
+                     *       "rehearsal": "fail-next-payout",
+                     *       "status": "AWAITING_PAYMENT"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SandboxRehearsal"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableContent"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    sandboxShortNextDeposit: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for this request (1–128 of A–Z a–z 0–9 . _ : -), echoed back. */
+                "X-Request-Id"?: string;
+                /** @description Retry-safe key (1–255 visible ASCII characters), kept 72 hours: the same key with the same request replays the first answer (Idempotent-Replayed: true); with another request it is 422. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Armed (or, for expire, done). */
+            200: {
+                headers: {
+                    /** @description The request id (the X-Request-Id sent, when valid, else a new one); also `request_id` in error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "transaction_id": "0b7d1f5e-8f9a-4d8e-a7a3-0c6f1a9e2b44",
+                     *       "rehearsal": "short-next-deposit",
+                     *       "status": "AWAITING_PAYMENT"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SandboxRehearsal"];
                 };
             };
             400: components["responses"]["BadRequest"];

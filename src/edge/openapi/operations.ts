@@ -11,13 +11,13 @@ import {
 import { documentTypes, kycFieldLengthMax } from '../../domain/kyc.ts';
 import { cryptoAssets, fiatCurrencies, networks, paymentMethods } from '../../domain/assets.ts';
 import { eventsPageSizeMax } from '../../webhooks/event-log.ts';
-import { responseComponents } from './response-schemas.ts';
+import { responseComponents, webhookFaultsSchema } from './response-schemas.ts';
 
 export type Security = 'partner' | 'ops' | 'none';
 export type ComponentName = keyof typeof responseComponents;
 
 export interface OperationSpec {
-  readonly method: 'get' | 'post';
+  readonly method: 'get' | 'post' | 'put' | 'delete';
   /** OpenAPI path template (`{id}`); the edge's pattern is the same with `:id`. */
   readonly path: string;
   readonly operationId: string;
@@ -65,6 +65,7 @@ export const requestComponents = {
   NotifyRequest: notifyBodySchema.extend({ blockchain: z.enum(['SOLANA', 'CELO']) }),
   ChainNotifyRequest: chainNotifyBodySchema,
   ReconcileRequest: reconcileBodySchema.extend({ blockchain: z.enum(networks) }),
+  WebhookFaultsRequest: webhookFaultsSchema.partial().meta({ description: 'Every field optional: an absent one is off. An unknown field is refused (400).' }),
   SandboxRequest: sandboxBodySchema.extend({ amount: z.number().optional().meta({ description: 'Defaults to the quoted amount.' }) }),
   KycForm: kycFormSchema.extend({
     document: z.string().meta({ format: 'binary', description: 'JPEG, PNG, WebP, HEIC or PDF, at most 10 MiB.' }),
@@ -95,6 +96,35 @@ const webhookDataExample = {
 };
 
 const postIdempotent = [408, 409, 413, 415, 422];
+
+/** The sandbox's failure rehearsals (docs/sandbox.md): webhook faults and test clocks. */
+function sandboxRehearsalOperations(): OperationSpec[] {
+  const faults = { duplicate: true, out_of_order: false, delay_ms: 1500, wrong_signature_next: 1, drop_first_attempts: 2 };
+  const faultsAnswer = (description: string, example: unknown) => ({ status: 200, component: 'WebhookFaults' as const, example, description });
+  const off = { duplicate: false, out_of_order: false, delay_ms: 0, wrong_signature_next: 0, drop_first_attempts: 0 };
+  const common = { tag: 'Sandbox', security: 'partner', sandboxOnly: true } as const;
+  const clocks = [
+    ['expire', 'sandboxExpire', 'Test clock: the transaction’s payment window ends now (real expiry, events and refunds)', 'PAYMENT_EXPIRED'],
+    ['fail-next-payout', 'sandboxFailNextPayout', 'Test clock: the transaction’s payout is refused by the rail (real failure and refund)', 'AWAITING_PAYMENT'],
+    ['short-next-deposit', 'sandboxShortNextDeposit', 'Test clock: the next POST /sandbox/deposits of the transaction sends 90 % of the quoted amount', 'AWAITING_PAYMENT'],
+  ] as const;
+  return [
+    {
+      ...common, method: 'put', path: '/sandbox/webhook-faults', operationId: 'setSandboxWebhookFaults',
+      summary: 'Sandbox: the faults your webhook deliveries suffer from now on',
+      body: { kind: 'json', component: 'WebhookFaultsRequest', example: faults },
+      success: faultsAnswer('The settings now in force.', faults),
+      extraStatuses: [404, 413, 415],
+    },
+    { ...common, method: 'get', path: '/sandbox/webhook-faults', operationId: 'getSandboxWebhookFaults', summary: 'Sandbox: your webhook faults', success: faultsAnswer('The settings in force (a counted fault shows what is left).', faults), extraStatuses: [404] },
+    { ...common, method: 'delete', path: '/sandbox/webhook-faults', operationId: 'resetSandboxWebhookFaults', summary: 'Sandbox: every webhook fault off', success: faultsAnswer('Every fault off.', off), extraStatuses: [404] },
+    ...clocks.map(([name, operationId, summary, status]): OperationSpec => ({
+      ...common, method: 'post', path: `/sandbox/transactions/{id}/${name}`, operationId, summary, pathParams: ['id'],
+      success: { status: 200, component: 'SandboxRehearsal', example: { transaction_id: transactionId, rehearsal: name, status }, description: 'Armed (or, for expire, done).' },
+      extraStatuses: [404, ...postIdempotent],
+    })),
+  ];
+}
 
 export const operations: readonly OperationSpec[] = [
   {
@@ -214,6 +244,7 @@ export const operations: readonly OperationSpec[] = [
     success: { status: 200, component: 'SandboxPixPayment', example: { transaction_id: transactionId, charge_id: 'chg_1', provider_payment_id: 'pay_1', amount: 100, currency: 'BRL', status: 'PROCESSING_PAYMENT' }, description: 'The payment and the transaction’s status after it.' },
     extraStatuses: [404, ...postIdempotent],
   },
+  ...sandboxRehearsalOperations(),
   {
     method: 'get', path: '/healthz', operationId: 'healthz', tag: 'Probes', security: 'none', summary: 'Liveness',
     success: { status: 200, component: 'Health', example: { status: 'ok' }, description: 'The process serves.' },

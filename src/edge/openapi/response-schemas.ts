@@ -10,6 +10,7 @@ import { cryptoAssets, fiatCurrencies, networks, paymentMethods } from '../../do
 import { documentTypes, kycStatuses } from '../../domain/kyc.ts';
 import { feeTypes } from '../../domain/quote.ts';
 import { transactionStatuses } from '../../domain/transaction/types.ts';
+import { webhookFaultBounds } from '../../domain/webhook-faults.ts';
 import { webhookEventNames } from '../../webhooks/records.ts';
 
 export const networkSchema = z.enum(networks).meta({ description: 'Blockchain the crypto moves on.' });
@@ -179,6 +180,20 @@ export const sandboxPixPaymentSchema = z.strictObject({
   queued: z.literal(true).optional(),
 });
 
+export const webhookFaultsSchema = z.strictObject({
+  duplicate: z.boolean().meta({ description: 'Every delivery is sent twice, with the same event id.' }),
+  out_of_order: z.boolean().meta({ description: 'A delivery is held and sent right after your next one (or alone after 5 s).' }),
+  delay_ms: z.number().int().min(0).max(webhookFaultBounds.delayMsMax).meta({ description: 'Each attempt waits this long before it is sent.' }),
+  wrong_signature_next: z.number().int().min(0).max(webhookFaultBounds.wrongSignatureNextMax).meta({ description: 'How many of the next attempts are still to be signed with a wrong secret.' }),
+  drop_first_attempts: z.number().int().min(0).max(webhookFaultBounds.dropFirstAttemptsMax).meta({ description: 'The first N attempts of every event are not sent and count as failed (then retried as usual).' }),
+});
+
+export const sandboxRehearsalSchema = z.strictObject({
+  transaction_id: uuidText,
+  rehearsal: z.enum(['expire', 'fail-next-payout', 'short-next-deposit']),
+  status: transactionStatusSchema.meta({ description: 'The transaction’s status after the call (PAYMENT_EXPIRED after expire).' }),
+});
+
 /** The spec's webhook data object (also the `data` of GET /events items). */
 export const webhookDataSchema = z.strictObject({
   id: uuidText,
@@ -252,6 +267,8 @@ export const responseComponents = {
   ReconcileInvalid: reconcileInvalidSchema,
   SandboxDeposit: sandboxDepositSchema,
   SandboxPixPayment: sandboxPixPaymentSchema,
+  WebhookFaults: webhookFaultsSchema,
+  SandboxRehearsal: sandboxRehearsalSchema,
   WebhookData: webhookDataSchema,
   WebhookEvent: webhookEventSchema,
   WebhookTestEvent: webhookTestEventSchema,

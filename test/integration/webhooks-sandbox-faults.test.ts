@@ -1,0 +1,114 @@
+// The sandbox's webhook faults are the partner's, wherever its deliveries go out from: two webhook
+// roles (two dispatchers, as two processes would run them) over one store apply the same settings,
+// spend a counted fault once between them, and send a delivery held by one after the next delivery
+// sent by the other. Against a real local receiver; the settings are written as the route writes
+// them (src/webhooks/sandbox-faults.ts), and another partner on the same dispatchers is untouched.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { LmdbStore } from '../../src/store/lmdb-store.ts';
+import { defaultReadModelIndexes } from '../../src/store/store.ts';
+import { createKeyRing } from '../../src/edge/auth.ts';
+import { PartnerDirectory, type Partner } from '../../src/ports/partners.ts';
+import { noWebhookFaults, webhookFaultBounds } from '../../src/domain/webhook-faults.ts';
+import { createWebhookServices, webhookReadModelIndexes, type RunningWebhooksRole, type WebhookOptions } from '../../src/webhooks/index.ts';
+import { readWebhookFaults, resetWebhookFaults, writeWebhookFaults } from '../../src/webhooks/sandbox-faults.ts';
+import { verifySignature, webhookHeaders } from '../../src/webhooks/signing.ts';
+import { eventually } from '../support/eventually.ts';
+import { teardown } from '../support/teardown.ts';
+import { collectingLogger, commitWebhooks, newTransaction, startWebhookReceiver, type ReceivedRequest, type WebhookReceiver } from '../support/webhook-receiver.ts';
+
+const secret = 'rehearsal-webhook-secret-0123456789';
+const fast: WebhookOptions = {
+  policy: { retryDelayMsBase: 30, retryDelayMsMax: 400 },
+  transport: { attemptTimeoutMs: 2_000, responseBytesMax: 4 * 1024 },
+  limits: { leaseMs: 10_000, claimMarginMs: 500, pollIntervalMs: 20 },
+};
+
+function partner(id: string, url: string): Partner {
+  return { id, name: id, apiKeySha256: [], kycEnabled: false, kybApproved: true, disabledUsers: new Set(), webhook: { url, secret }, fees: undefined };
+}
+
+function verified(request: ReceivedRequest): boolean {
+  const { headers, body } = request;
+  return verifySignature({ secret, timestamp: headers[webhookHeaders.timestamp], signature: headers[webhookHeaders.signature], body, nowMs: Date.now() });
+}
+
+describe('sandbox webhook faults across two dispatchers on one store', () => {
+  let dir: string | undefined;
+  let store: LmdbStore | undefined;
+  let receiver: WebhookReceiver | undefined;
+  let other: WebhookReceiver | undefined;
+  const roles: RunningWebhooksRole[] = [];
+
+  before(async () => {
+    receiver = await startWebhookReceiver();
+    other = await startWebhookReceiver();
+    dir = mkdtempSync(join(tmpdir(), 'webhooks-faults-'));
+    store = new LmdbStore({ dir, readModelIndexes: [...defaultReadModelIndexes, ...webhookReadModelIndexes] });
+    await store.init();
+    const partners = new PartnerDirectory(createKeyRing());
+    partners.set(partner('acme', receiver.url));
+    partners.set(partner('globex', other.url));
+    for (const processId of ['one', 'two']) {
+      const services = createWebhookServices({ env: { sandbox: true }, processId, clock: { nowMs: () => Date.now() }, log: collectingLogger(), store, partners }, fast);
+      roles.push(await services.startWebhooksRole());
+    }
+  });
+
+  after(() => teardown(...roles.map((role) => () => role.stop()), () => store?.close(), () => receiver?.close(), () => other?.close(), () => dir !== undefined && rmSync(dir, { recursive: true, force: true })));
+
+  const theStore = (): LmdbStore => store ?? assert.fail('the store is open');
+
+  test('wrong_signature_next is spent exactly N times between the two; the other partner is untouched', async () => {
+    await writeWebhookFaults(theStore(), 'acme', { ...noWebhookFaults, wrongSignatureNext: 3 });
+    const transactions = Array.from({ length: 8 }, () => newTransaction('acme'));
+    const others = Array.from({ length: 4 }, () => newTransaction('globex'));
+    for (const tx of [...transactions, ...others]) await commitWebhooks(theStore(), tx, [{ event: 'transaction.created', status: 'AWAITING_PAYMENT' }]);
+    for (const role of roles) role.wake();
+    // A forged delivery is answered 200 here, so nothing is retried: each event arrives once.
+    await receiver?.waitForRequests(8, 20_000);
+    await other?.waitForRequests(4, 20_000);
+    const forged = (receiver?.requests ?? []).filter((request) => !verified(request));
+    assert.equal(forged.length, 3, 'three forged signatures in all, whichever dispatcher sent them');
+    assert.ok((other?.requests ?? []).every(verified), "another partner's deliveries are signed with its secret");
+    assert.equal((await readWebhookFaults(theStore(), 'acme')).wrongSignatureNext, 0);
+  });
+
+  test('duplicate and out of order apply from both dispatchers; a reset turns them off in one call', async () => {
+    await resetWebhookFaults(theStore(), 'acme');
+    if (receiver !== undefined) receiver.requests.length = 0;
+    await writeWebhookFaults(theStore(), 'acme', { ...noWebhookFaults, duplicate: true, outOfOrder: true });
+    const tx = newTransaction('acme');
+    await commitWebhooks(theStore(), tx, [{ event: 'transaction.created', status: 'AWAITING_PAYMENT' }]);
+    await commitWebhooks(theStore(), tx, [{ event: 'transaction.updated', status: 'PROCESSING_PAYMENT' }]);
+    for (const role of roles) role.wake();
+    const arrived = await eventually(() => {
+      const seen = (receiver?.requests ?? []).filter((request) => request.transactionId === tx.transactionId);
+      assert.equal(seen.length, 4, `${seen.length} so far`);
+      return seen;
+    }, 20_000);
+    assert.deepEqual(arrived.map((request) => request.status_), ['PROCESSING_PAYMENT', 'PROCESSING_PAYMENT', 'AWAITING_PAYMENT', 'AWAITING_PAYMENT'], 'the held first event went after the second, each twice');
+    await resetWebhookFaults(theStore(), 'acme');
+    const later = newTransaction('acme');
+    await commitWebhooks(theStore(), later, [{ event: 'transaction.created', status: 'AWAITING_PAYMENT' }]);
+    for (const role of roles) role.wake();
+    await eventually(() => assert.equal((receiver?.requests ?? []).filter((request) => request.transactionId === later.transactionId).length, 1), 20_000);
+    assert.deepEqual(await readWebhookFaults(theStore(), 'acme'), noWebhookFaults);
+  });
+
+  test('a held delivery with no next one goes out alone once the hold is over', async () => {
+    await resetWebhookFaults(theStore(), 'acme');
+    await writeWebhookFaults(theStore(), 'acme', { ...noWebhookFaults, outOfOrder: true });
+    const tx = newTransaction('acme');
+    const committedAtMs = Date.now();
+    await commitWebhooks(theStore(), tx, [{ event: 'transaction.created', status: 'AWAITING_PAYMENT' }]);
+    for (const role of roles) role.wake();
+    const alone = await eventually(() => (receiver?.requests ?? []).find((request) => request.transactionId === tx.transactionId) ?? assert.fail('not yet'), 20_000);
+    assert.ok(alone.receivedAtMs - committedAtMs >= webhookFaultBounds.outOfOrderHoldMs, `arrived ${alone.receivedAtMs - committedAtMs} ms after its commit`);
+    assert.ok(verified(alone), 'signed with the secret of the moment it left');
+    await resetWebhookFaults(theStore(), 'acme');
+  });
+});
