@@ -174,6 +174,12 @@ export function transactionDocument(tx: TransactionState, depositAddress: string
     externalId: tx.externalId,
     quote: tx.quote,
     depositAddress,
+    // What a settlement receipt names (src/domain/receipt.ts): the deposit, the payout or delivery,
+    // the primary refund and their times. Absent in documents written before receipts.
+    deposit: tx.deposit,
+    settlement: tx.settlement,
+    refund: tx.refund,
+    refundTimes: tx.refundTimes ?? null,
   }) as { [key: string]: JsonValue };
 }
 

@@ -50,6 +50,8 @@ const envSchema = z.object({
   /** Caps and thresholds (src/config/limits.ts); unset: the spec's defaults. */
   LIMITS_FILE: z.string().min(1).optional(),
   CHAINS_FILE: z.string().min(1).optional(),
+  /** The settlement receipts' Ed25519 signing keys (src/config/receipt-keys.ts); unset: generated in sandbox, none otherwise. */
+  RECEIPT_SIGNING_KEYS_FILE: filePath.optional(),
   SHARDS: z.coerce.number().int().min(1).max(16_384).default(64),
   SANDBOX: flag.optional(),
   SANDBOX_WITH_MAINNET: z.literal(sandboxWithMainnetConsent, { error: 'the only accepted value is i-understand (sandbox mode next to a mainnet chain); leave it unset otherwise' }).optional(),

@@ -30,6 +30,8 @@ import { sandboxRoutes } from '../edge/routes/sandbox.ts';
 import { transactionRoutes } from '../edge/routes/transactions.ts';
 import { eventsRoutes } from '../edge/routes/events.ts';
 import { referenceRoutes } from '../edge/routes/reference.ts';
+import { receiptRoutes } from '../edge/routes/receipts.ts';
+import { loadReceiptSigner } from '../edge/receipt-signing.ts';
 import { createEventLogReader } from '../webhooks/event-log.ts';
 import type { ServiceContext } from '../ports/context.ts';
 import { outageLogTo } from './context.ts';
@@ -70,6 +72,8 @@ export function edgeRoutes(env: EdgeEnv): Route[] {
     ...publicRoutes(env),
     ...quoteRoutes(env),
     ...transactionRoutes(env),
+    // Signed settlement receipts and the keys that verify them.
+    ...receiptRoutes(env),
     ...kycRoutes(env),
     ...paymentRoutes(env),
     ...opsRoutes(env),
@@ -191,6 +195,7 @@ async function startEdgeApp(
     kycQuota,
     draining: () => draining(),
     shards,
+    receipts: await loadReceiptSigner(ctx.env, ctx.store),
   };
   const metrics = createEdgeMetrics();
   const portal =

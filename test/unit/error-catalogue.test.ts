@@ -39,6 +39,7 @@ const statusesPartnersSee: Readonly<Record<string, number>> = {
   method_not_allowed: 405,
   request_timeout: 408,
   idempotency_in_progress: 409,
+  receipt_not_available: 409,
   payload_too_large: 413,
   uri_too_long: 414,
   unsupported_media_type: 415,

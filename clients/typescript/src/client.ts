@@ -35,6 +35,8 @@ export const operationRoutes = {
   createOnrampQuote: ['POST', '/quote/onramp'],
   acceptTransaction: ['POST', '/transaction'],
   getTransaction: ['GET', '/transaction/{id}'],
+  getReceipt: ['GET', '/transaction/{id}/receipt'],
+  getReceiptKeys: ['GET', '/.well-known/jwks.json'],
   listTransactions: ['GET', '/transactions/list'],
   notifyPayment: ['POST', '/payments/notify'],
   notifySolanaPayment: ['POST', '/solana/payments/notify'],
@@ -163,6 +165,13 @@ export class PaymentsClient {
   }
   getTransaction(id: string, options?: CallOptions): Promise<Success<'getTransaction'>> {
     return this.call({ op: 'getTransaction', path: { id }, ...(options === undefined ? {} : { options }) });
+  }
+  /** The signed settlement receipt; check it with `verifyReceipt(receipt, await client.getReceiptKeys())`. */
+  getReceipt(id: string, options?: CallOptions): Promise<Success<'getReceipt'>> {
+    return this.call({ op: 'getReceipt', path: { id }, ...(options === undefined ? {} : { options }) });
+  }
+  getReceiptKeys(options?: CallOptions): Promise<Success<'getReceiptKeys'>> {
+    return this.call({ op: 'getReceiptKeys', ...(options === undefined ? {} : { options }) });
   }
   listTransactions(query: QueryOf<'listTransactions'>, options?: CallOptions): Promise<Success<'listTransactions'>> {
     return this.call({ op: 'listTransactions', query, ...(options === undefined ? {} : { options }) });

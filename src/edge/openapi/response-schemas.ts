@@ -11,6 +11,7 @@ import { documentTypes, kycStatuses } from '../../domain/kyc.ts';
 import { feeTypes } from '../../domain/quote.ts';
 import { transactionStatuses } from '../../domain/transaction/types.ts';
 import { webhookEventNames } from '../../webhooks/records.ts';
+import { jwksSchema, receiptSchema, signedReceiptSchema } from './receipt-schemas.ts';
 
 export const networkSchema = z.enum(networks).meta({ description: 'Blockchain the crypto moves on.' });
 export const cryptoAssetSchema = z.enum(cryptoAssets);
@@ -260,4 +261,7 @@ export const responseComponents = {
   Ready: readySchema,
   NotReady: notReadySchema,
   ErrorBody: errorBodySchema,
+  Receipt: receiptSchema,
+  SignedReceipt: signedReceiptSchema,
+  Jwks: jwksSchema,
 } as const;
