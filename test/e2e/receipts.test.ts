@@ -1,0 +1,95 @@
+// Signed settlement receipts over HTTP, as a partner and its auditor use them (docs/receipts.md): a
+// completed sandbox payout's receipt, fetched with the typed client, verifies with the published
+// JWKS and names what moved (deposit hash and amount, the rail's payment id, rate and fee); one
+// changed byte fails; another partner gets 404; before completion the answer is 409
+// `receipt_not_available`; the sandbox's generated key survives a restart (old receipts verify).
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { PaymentsApiError, PaymentsClient, fetchReceiptKeys, verifyReceipt } from '../../clients/typescript/src/index.ts';
+import { startServiceHarness, testPartners, type ServiceHarness } from '../support/service-harness.ts';
+import { checkedFetch } from '../support/openapi-validation.ts';
+import { teardown } from '../support/teardown.ts';
+import { call, payoutQuoteBody, untilStatus } from './support.ts';
+
+describe('settlement receipts', () => {
+  let harness: ServiceHarness | undefined;
+  let client: PaymentsClient;
+  let other: PaymentsClient;
+
+  before(async () => {
+    harness = await startServiceHarness();
+    const clientOf = (partner: string): PaymentsClient =>
+      new PaymentsClient({ baseUrl: harness?.baseUrl ?? '', apiKey: harness?.apiKeys[partner] ?? '', fetch: checkedFetch, retry: { attemptsMax: 1 } });
+    client = clientOf(testPartners.kycOff);
+    other = clientOf(testPartners.kybPending);
+  });
+
+  after(() => teardown(() => harness?.stop()));
+
+  async function acceptPayout(): Promise<string> {
+    const quote = await client.createQuote(payoutQuoteBody);
+    const accepted = await client.acceptTransaction({ quote_id: quote.quote_id, user_id: `receipt-${randomUUID()}`, account_number: '3001234567' });
+    return accepted.id ?? assert.fail('a transaction id');
+  }
+
+  test('before completion: 409 receipt_not_available naming the status; another partner: 404', async () => {
+    const id = await acceptPayout();
+    await assert.rejects(client.getReceipt(id), (error: unknown) => {
+      assert.ok(error instanceof PaymentsApiError);
+      assert.equal(error.status, 409);
+      assert.equal(error.code, 'receipt_not_available');
+      assert.equal(error.retryable, false);
+      assert.match(error.reason, /AWAITING_PAYMENT/);
+      return true;
+    });
+    await assert.rejects(other.getReceipt(id), (error: unknown) => error instanceof PaymentsApiError && error.status === 404 && error.code === 'not_found');
+    await assert.rejects(client.getReceipt(randomUUID()), (error: unknown) => error instanceof PaymentsApiError && error.status === 404);
+  });
+
+  test('a completed sandbox payout’s receipt verifies with the published JWKS; one changed byte fails; another partner gets 404', async () => {
+    const base = harness?.baseUrl ?? assert.fail('harness');
+    const id = await acceptPayout();
+    const deposit = await client.sandboxDeposit({ transaction_id: id });
+    await untilStatus(base, harness?.apiKeys[testPartners.kycOff] ?? '', id, 'PAYMENT_COMPLETED');
+
+    const signed = await client.getReceipt(id);
+    const jwks = await fetchReceiptKeys(base, checkedFetch);
+    assert.ok(jwks.keys.length >= 1);
+    const verdict = verifyReceipt(signed, jwks);
+    assert.ok(verdict.ok, JSON.stringify(verdict));
+    assert.equal(verdict.kid, jwks.keys[0]?.kid, 'signed by the first (active) key');
+
+    const { receipt } = signed;
+    assert.equal(receipt.transaction_id, id);
+    assert.equal(receipt.outcome, 'settled');
+    assert.ok(receipt.deposit.rail === 'chain');
+    assert.equal(receipt.deposit.hash, deposit.on_chain_tx);
+    assert.equal(Number(receipt.deposit.amount), deposit.amount);
+    assert.ok(receipt.settlement?.kind === 'payout');
+    assert.equal(receipt.settlement.rail, 'BREB');
+    assert.equal(receipt.settlement.currency, 'COP');
+    assert.equal(receipt.settlement.amount, '50000');
+    assert.ok(receipt.settlement.payment_id.length > 0);
+    assert.ok(Date.parse(receipt.deposit.received_at) <= Date.parse(receipt.settlement.completed_at));
+    assert.match(receipt.quote.rate, /^\d+(\.\d+)?$/);
+
+    // The same receipt every time (nothing in it changes; Ed25519 is deterministic).
+    assert.deepEqual(await client.getReceipt(id), signed);
+    // One byte of it changed (the payout's amount) fails.
+    const tampered = { ...signed, receipt: { ...receipt, settlement: { ...receipt.settlement, amount: '50001' } } };
+    assert.deepEqual(verifyReceipt(tampered, jwks), { ok: false, reason: 'bad_signature' });
+    await assert.rejects(other.getReceipt(id), (error: unknown) => error instanceof PaymentsApiError && error.status === 404);
+
+    // The JWKS needs no key and may be cached.
+    const raw = await call(base, 'GET', '/.well-known/jwks.json');
+    assert.equal(raw.status, 200);
+    assert.match(raw.headers.get('cache-control') ?? '', /public, max-age=\d+/);
+
+    // The sandbox's key is kept in the store: after a restart the same key signs, and this receipt still verifies.
+    await harness?.restart();
+    const again = await fetchReceiptKeys(harness?.baseUrl ?? '', checkedFetch);
+    assert.deepEqual(again, jwks);
+    assert.ok(verifyReceipt(signed, again).ok);
+  });
+});
