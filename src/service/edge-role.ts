@@ -199,7 +199,7 @@ async function startEdgeApp(
   };
   const metrics = createEdgeMetrics();
   const portal =
-    options.portal === undefined ? [] : portalRoutes({ ctx, webhooks: options.portal, clientAddress, passwords: await createPasswordVerifier() });
+    options.portal === undefined ? [] : portalRoutes({ ctx, webhooks: options.portal, clientAddress, passwords: await createPasswordVerifier(), receipts: env.receipts ?? null });
   let stats = (): HttpAppStats => ({ inFlightRequests: 0, bodyBytesInFlight: 0, uploadsInFlight: 0 });
   const app = createHttpApp({
     logger: ctx.log,

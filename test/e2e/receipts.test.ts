@@ -10,6 +10,7 @@ import { PaymentsApiError, PaymentsClient, fetchReceiptKeys, verifyReceipt } fro
 import { startServiceHarness, testPartners, type ServiceHarness } from '../support/service-harness.ts';
 import { checkedFetch } from '../support/openapi-validation.ts';
 import { teardown } from '../support/teardown.ts';
+import { portalCall, portalSignIn } from '../support/portal-client.ts';
 import { call, payoutQuoteBody, untilStatus } from './support.ts';
 
 describe('settlement receipts', () => {
@@ -18,7 +19,12 @@ describe('settlement receipts', () => {
   let other: PaymentsClient;
 
   before(async () => {
-    harness = await startServiceHarness();
+    harness = await startServiceHarness({
+      portalAdmins: {
+        [testPartners.kycOff]: { email: 'admin@kyc-off.example', password: 'receipts-portal-password-1' },
+        [testPartners.kybPending]: { email: 'admin@kyb-pending.example', password: 'receipts-portal-password-2' },
+      },
+    });
     const clientOf = (partner: string): PaymentsClient =>
       new PaymentsClient({ baseUrl: harness?.baseUrl ?? '', apiKey: harness?.apiKeys[partner] ?? '', fetch: checkedFetch, retry: { attemptsMax: 1 } });
     client = clientOf(testPartners.kycOff);
@@ -45,6 +51,10 @@ describe('settlement receipts', () => {
     });
     await assert.rejects(other.getReceipt(id), (error: unknown) => error instanceof PaymentsApiError && error.status === 404 && error.code === 'not_found');
     await assert.rejects(client.getReceipt(randomUUID()), (error: unknown) => error instanceof PaymentsApiError && error.status === 404);
+    const session = await portalSignIn(harness?.baseUrl ?? '', 'admin@kyc-off.example', 'receipts-portal-password-1');
+    const detail = await portalCall(harness?.baseUrl ?? '', session, 'GET', `/portal/api/transactions/${id}`);
+    assert.equal((detail.json['transaction'] as Record<string, unknown>)['receiptAvailable'], false);
+    assert.equal((await portalCall(harness?.baseUrl ?? '', session, 'GET', `/portal/api/transactions/${id}/receipt`)).status, 409);
   });
 
   test('a completed sandbox payout’s receipt verifies with the published JWKS; one changed byte fails; another partner gets 404', async () => {
@@ -80,6 +90,17 @@ describe('settlement receipts', () => {
     const tampered = { ...signed, receipt: { ...receipt, settlement: { ...receipt.settlement, amount: '50001' } } };
     assert.deepEqual(verifyReceipt(tampered, jwks), { ok: false, reason: 'bad_signature' });
     await assert.rejects(other.getReceipt(id), (error: unknown) => error instanceof PaymentsApiError && error.status === 404);
+
+    // The portal offers the same signed receipt as a download on the transaction's page, to its partner only.
+    const session = await portalSignIn(base, 'admin@kyc-off.example', 'receipts-portal-password-1');
+    const detail = await portalCall(base, session, 'GET', `/portal/api/transactions/${id}`);
+    assert.equal((detail.json['transaction'] as Record<string, unknown>)['receiptAvailable'], true);
+    const download = await portalCall(base, session, 'GET', `/portal/api/transactions/${id}/receipt`);
+    assert.equal(download.status, 200, download.text);
+    assert.match(download.headers.get('content-disposition') ?? '', new RegExp(`^attachment; filename="receipt-${id}\\.json"$`));
+    assert.ok(verifyReceipt(download.json as { receipt: unknown; signature: string }, jwks).ok);
+    const foreign = await portalSignIn(base, 'admin@kyb-pending.example', 'receipts-portal-password-2');
+    assert.equal((await portalCall(base, foreign, 'GET', `/portal/api/transactions/${id}/receipt`)).status, 404);
 
     // The JWKS needs no key and may be cached.
     const raw = await call(base, 'GET', '/.well-known/jwks.json');

@@ -321,7 +321,11 @@
         fact('Pays', `${tx.quote.sourceAmount} ${tx.quote.cryptoCurrency} on ${tx.quote.network}`),
         fact('Receives', `${tx.quote.targetAmount} ${tx.quote.targetCurrency} by ${tx.quote.paymentMethod}`),
         fact('Account', tx.accountNumber), fact('Deposit address', tx.depositAddress), fact('Deposit hash', tx.depositHash, 'tx-deposit-hash'),
-        fact('Refund', tx.refundHash, 'tx-refund'), fact('Created', time(tx.createdAtMs)), fact('Updated', time(tx.updatedAtMs)), fact('Expires', time(tx.expiresAtMs)))),
+        fact('Refund', tx.refundHash, 'tx-refund'), fact('Created', time(tx.createdAtMs)), fact('Updated', time(tx.updatedAtMs)), fact('Expires', time(tx.expiresAtMs))),
+        // The signed settlement receipt (docs/receipts.md), once the money has finished moving.
+        tx.receiptAvailable
+          ? h('p', {}, h('a', { id: 'tx-receipt', class: 'button', href: `/portal/api/transactions/${encodeURIComponent(tx.id)}/receipt`, download: `receipt-${tx.id}.json` }, 'Download signed receipt'))
+          : h('p', { class: 'muted', id: 'tx-receipt-pending' }, 'A signed receipt can be downloaded once the payout completes or the deposit is refunded.')),
       h('section', {}, h('h2', {}, 'Status history and events sent'),
         h('table', {}, h('thead', {}, h('tr', {}, ['Seq', 'Event', 'Status', 'Refund', 'At', 'Delivery'].map((title) => h('th', {}, title)))),
           h('tbody', { id: 'tx-events' }, result.json.events.map((event) => h('tr', {},

@@ -9,6 +9,7 @@ import type { Direction } from '../../domain/quote.ts';
 import { settlementReceipt, type ReceiptSource } from '../../domain/receipt.ts';
 import { transactionReference } from '../../domain/reference.ts';
 import type { JsonObject } from '../../store/store.ts';
+import type { ReceiptSigner } from '../receipt-signing.ts';
 import { errorResponse } from '../errors.ts';
 import { jsonResponse } from '../http-response.ts';
 import type { HttpResponse, RequestContext, Route } from '../http-types.ts';
@@ -40,14 +41,26 @@ export function receiptSourceOf(id: string, doc: JsonObject): ReceiptSource {
   };
 }
 
+/** Whether the transaction has a receipt now (the portal shows its download button by it). */
+export function receiptAvailable(id: string, doc: JsonObject): boolean {
+  return settlementReceipt(receiptSourceOf(id, doc)).ok;
+}
+
+/**
+ * `{ receipt, signature }` of the partner's transaction (already found and scoped), or the error:
+ * 409 before its money finished moving, 503 without a signing key. The portal answers the same.
+ */
+export function signedReceiptResponse(signer: ReceiptSigner | null | undefined, id: string, doc: JsonObject, headers?: Readonly<Record<string, string>>): HttpResponse {
+  if (signer === undefined || signer === null) return capabilityUnavailable('Settlement receipts (no signing key is configured)');
+  const outcome = settlementReceipt(receiptSourceOf(id, doc));
+  if (!outcome.ok) return errorResponse('receipt_not_available', outcome.reason);
+  return jsonResponse(200, { receipt: outcome.receipt, signature: signer.sign(outcome.receipt) }, headers);
+}
+
 async function getReceipt(env: EdgeEnv, request: RequestContext): Promise<HttpResponse> {
   const found = await partnerTransaction(env, partnerOf(request), request.params['id'] ?? '');
   if (found === null) return transactionNotFound();
-  const signer = env.receipts;
-  if (signer === undefined || signer === null) return capabilityUnavailable('Settlement receipts (no signing key is configured)');
-  const outcome = settlementReceipt(receiptSourceOf(found.id, found.doc));
-  if (!outcome.ok) return errorResponse('receipt_not_available', outcome.reason);
-  return jsonResponse(200, { receipt: outcome.receipt, signature: signer.sign(outcome.receipt) });
+  return signedReceiptResponse(env.receipts, found.id, found.doc);
 }
 
 function jwks(env: EdgeEnv): HttpResponse {
