@@ -46,6 +46,7 @@ export const operationRoutes = {
   getKycStatus: ['GET', '/kyc/status'],
   submitKyc: ['POST', '/kyc'],
   listCorridors: ['GET', '/public/corridors'],
+  getCorridorHealth: ['GET', '/public/corridors/health'],
   listEvents: ['GET', '/events'],
   reconcileHash: ['POST', '/ops/transactions/reconcile-hash'],
   sandboxDeposit: ['POST', '/sandbox/deposits'],
@@ -194,6 +195,9 @@ export class PaymentsClient {
   }
   listCorridors(options?: CallOptions): Promise<Success<'listCorridors'>> {
     return this.call({ op: 'listCorridors', ...(options === undefined ? {} : { options }) });
+  }
+  getCorridorHealth(options?: CallOptions): Promise<Success<'getCorridorHealth'>> {
+    return this.call({ op: 'getCorridorHealth', ...(options === undefined ? {} : { options }) });
   }
   listEvents(query: QueryOf<'listEvents'> = {}, options?: CallOptions): Promise<Success<'listEvents'>> {
     return this.call({ op: 'listEvents', query, ...(options === undefined ? {} : { options }) });

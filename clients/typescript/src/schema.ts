@@ -288,6 +288,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/public/corridors/health": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Live health of every enabled corridor
+         * @description Rail state (up, degraded, down, since when), settlement p50/p95 over the last hour and day from real payouts, and a liquidity level (never the amount). Cached a few seconds (Cache-Control). Thresholds: docs/corridor-health.md.
+         */
+        get: operations["getCorridorHealth"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/events": {
         parameters: {
             query?: never;
@@ -972,6 +992,50 @@ export interface components {
                 alg: "EdDSA";
                 /** @constant */
                 use: "sig";
+            }[];
+        };
+        CorridorHealth: {
+            /** @description When these figures were computed (they are cached a few seconds). */
+            generated_at: string;
+            corridors: {
+                /** @enum {string} */
+                blockchain: "STELLAR" | "SOLANA" | "CELO";
+                /** @enum {string} */
+                cryptoCurrency: "USDC" | "USDT";
+                /** @enum {string} */
+                paymentMethod: "BREB" | "PIX";
+                /** @enum {string} */
+                targetCurrency: "COP" | "BRL";
+                rail: {
+                    /** @enum {string} */
+                    state: "up" | "degraded" | "down";
+                    /** @description When the state began (RFC 3339); null when it held the whole last day. */
+                    since: string | null;
+                    /** @description Payouts of the rail in the recent window. */
+                    recent_payouts: number;
+                    recent_failure_share: number | null;
+                };
+                settlement: {
+                    last_hour: {
+                        /** @description Payouts that succeeded in the period. */
+                        payouts: number;
+                        /** @description Median settlement time (deposit seen → payout completed), ms; null without payouts. */
+                        p50_ms: number | null;
+                        p95_ms: number | null;
+                    };
+                    last_day: {
+                        /** @description Payouts that succeeded in the period. */
+                        payouts: number;
+                        /** @description Median settlement time (deposit seen → payout completed), ms; null without payouts. */
+                        p50_ms: number | null;
+                        p95_ms: number | null;
+                    };
+                };
+                /**
+                 * @description Never the amount.
+                 * @enum {string}
+                 */
+                liquidity: "ok" | "low" | "exhausted" | "unknown";
             }[];
         };
         /** @description Codes answered with 400: invalid_request, quote_not_found, kyc_rejected, corridor_unavailable, minimum, maximum, quote_unavailable, quote_expired, quote_used, quote_in_use, transaction_cap, kyb_cap, rail_unavailable, account_unverifiable, liquidity_insufficient, user_daily_count_cap, user_daily_amount_cap, method_daily_cap. */
@@ -2413,6 +2477,69 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["CorridorList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getCorridorHealth: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for this request (1–128 of A–Z a–z 0–9 . _ : -), echoed back. */
+                "X-Request-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One entry per enabled corridor. */
+            200: {
+                headers: {
+                    /** @description The request id (the X-Request-Id sent, when valid, else a new one); also `request_id` in error bodies. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "generated_at": "2026-11-25T22:00:00.000Z",
+                     *       "corridors": [
+                     *         {
+                     *           "blockchain": "STELLAR",
+                     *           "cryptoCurrency": "USDC",
+                     *           "paymentMethod": "BREB",
+                     *           "targetCurrency": "COP",
+                     *           "rail": {
+                     *             "state": "up",
+                     *             "since": null,
+                     *             "recent_payouts": 12,
+                     *             "recent_failure_share": 0
+                     *           },
+                     *           "settlement": {
+                     *             "last_hour": {
+                     *               "payouts": 12,
+                     *               "p50_ms": 2100,
+                     *               "p95_ms": 4800
+                     *             },
+                     *             "last_day": {
+                     *               "payouts": 230,
+                     *               "p50_ms": 2300,
+                     *               "p95_ms": 6100
+                     *             }
+                     *           },
+                     *           "liquidity": "ok"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CorridorHealth"];
                 };
             };
             400: components["responses"]["BadRequest"];

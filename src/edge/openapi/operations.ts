@@ -212,6 +212,15 @@ export const operations: readonly OperationSpec[] = [
     },
   },
   {
+    method: 'get', path: '/public/corridors/health', operationId: 'getCorridorHealth', tag: 'Discovery', security: 'none',
+    summary: 'Live health of every enabled corridor',
+    description: 'Rail state (up, degraded, down, since when), settlement p50/p95 over the last hour and day from real payouts, and a liquidity level (never the amount). Cached a few seconds (Cache-Control). Thresholds: docs/corridor-health.md.',
+    success: {
+      status: 200, component: 'CorridorHealth', description: 'One entry per enabled corridor.',
+      example: { generated_at: '2026-11-25T22:00:00.000Z', corridors: [{ blockchain: 'STELLAR', cryptoCurrency: 'USDC', paymentMethod: 'BREB', targetCurrency: 'COP', rail: { state: 'up', since: null, recent_payouts: 12, recent_failure_share: 0 }, settlement: { last_hour: { payouts: 12, p50_ms: 2100, p95_ms: 4800 }, last_day: { payouts: 230, p50_ms: 2300, p95_ms: 6100 } }, liquidity: 'ok' }] },
+    },
+  },
+  {
     method: 'get', path: '/events', operationId: 'listEvents', tag: 'Webhooks', security: 'partner',
     summary: 'The webhook events, in order (catch up after missed deliveries)',
     query: z.object({ after: z.string().optional().meta({ description: 'Sequence to start after (default 0).' }), limit: z.string().optional().meta({ description: `1–${eventsPageSizeMax} (default 100).` }) }),

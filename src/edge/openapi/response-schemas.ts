@@ -12,6 +12,7 @@ import { feeTypes } from '../../domain/quote.ts';
 import { transactionStatuses } from '../../domain/transaction/types.ts';
 import { webhookEventNames } from '../../webhooks/records.ts';
 import { jwksSchema, receiptSchema, signedReceiptSchema } from './receipt-schemas.ts';
+import { corridorHealthSchema } from './health-schemas.ts';
 
 export const networkSchema = z.enum(networks).meta({ description: 'Blockchain the crypto moves on.' });
 export const cryptoAssetSchema = z.enum(cryptoAssets);
@@ -264,4 +265,5 @@ export const responseComponents = {
   Receipt: receiptSchema,
   SignedReceipt: signedReceiptSchema,
   Jwks: jwksSchema,
+  CorridorHealth: corridorHealthSchema,
 } as const;
