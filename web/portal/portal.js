@@ -335,6 +335,29 @@
     );
   }
 
+  // ---- corridor health (GET /public/corridors/health: the same figures partners can fetch) ----
+
+  async function corridorsPage() {
+    const response = await fetch('/public/corridors/health', { credentials: 'same-origin' });
+    if (!response.ok) return show(h('h1', {}, 'Corridor health'), h('p', { class: 'error' }, `The corridor health is not available right now (HTTP ${response.status}).`));
+    const json = await response.json();
+    const seconds = (ms) => (ms === null ? '—' : `${(ms / 1000).toFixed(1)} s`);
+    const times = (period) => `${seconds(period.p50_ms)} / ${seconds(period.p95_ms)} (${period.payouts})`;
+    show(
+      h('h1', {}, 'Corridor health'),
+      h('p', { class: 'muted' }, `As of ${json.generated_at}. Settlement: deposit seen → payout completed, p50 / p95 (payouts).`),
+      h('table', {},
+        h('thead', {}, h('tr', {}, ['Corridor', 'Rail', 'Since', 'Last hour', 'Last day', 'Liquidity'].map((title) => h('th', {}, title)))),
+        h('tbody', { id: 'corridor-health' }, json.corridors.map((entry) => h('tr', { 'data-corridor': `${entry.blockchain}-${entry.cryptoCurrency}-${entry.paymentMethod}-${entry.targetCurrency}` },
+          h('td', {}, `${entry.cryptoCurrency} on ${entry.blockchain} → ${entry.targetCurrency} by ${entry.paymentMethod}`),
+          h('td', { class: `rail-${entry.rail.state}` }, entry.rail.state),
+          h('td', {}, entry.rail.since || '—'),
+          h('td', {}, times(entry.settlement.last_hour)),
+          h('td', {}, times(entry.settlement.last_day)),
+          h('td', {}, entry.liquidity))))),
+    );
+  }
+
   // ---- API keys ----
 
   async function keysPage(flash) {
@@ -404,6 +427,7 @@
     if (page === 'transactions' && path.split('/')[3]) return transactionPage(decodeURIComponent(path.split('/')[3]));
     if (page === 'transactions') return transactionsPage();
     if (page === 'keys') return keysPage();
+    if (page === 'corridors') return corridorsPage();
     return show(h('p', {}, 'No such page.'));
   }
 
