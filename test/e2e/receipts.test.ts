@@ -2,10 +2,16 @@
 // completed sandbox payout's receipt, fetched with the typed client, verifies with the published
 // JWKS and names what moved (deposit hash and amount, the rail's payment id, rate and fee); one
 // changed byte fails; another partner gets 404; before completion the answer is 409
-// `receipt_not_available`; the sandbox's generated key survives a restart (old receipts verify).
+// `receipt_not_available`; the sandbox's generated key survives a restart (old receipts verify);
+// with RECEIPT_SIGNING_KEYS_FILE, a key rotation across a restart: the new key signs, receipts
+// signed with the old one still verify with the published set.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { generateReceiptJwk } from '../../src/config/receipt-keys.ts';
 import { PaymentsApiError, PaymentsClient, fetchReceiptKeys, verifyReceipt } from '../../clients/typescript/src/index.ts';
 import { startServiceHarness, testPartners, type ServiceHarness } from '../support/service-harness.ts';
 import { checkedFetch } from '../support/openapi-validation.ts';
@@ -112,5 +118,48 @@ describe('settlement receipts', () => {
     const again = await fetchReceiptKeys(harness?.baseUrl ?? '', checkedFetch);
     assert.deepEqual(again, jwks);
     assert.ok(verifyReceipt(signed, again).ok);
+  });
+});
+
+describe('settlement receipts with configured keys: rotation', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'receipt-keys-e2e-'));
+  const keysFile = join(dir, 'receipt-keys.json');
+  const oldKey = generateReceiptJwk('receipts-2026-05');
+  const newKey = generateReceiptJwk('receipts-2026-11');
+  let harness: ServiceHarness | undefined;
+
+  before(async () => {
+    writeFileSync(keysFile, JSON.stringify({ active_kid: oldKey.kid, keys: [oldKey] }));
+    harness = await startServiceHarness({ env: { RECEIPT_SIGNING_KEYS_FILE: keysFile } });
+  });
+
+  after(() => teardown(() => harness?.stop(), () => rmSync(dir, { recursive: true, force: true })));
+
+  test('after a rotation the new key signs and a receipt signed with the old key still verifies', async () => {
+    const base = (): string => harness?.baseUrl ?? assert.fail('harness');
+    const client = (): PaymentsClient => new PaymentsClient({ baseUrl: base(), apiKey: harness?.apiKeys[testPartners.kycOff] ?? '', fetch: checkedFetch });
+    const quote = await client().createQuote(payoutQuoteBody);
+    const accepted = await client().acceptTransaction({ quote_id: quote.quote_id, user_id: `rotation-${randomUUID()}`, account_number: '3001234567' });
+    const id = accepted.id ?? assert.fail('a transaction id');
+    await client().sandboxDeposit({ transaction_id: id });
+    await untilStatus(base(), harness?.apiKeys[testPartners.kycOff] ?? '', id, 'PAYMENT_COMPLETED');
+    const before = await client().getReceipt(id);
+    const beforeKeys = await fetchReceiptKeys(base(), checkedFetch);
+    assert.deepEqual(beforeKeys.keys.map((key) => key.kid), [oldKey.kid]);
+    const beforeVerdict = verifyReceipt(before, beforeKeys);
+    assert.ok(beforeVerdict.ok && beforeVerdict.kid === oldKey.kid);
+
+    // Rotate: the new key signs, the old one stays published without its private part.
+    const { d: _retired, ...oldPublic } = oldKey;
+    writeFileSync(keysFile, JSON.stringify({ active_kid: newKey.kid, keys: [newKey, oldPublic] }));
+    await harness?.restart();
+    const keys = await fetchReceiptKeys(base(), checkedFetch);
+    assert.deepEqual(keys.keys.map((key) => key.kid), [newKey.kid, oldKey.kid]);
+    const after = await client().getReceipt(id);
+    assert.deepEqual(after.receipt, before.receipt, 'the same receipt');
+    const afterVerdict = verifyReceipt(after, keys);
+    assert.ok(afterVerdict.ok && afterVerdict.kid === newKey.kid, 'signed by the new key');
+    const oldVerdict = verifyReceipt(before, keys);
+    assert.ok(oldVerdict.ok && oldVerdict.kid === oldKey.kid, 'the receipt signed before the rotation still verifies');
   });
 });
