@@ -55,6 +55,12 @@ const acceptWaitersMax = 16;
  * (src/chains/deposit-poller.ts); index `by_network_expiry` (src/store/store.ts).
  */
 export const depositWatchCollection = 'deposit_watch';
+/**
+ * One document per payout that finished (succeeded or failed), by payment method and finish time:
+ * what corridor health is computed from (src/edge/corridor-health.ts, docs/corridor-health.md).
+ * Index `by_method_finished` (src/store/store.ts).
+ */
+export const settlementSamplesCollection = 'settlement_samples';
 
 export type { AcceptPayload } from './transaction-commands.ts';
 
@@ -176,7 +182,31 @@ export function transactionDocument(tx: TransactionState, depositAddress: string
     externalId: tx.externalId,
     quote: tx.quote,
     depositAddress,
+    // What a settlement receipt names (src/domain/receipt.ts): the deposit, the payout or delivery,
+    // the primary refund and their times. Absent in documents written before receipts.
+    deposit: tx.deposit,
+    settlement: tx.settlement,
+    refund: tx.refund,
+    refundTimes: tx.refundTimes ?? null,
   }) as { [key: string]: JsonValue };
+}
+
+/** The payout's settlement sample once it finished in these events (see settlementSamplesCollection), else null. */
+function settlementSampleWrite(tx: TransactionState, events: readonly TransactionEvent[]): ReadModelWrite | null {
+  if (tx.direction !== 'payout' || !events.some((event) => event.type === 'PayoutCompleted' || event.type === 'PayoutFailed')) return null;
+  const { settlement, quote } = tx;
+  if (settlement.finishedAtMs === null) return null;
+  const doc = {
+    transactionId: tx.id,
+    paymentMethod: quote.paymentMethod,
+    network: quote.network,
+    cryptoCurrency: quote.cryptoCurrency,
+    targetCurrency: quote.targetCurrency,
+    succeeded: settlement.state === 'succeeded',
+    depositAtMs: tx.deposit?.receivedAtMs ?? null,
+    finishedAtMs: settlement.finishedAtMs,
+  };
+  return { collection: settlementSamplesCollection, id: tx.id, doc };
 }
 
 /** Whether the watcher should still look for this transaction's deposit (see depositWatchCollection). */
@@ -350,8 +380,10 @@ function effectsOf(
     if (event.type === 'RefundRequested') outbox.push({ topic: event.deposit.rail === 'pix' ? outboxTopicRefundsPix : outboxTopicRefundsChain, partitionKey: tx.id, payload: toJsonValue({ ...common, ...event }) });
     if (event.type === 'DeliveryRequested') outbox.push({ topic: outboxTopicDeliveries, partitionKey: tx.id, payload: toJsonValue({ ...common, ...event }) });
   }
-  const watch = depositWatchWrite(before, tx, live.paymentContext);
   const readModels: ReadModelWrite[] = [{ collection: transactionsCollection, id: tx.id, doc: transactionDocument(tx, frozenDepositAddress(live.paymentContext)) }];
+  const sample = settlementSampleWrite(tx, events);
+  if (sample !== null) readModels.push(sample);
+  const watch = depositWatchWrite(before, tx, live.paymentContext);
   if (watch !== null) readModels.push(watch);
   return { outbox, send, readModels };
 }

@@ -50,6 +50,20 @@ const envSchema = z.object({
   /** Caps and thresholds (src/config/limits.ts); unset: the spec's defaults. */
   LIMITS_FILE: z.string().min(1).optional(),
   CHAINS_FILE: z.string().min(1).optional(),
+  // Corridor health (docs/corridor-health.md; defaults: src/domain/corridor-health.ts `defaultHealthThresholds`).
+  CORRIDOR_HEALTH_WINDOW_MS: z.coerce.number().int().min(1_000).max(86_400_000).default(15 * 60_000),
+  CORRIDOR_HEALTH_RECENT_PAYOUTS: z.coerce.number().int().min(1).max(1_000).default(20),
+  CORRIDOR_HEALTH_MIN_PAYOUTS: z.coerce.number().int().min(1).max(1_000).default(5),
+  CORRIDOR_HEALTH_FAILURE_SHARE_DEGRADED: z.coerce.number().gt(0).max(1).default(0.25),
+  CORRIDOR_HEALTH_FAILURE_SHARE_RECOVERED: z.coerce.number().min(0).max(1).default(0.1),
+  CORRIDOR_HEALTH_P95_DEGRADED_MS: z.coerce.number().int().min(1).max(86_400_000).default(10 * 60_000),
+  CORRIDOR_HEALTH_P95_RECOVERED_MS: z.coerce.number().int().min(0).max(86_400_000).default(5 * 60_000),
+  /** How long one computed answer serves every request (GET /public/corridors/health, /metrics). */
+  CORRIDOR_HEALTH_CACHE_MS: z.coerce.number().int().min(100).max(300_000).default(5_000),
+  /** Liquidity is `low` below this many of the corridor's largest payouts. */
+  CORRIDOR_HEALTH_LOW_LIQUIDITY_MULTIPLE: z.coerce.number().int().min(1).max(1_000_000).default(10),
+  /** The settlement receipts' Ed25519 signing keys (src/config/receipt-keys.ts); unset: generated in sandbox, none otherwise. */
+  RECEIPT_SIGNING_KEYS_FILE: filePath.optional(),
   SHARDS: z.coerce.number().int().min(1).max(16_384).default(64),
   SANDBOX: flag.optional(),
   SANDBOX_WITH_MAINNET: z.literal(sandboxWithMainnetConsent, { error: 'the only accepted value is i-understand (sandbox mode next to a mainnet chain); leave it unset otherwise' }).optional(),
@@ -226,6 +240,13 @@ export function readEnv(env: NodeJS.ProcessEnv, argv: readonly string[] = []): E
   const parsed = envSchema
     .superRefine((config, issues) => {
       for (const issue of linkBindsIssues(config)) issues.addIssue({ code: 'custom', path: [issue.variable], message: issue.message });
+      // Hysteresis: a mark to recover at above the mark to degrade at would flap on every payout.
+      if (config.CORRIDOR_HEALTH_FAILURE_SHARE_RECOVERED > config.CORRIDOR_HEALTH_FAILURE_SHARE_DEGRADED) {
+        issues.addIssue({ code: 'custom', path: ['CORRIDOR_HEALTH_FAILURE_SHARE_RECOVERED'], message: 'must not exceed CORRIDOR_HEALTH_FAILURE_SHARE_DEGRADED' });
+      }
+      if (config.CORRIDOR_HEALTH_P95_RECOVERED_MS > config.CORRIDOR_HEALTH_P95_DEGRADED_MS) {
+        issues.addIssue({ code: 'custom', path: ['CORRIDOR_HEALTH_P95_RECOVERED_MS'], message: 'must not exceed CORRIDOR_HEALTH_P95_DEGRADED_MS' });
+      }
       // Outside sandbox mode, a role run apart names every production piece it lacks (src/config/production-pieces.ts).
       const refusal = productionPiecesRefusal({ ...config, sandbox: sandboxMode(config) });
       if (refusal !== null) issues.addIssue({ code: 'custom', path: ['SANDBOX'], message: refusal });

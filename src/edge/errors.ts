@@ -49,6 +49,11 @@ export const errorCatalogue = {
     retryable: false,
     defaultReason: 'This sandbox rehearsal does not apply to the transaction in its current state',
   },
+  receipt_not_available: {
+    status: 409,
+    retryable: false,
+    defaultReason: 'No receipt yet: a receipt exists once the transaction is PAYMENT_COMPLETED or its deposit is refunded',
+  },
   payload_too_large: { status: 413, retryable: false, defaultReason: 'Request body too large' },
   uri_too_long: { status: 414, retryable: false, defaultReason: 'Request URI too long' },
   unsupported_media_type: { status: 415, retryable: false, defaultReason: 'Unsupported content type' },

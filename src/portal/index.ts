@@ -6,6 +6,7 @@
 //
 //   const routes = portalRoutes({ ctx, webhooks, clientAddress, passwords: await createPasswordVerifier() });
 import type { RequestHead, Route } from '../edge/http-types.ts';
+import type { ReceiptSigner } from '../edge/receipt-signing.ts';
 import type { ServiceContext } from '../ports/context.ts';
 import type { DeliveryLog, DestinationsApi, EventLogReader } from '../webhooks/index.ts';
 import { keysApiRoutes } from './keys-api.ts';
@@ -35,6 +36,8 @@ export interface PortalDeps {
   readonly clientAddress: (head: RequestHead) => string;
   readonly passwords: PasswordVerifier;
   readonly sessionTimes?: SessionTimes;
+  /** Signs settlement receipts for the transaction page's download (src/edge/receipt-signing.ts). */
+  readonly receipts?: ReceiptSigner | null;
 }
 
 export function portalRoutes(deps: PortalDeps): Route[] {
@@ -58,7 +61,7 @@ export function portalRoutes(deps: PortalDeps): Route[] {
       accountFailures: createAccountFailures(),
     }),
     ...webhooksApiRoutes({ ...base, destinations: webhooks.destinations, deliveries: webhooks.deliveries }),
-    ...transactionsApiRoutes({ ...base, store: ctx.store, deliveries: webhooks.deliveries, events: webhooks.events }),
+    ...transactionsApiRoutes({ ...base, store: ctx.store, deliveries: webhooks.deliveries, events: webhooks.events, receipts: deps.receipts ?? null }),
     ...keysApiRoutes({ ...base, store: ctx.store, partners: ctx.partners }),
   ];
 }

@@ -8,6 +8,8 @@
 // answer as `scanned`, and in docs/portal.md).
 import { transactionsCollection } from '../actors/transaction-actor.ts';
 import { listItem } from '../edge/routes/transactions.ts';
+import { receiptAvailable, signedReceiptResponse } from '../edge/routes/receipts.ts';
+import type { ReceiptSigner } from '../edge/receipt-signing.ts';
 import type { Route } from '../edge/http-types.ts';
 import type { JsonObject, ReadModelIndex, SnapshotStore } from '../store/store.ts';
 import type { DeliveryLog, EventLogReader } from '../webhooks/index.ts';
@@ -18,6 +20,8 @@ export interface TransactionsApiEnv extends PortalRequestEnv {
   readonly store: SnapshotStore;
   readonly deliveries: DeliveryLog;
   readonly events: EventLogReader;
+  /** Signs settlement receipts (src/edge/receipt-signing.ts); null or absent: none configured. */
+  readonly receipts?: ReceiptSigner | null;
 }
 
 export const transactionsPageSize = 25;
@@ -111,15 +115,29 @@ const getTransaction: Handler = async (env, session, request) => {
       depositAddress: doc['depositAddress'] ?? null,
       depositHash: doc['onChainId'] ?? null,
       refundHash: doc['refundOnChainId'] ?? null,
+      receiptAvailable: receiptAvailable(id, doc),
     },
     statusHistory: events.map((event) => ({ atMs: event.createdAtMs, status: event.status, event: event.event, refundOnChainId: event.refundOnChainId })),
     events,
   });
 };
 
+/** The signed receipt as a file download: the same document GET /transaction/{id}/receipt answers. */
+const downloadReceipt: Handler = async (env, session, request) => {
+  const id = request.params['id'] ?? '';
+  const doc = id.length > 64 ? null : await env.store.get(transactionsCollection, id);
+  if (doc === null || doc['partnerId'] !== session.partnerId) return notFound('transaction');
+  const response = signedReceiptResponse(env.receipts, id, doc, {
+    'cache-control': 'no-store',
+    'content-disposition': `attachment; filename="receipt-${id.replace(/[^0-9a-f-]/g, '')}.json"`,
+  });
+  return response;
+};
+
 export function transactionsApiRoutes(env: TransactionsApiEnv): Route[] {
   return [
     { method: 'GET', pattern: '/portal/api/transactions', handler: withSession(env, listTransactions) },
     { method: 'GET', pattern: '/portal/api/transactions/:id', handler: withSession(env, getTransaction) },
+    { method: 'GET', pattern: '/portal/api/transactions/:id/receipt', handler: withSession(env, downloadReceipt) },
   ];
 }

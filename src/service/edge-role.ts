@@ -31,12 +31,15 @@ import { sandboxRehearsalRoutes } from '../edge/routes/sandbox-rehearsals.ts';
 import { transactionRoutes } from '../edge/routes/transactions.ts';
 import { eventsRoutes } from '../edge/routes/events.ts';
 import { referenceRoutes } from '../edge/routes/reference.ts';
+import { receiptRoutes } from '../edge/routes/receipts.ts';
+import { loadReceiptSigner } from '../edge/receipt-signing.ts';
+import { createCorridorHealth, healthThresholdsOf, type CorridorHealth } from '../edge/corridor-health.ts';
 import { createEventLogReader } from '../webhooks/event-log.ts';
 import type { ServiceContext } from '../ports/context.ts';
 import { outageLogTo } from './context.ts';
 import { createClusterStats } from '../actors/cluster-stats.ts';
 import type { HealthCheck } from '../lifecycle/health.ts';
-import { renderFamilies } from '../lifecycle/metrics.ts';
+import { renderFamilies, type MetricFamily } from '../lifecycle/metrics.ts';
 import { storageUsageMetrics } from './storage-usage.ts';
 import { startShardWatch, type ShardWatch } from './shard-watch.ts';
 import { createPasswordVerifier, portalRoutes, type PortalWebhooks } from '../portal/index.ts';
@@ -71,6 +74,8 @@ export function edgeRoutes(env: EdgeEnv): Route[] {
     ...publicRoutes(env),
     ...quoteRoutes(env),
     ...transactionRoutes(env),
+    // Signed settlement receipts and the keys that verify them.
+    ...receiptRoutes(env),
     ...kycRoutes(env),
     ...paymentRoutes(env),
     ...opsRoutes(env),
@@ -193,10 +198,12 @@ async function startEdgeApp(
     kycQuota,
     draining: () => draining(),
     shards,
+    receipts: await loadReceiptSigner(ctx.env, ctx.store),
+    corridorHealth: corridorHealthOf(ctx, deps),
   };
   const metrics = createEdgeMetrics();
   const portal =
-    options.portal === undefined ? [] : portalRoutes({ ctx, webhooks: options.portal, clientAddress, passwords: await createPasswordVerifier() });
+    options.portal === undefined ? [] : portalRoutes({ ctx, webhooks: options.portal, clientAddress, passwords: await createPasswordVerifier(), receipts: env.receipts ?? null });
   let stats = (): HttpAppStats => ({ inFlightRequests: 0, bodyBytesInFlight: 0, uploadsInFlight: 0 });
   const app = createHttpApp({
     logger: ctx.log,
@@ -217,7 +224,7 @@ async function startEdgeApp(
           clock: ctx.clock,
         }),
         nowMs: () => ctx.clock.nowMs(),
-        stored: async () => renderFamilies(await storageUsageMetrics(ctx.store, ctx.clock.nowMs())),
+        stored: async () => renderFamilies([...(await storageUsageMetrics(ctx.store, ctx.clock.nowMs())), ...(await corridorHealthMetrics(env))]),
         extra: () => renderFamilies([...authThrottleMetrics(ctx.authThrottle.stats()), ...publicThrottleMetrics(publicThrottle.stats())]),
       }),
     ],
@@ -249,6 +256,30 @@ async function startEdgeApp(
     },
     health: () => [shards.check()],
   };
+}
+
+/** Corridor health over the store's settlement samples and this edge's liquidity view (docs/corridor-health.md). */
+function corridorHealthOf(ctx: ServiceContext, deps: EdgeDeps): CorridorHealth {
+  return createCorridorHealth({
+    store: ctx.store,
+    config: ctx.config,
+    clock: ctx.clock,
+    ...(deps.liquidity === undefined ? {} : { liquidity: deps.liquidity }),
+    active: (route) => deps.chainAvailability?.active(route.network, route.cryptoCurrency) ?? true,
+    thresholds: healthThresholdsOf(ctx.env),
+    cacheMs: ctx.env.CORRIDOR_HEALTH_CACHE_MS,
+    lowLiquidityMultiple: ctx.env.CORRIDOR_HEALTH_LOW_LIQUIDITY_MULTIPLE,
+  });
+}
+
+/** The corridor health families of /metrics; none when they cannot be computed now (logged). */
+async function corridorHealthMetrics(env: EdgeEnv): Promise<MetricFamily[]> {
+  try {
+    return (await env.corridorHealth?.metrics()) ?? [];
+  } catch (error) {
+    env.ctx.log.warn({ error: String(error) }, 'corridor health metrics could not be computed');
+    return [];
+  }
 }
 
 /** The client address of a request: the TCP peer, or X-Forwarded-For from TRUSTED_PROXIES. */

@@ -8,7 +8,9 @@
 //     transaction's price); an acceptance naming a removed quote is refused like any expired one;
 //   - webhook events and their delivery records older than EVENT_RETENTION_DAYS (default 90), per
 //     partner in sequence order, stopping at the first one that is newer, whose delivery is still
-//     pending, or whose transaction is still live (awaiting or processing a payment).
+//     pending, or whose transaction is still live (awaiting or processing a payment);
+//   - settlement samples (finished payouts, read by corridor health for one day) older than
+//     `settlementSampleRetentionMs` (two days).
 // Time is the injected clock's. The sweep runs in one process at a time (the `retention` lease);
 // two at once would only repeat work: every delete is idempotent or compare-and-set.
 import type { Leases } from '../bus/leases.ts';
@@ -16,7 +18,7 @@ import type { EnvConfig } from '../config/env.ts';
 import { recordStorageUsage } from './storage-usage.ts';
 import { loadQuoteRecord, quoteActorType, quoteExpiryCollection } from '../actors/quote-actor.ts';
 import { actorId } from '../actors/envelope.ts';
-import { transactionsCollection } from '../actors/transaction-actor.ts';
+import { settlementSamplesCollection, transactionsCollection } from '../actors/transaction-actor.ts';
 import { idempotencyCollection } from '../edge/idempotency.ts';
 import type { ReadModelIndex, SnapshotStore } from '../store/store.ts';
 import { deliveriesCollection, deliveryFromDoc, eventFromDoc, eventsCollection } from '../webhooks/records.ts';
@@ -25,6 +27,7 @@ import { deliveriesCollection, deliveryFromDoc, eventFromDoc, eventsCollection }
 export const retentionReadModelIndexes: readonly ReadModelIndex[] = [
   { collection: idempotencyCollection, name: 'by_started', equal: [], orderBy: 'startedAtMs' },
   { collection: quoteExpiryCollection, name: 'by_expiry', equal: [], orderBy: 'expiresAtMs' },
+  { collection: settlementSamplesCollection, name: 'by_finished', equal: [], orderBy: 'finishedAtMs' },
 ];
 
 export interface RetentionConfig {
@@ -59,6 +62,20 @@ export interface SweepReport {
   idempotencyRecords: number;
   quotes: number;
   events: number;
+  settlementSamples: number;
+}
+
+/** Corridor health reads the last day of settlement samples (docs/corridor-health.md); a second day is slack. */
+export const settlementSampleRetentionMs = 2 * dayMs;
+
+async function sweepSettlementSamples(store: SnapshotStore, cutoffMs: number, batchMax: number): Promise<number> {
+  const page = await store.list(settlementSamplesCollection, { orderBy: 'finishedAtMs', direction: 'asc', limit: batchMax });
+  let removed = 0;
+  for (const item of page.items) {
+    if (Number(item.doc['finishedAtMs']) >= cutoffMs) break;
+    if (await store.remove(settlementSamplesCollection, item.id)) removed += 1;
+  }
+  return removed;
 }
 
 /** Statuses in which a transaction still moves money: its events are kept whatever their age. */
@@ -120,6 +137,7 @@ export async function sweepRetention(store: SnapshotStore, config: RetentionConf
     idempotencyRecords: await sweepIdempotency(store, nowMs - config.idempotencyTtlMs, config.batchMax),
     quotes: await sweepQuotes(store, nowMs - config.quoteGraceMs, config.batchMax),
     events: 0,
+    settlementSamples: await sweepSettlementSamples(store, nowMs - settlementSampleRetentionMs, config.batchMax),
   };
   for (const partnerId of partnerIds) report.events += await sweepEvents(store, partnerId, nowMs - config.eventRetentionMs, config.batchMax);
   return report;
@@ -173,7 +191,7 @@ export function startRetentionLoop(options: RetentionLoopOptions): RetentionLoop
       const report = await sweepRetention(options.store, options.config, options.partnerIds(), nowMs);
       // The per-partner storage metric, counted from the indexes after the sweep (src/service/storage-usage.ts).
       await recordStorageUsage(options.store, options.partnerIds(), nowMs);
-      if (report.idempotencyRecords + report.quotes + report.events > 0) options.onSweep?.(report);
+      if (report.idempotencyRecords + report.quotes + report.events + report.settlementSamples > 0) options.onSweep?.(report);
       return report;
     } catch (error) {
       options.onError?.(error);

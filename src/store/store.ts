@@ -294,6 +294,8 @@ export const defaultReadModelIndexes: readonly ReadModelIndex[] = [
   { collection: 'deposit_watch', name: 'by_network_expiry', equal: ['network'], orderBy: 'expiresAtMs' },
   // The deposits of one chain transaction (several when it paid several per-transaction addresses).
   { collection: 'deposits', name: 'by_chain_transaction', equal: ['network', 'onChainId'], orderBy: 'claimedAtMs' },
+  // Finished payouts of one payment method, newest first: corridor health (src/edge/corridor-health.ts).
+  { collection: 'settlement_samples', name: 'by_method_finished', equal: ['paymentMethod'], orderBy: 'finishedAtMs' },
 ];
 
 export const appliedRepliesPerActorDefault = 1_000;

@@ -23,6 +23,7 @@ import { startService, type RunningService } from '../../src/service/service.ts'
 import { createEventLogReader, type PartnerEvent } from '../../src/webhooks/event-log.ts';
 import { eventually } from '../support/eventually.ts';
 import { checkedFetch } from '../support/openapi-validation.ts';
+import { verifyReceipt } from '../../clients/typescript/src/receipts.ts';
 
 const apiKey = `demo_${randomUUID().replaceAll('-', '')}`;
 const opsKey = `ops_${randomUUID().replaceAll('-', '')}`;
@@ -174,6 +175,15 @@ describe('onramp lifecycle over HTTP (composition root, sandbox chain and rail)'
       });
       assert.deepEqual(shape(events), ['transaction.created:AWAITING_PAYMENT:no-refund', 'transaction.updated:PROCESSING_PAYMENT:no-refund', 'transaction.updated:PAYMENT_COMPLETED:no-refund']);
       assert.equal(events[2]?.data.onChainId, onChainId);
+
+      // The signed receipt names the PIX payment in and the crypto delivered out, and verifies.
+      const signed = await api.call('GET', `/transaction/${id}/receipt`);
+      assert.equal(signed.status, 200, JSON.stringify(signed.body));
+      const jwks = await api.call('GET', '/.well-known/jwks.json');
+      assert.ok(verifyReceipt(signed.body as { receipt: unknown; signature: string }, jwks.body as { keys: unknown[] }).ok);
+      const receipt = signed.body.receipt as Record<string, Record<string, unknown>>;
+      assert.deepEqual([receipt.deposit?.rail, receipt.deposit?.amount, receipt.deposit?.currency], ['pix', '100', 'BRL']);
+      assert.deepEqual([receipt.settlement?.kind, receipt.settlement?.network, receipt.settlement?.hash], ['delivery', network, onChainId]);
     });
   }
 
@@ -191,6 +201,13 @@ describe('onramp lifecycle over HTTP (composition root, sandbox chain and rail)'
     assert.match(String(events[2]?.data.refundOnChainId), /^sbx-rf-/);
     assert.equal(await sendRecord(running.service, 'STELLAR', id), null, 'no crypto was sent');
     assert.equal((await api.call('GET', `/transaction/${id}`)).body.on_chain_tx_hash, null);
+    // Refunded: the receipt says so and names the provider's refund id instead of a delivery.
+    const signed = await api.call('GET', `/transaction/${id}/receipt`);
+    assert.equal(signed.status, 200, JSON.stringify(signed.body));
+    const receipt = signed.body.receipt as Record<string, unknown>;
+    assert.equal(receipt.outcome, 'refunded');
+    assert.equal(receipt.settlement, null);
+    assert.equal((receipt.refund as Record<string, unknown>).refund_id, events[2]?.data.refundOnChainId);
   });
 
   test('a crypto delivery the chain refuses: PAYMENT_FAILED, the BRL is refunded, the inventory is given back', async () => {

@@ -2,7 +2,8 @@
 // local webhook receiver, as a partner's administrator uses it: sign in; stage, test (the
 // receiver's answer, markup included, shown as text) and activate a destination; rotate the
 // secret and see the next delivery carry the new one; make the receiver
-// fail and watch the attempts appear; redeliver and see it delivered; look at a transaction;
+// fail and watch the attempts appear; redeliver and see it delivered; look at a transaction and
+// download a completed one's signed receipt; see the corridor health page;
 // create and revoke an API key and see the API refuse it; sign out. Screenshots of each page go to
 // PORTAL_SCREENSHOTS_DIR when set (docs/portal/ holds the ones docs/portal.md shows), else to a
 // temp dir removed at the end.
@@ -19,6 +20,7 @@ import { startBrowser, type TestBrowser } from '../support/browser.ts';
 import { eventually } from '../support/eventually.ts';
 import { teardown } from '../support/teardown.ts';
 import { call, payoutQuoteBody } from './support.ts';
+import { verifyReceipt } from '../../clients/typescript/src/receipts.ts';
 
 const password = 'demo-portal-password-for-the-browser-test';
 const waitMs = 30_000;
@@ -140,7 +142,30 @@ test('an administrator runs webhooks, deliveries, transactions and keys from the
   await page.locator('#tx-status', { hasText: 'AWAITING_PAYMENT' }).waitFor();
   await page.locator('#tx-events tr').first().waitFor();
   assert.match(await page.locator('#tx-events').innerText(), /transaction\.created/);
+  await page.locator('#tx-receipt-pending').waitFor();
   await shot('transaction');
+
+  // A completed transaction's page offers its signed receipt; the download verifies with the published keys.
+  const deposited = await call(harness.baseUrl, 'POST', '/sandbox/deposits', { key: harness.demoApiKey, body: { transaction_id: signedTransaction } });
+  assert.equal(deposited.status, 200, deposited.text);
+  await eventually(async () => {
+    const status = await call(harness.baseUrl, 'GET', `/transaction/${signedTransaction}`, { key: harness.demoApiKey });
+    assert.equal(status.json['status'], 'PAYMENT_COMPLETED');
+  }, waitMs);
+  await page.goto(`${harness.baseUrl}/portal/transactions/${signedTransaction}`);
+  const download = page.locator('#tx-receipt');
+  await download.waitFor();
+  const downloaded = await page.evaluate(async (href) => (await fetch(href, { credentials: 'same-origin' })).json() as Promise<{ receipt: unknown; signature: string }>, String(await download.getAttribute('href')));
+  const keys = await call(harness.baseUrl, 'GET', '/.well-known/jwks.json');
+  assert.ok(verifyReceipt(downloaded, keys.json as { keys: unknown[] }).ok, 'the downloaded receipt verifies');
+  await shot('transaction-receipt');
+
+  // Corridor health: the corridor's rail state, settlement times and liquidity level.
+  await page.click('a[data-page=corridors]');
+  const corridorRow = page.locator('#corridor-health tr[data-corridor="STELLAR-USDC-BREB-COP"]');
+  await corridorRow.waitFor();
+  assert.match(await corridorRow.innerText(), /up/);
+  await shot('corridors');
 
   // API keys: a new key works at once; revoked, the API refuses it.
   await page.click('a[data-page=keys]');

@@ -9,11 +9,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MemoryLeases } from '../../src/bus/memory-leases.ts';
 import { quoteExpiryCollection } from '../../src/actors/quote-actor.ts';
-import { transactionsCollection } from '../../src/actors/transaction-actor.ts';
+import { settlementSamplesCollection, transactionsCollection } from '../../src/actors/transaction-actor.ts';
 import { createIdempotency, idempotencyCollection } from '../../src/edge/idempotency.ts';
 import { jsonResponse } from '../../src/edge/http-response.ts';
 import { serviceReadModelIndexes } from '../../src/service/context.ts';
-import { dayMs, hourMs, retentionLeaseName, startRetentionLoop, sweepRetention, type RetentionConfig } from '../../src/service/retention.ts';
+import { dayMs, hourMs, retentionLeaseName, settlementSampleRetentionMs, startRetentionLoop, sweepRetention, type RetentionConfig } from '../../src/service/retention.ts';
 import { LmdbStore } from '../../src/store/lmdb-store.ts';
 import type { JsonObject } from '../../src/store/store.ts';
 import { deliveriesCollection, deliveryToDoc, eventsCollection, eventToDoc, type DeliveryStatus } from '../../src/webhooks/records.ts';
@@ -121,6 +121,16 @@ describe('retention sweep on the embedded store', () => {
     assert.equal((await sweepRetention(store, config, ['a'], now)).events, 2);
   });
 
+  test('settlement samples older than two days go (corridor health reads one day); newer ones stay', async () => {
+    const sample = (finishedAtMs: number) => ({ transactionId: 'x', paymentMethod: 'BREB', network: 'STELLAR', cryptoCurrency: 'USDC', targetCurrency: 'COP', succeeded: true, depositAtMs: finishedAtMs - 1_000, finishedAtMs });
+    const now = t0 + 500 * dayMs;
+    await store.put(settlementSamplesCollection, 'old-sample', sample(now - settlementSampleRetentionMs - 1));
+    await store.put(settlementSamplesCollection, 'day-old-sample', sample(now - dayMs));
+    assert.equal((await sweepRetention(store, config, [], now)).settlementSamples, 1);
+    const left = await store.list(settlementSamplesCollection, { limit: 10 });
+    assert.deepEqual(left.items.map((item) => item.id), ['day-old-sample']);
+  });
+
   test('the loop sweeps in the one process holding the retention lease', async () => {
     const leases = new MemoryLeases();
     let nowMs = t0 + 400 * dayMs;
@@ -130,7 +140,7 @@ describe('retention sweep on the embedded store', () => {
     const second = startRetentionLoop({ ...options, owner: 'two' });
     try {
       await createIdempotency(store).run({ scope: 'p', key: 'loop', fingerprint: 'f', nowMs: nowMs - 73 * hourMs, newIds: () => ({}) }, () => Promise.resolve(jsonResponse(200, {})));
-      assert.deepEqual(await first.round(), { idempotencyRecords: 1, quotes: 0, events: 0 });
+      assert.deepEqual(await first.round(), { idempotencyRecords: 1, quotes: 0, events: 0, settlementSamples: 0 });
       assert.equal(await second.round(), null, 'the other process does not sweep');
       assert.equal((await leases.owner(retentionLeaseName))?.owner, 'one');
       await first.stop();

@@ -82,6 +82,8 @@ export interface SandboxRailKnobs {
   setOutage(method: PaymentMethod, down: boolean): Promise<void>;
   /** How long every rail call takes to answer (payouts, PIX charges, liquidity reads). */
   setLatency(latencyMs: number): Promise<void>;
+  /** The share (0..1) of new payouts the rail fails (drawn per idempotency key: deterministic). */
+  setFailureRate(rate: number): Promise<void>;
   /** Reads the rail now, so the edge's cached liquidity view reflects the knobs. */
   refreshLiquidity(): Promise<void>;
 }
@@ -168,6 +170,9 @@ function railKnobs(admin: AdminClient, service: RunningService): SandboxRailKnob
     },
     async setLatency(latencyMs) {
       await admin.call('SetSandboxRail', { ...unchanged, method: 'PIX', latency_ms: latencyMs });
+    },
+    async setFailureRate(rate) {
+      await admin.call('SetSandboxRail', { ...unchanged, method: 'BREB', failure_rate: rate });
     },
     refreshLiquidity,
   };

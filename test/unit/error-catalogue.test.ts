@@ -40,6 +40,7 @@ const statusesPartnersSee: Readonly<Record<string, number>> = {
   request_timeout: 408,
   idempotency_in_progress: 409,
   rehearsal_not_applicable: 409,
+  receipt_not_available: 409,
   payload_too_large: 413,
   uri_too_long: 414,
   unsupported_media_type: 415,

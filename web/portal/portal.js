@@ -321,13 +321,40 @@
         fact('Pays', `${tx.quote.sourceAmount} ${tx.quote.cryptoCurrency} on ${tx.quote.network}`),
         fact('Receives', `${tx.quote.targetAmount} ${tx.quote.targetCurrency} by ${tx.quote.paymentMethod}`),
         fact('Account', tx.accountNumber), fact('Deposit address', tx.depositAddress), fact('Deposit hash', tx.depositHash, 'tx-deposit-hash'),
-        fact('Refund', tx.refundHash, 'tx-refund'), fact('Created', time(tx.createdAtMs)), fact('Updated', time(tx.updatedAtMs)), fact('Expires', time(tx.expiresAtMs)))),
+        fact('Refund', tx.refundHash, 'tx-refund'), fact('Created', time(tx.createdAtMs)), fact('Updated', time(tx.updatedAtMs)), fact('Expires', time(tx.expiresAtMs))),
+        // The signed settlement receipt (docs/receipts.md), once the money has finished moving.
+        tx.receiptAvailable
+          ? h('p', {}, h('a', { id: 'tx-receipt', class: 'button', href: `/portal/api/transactions/${encodeURIComponent(tx.id)}/receipt`, download: `receipt-${tx.id}.json` }, 'Download signed receipt'))
+          : h('p', { class: 'muted', id: 'tx-receipt-pending' }, 'A signed receipt can be downloaded once the payout completes or the deposit is refunded.')),
       h('section', {}, h('h2', {}, 'Status history and events sent'),
         h('table', {}, h('thead', {}, h('tr', {}, ['Seq', 'Event', 'Status', 'Refund', 'At', 'Delivery'].map((title) => h('th', {}, title)))),
           h('tbody', { id: 'tx-events' }, result.json.events.map((event) => h('tr', {},
             h('td', {}, String(event.sequence)), h('td', {}, event.event), h('td', {}, event.status || '—'), h('td', { class: 'mono' }, event.refundOnChainId || '—'),
             h('td', {}, time(event.createdAtMs)),
             h('td', {}, h('a', { href: `/portal/deliveries?transactionId=${encodeURIComponent(tx.id)}` }, `${event.delivery} (${event.attempts} attempts)`))))))),
+    );
+  }
+
+  // ---- corridor health (GET /public/corridors/health: the same figures partners can fetch) ----
+
+  async function corridorsPage() {
+    const response = await fetch('/public/corridors/health', { credentials: 'same-origin' });
+    if (!response.ok) return show(h('h1', {}, 'Corridor health'), h('p', { class: 'error' }, `The corridor health is not available right now (HTTP ${response.status}).`));
+    const json = await response.json();
+    const seconds = (ms) => (ms === null ? '—' : `${(ms / 1000).toFixed(1)} s`);
+    const times = (period) => `${seconds(period.p50_ms)} / ${seconds(period.p95_ms)} (${period.payouts})`;
+    show(
+      h('h1', {}, 'Corridor health'),
+      h('p', { class: 'muted' }, `As of ${json.generated_at}. Settlement: deposit seen → payout completed, p50 / p95 (payouts).`),
+      h('table', {},
+        h('thead', {}, h('tr', {}, ['Corridor', 'Rail', 'Since', 'Last hour', 'Last day', 'Liquidity'].map((title) => h('th', {}, title)))),
+        h('tbody', { id: 'corridor-health' }, json.corridors.map((entry) => h('tr', { 'data-corridor': `${entry.blockchain}-${entry.cryptoCurrency}-${entry.paymentMethod}-${entry.targetCurrency}` },
+          h('td', {}, `${entry.cryptoCurrency} on ${entry.blockchain} → ${entry.targetCurrency} by ${entry.paymentMethod}`),
+          h('td', { class: `rail-${entry.rail.state}` }, entry.rail.state),
+          h('td', {}, entry.rail.since || '—'),
+          h('td', {}, times(entry.settlement.last_hour)),
+          h('td', {}, times(entry.settlement.last_day)),
+          h('td', {}, entry.liquidity))))),
     );
   }
 
@@ -400,6 +427,7 @@
     if (page === 'transactions' && path.split('/')[3]) return transactionPage(decodeURIComponent(path.split('/')[3]));
     if (page === 'transactions') return transactionsPage();
     if (page === 'keys') return keysPage();
+    if (page === 'corridors') return corridorsPage();
     return show(h('p', {}, 'No such page.'));
   }
 

@@ -35,6 +35,8 @@ export const operationRoutes = {
   createOnrampQuote: ['POST', '/quote/onramp'],
   acceptTransaction: ['POST', '/transaction'],
   getTransaction: ['GET', '/transaction/{id}'],
+  getReceipt: ['GET', '/transaction/{id}/receipt'],
+  getReceiptKeys: ['GET', '/.well-known/jwks.json'],
   listTransactions: ['GET', '/transactions/list'],
   notifyPayment: ['POST', '/payments/notify'],
   notifySolanaPayment: ['POST', '/solana/payments/notify'],
@@ -44,6 +46,7 @@ export const operationRoutes = {
   getKycStatus: ['GET', '/kyc/status'],
   submitKyc: ['POST', '/kyc'],
   listCorridors: ['GET', '/public/corridors'],
+  getCorridorHealth: ['GET', '/public/corridors/health'],
   listEvents: ['GET', '/events'],
   reconcileHash: ['POST', '/ops/transactions/reconcile-hash'],
   sandboxDeposit: ['POST', '/sandbox/deposits'],
@@ -170,6 +173,13 @@ export class PaymentsClient {
   getTransaction(id: string, options?: CallOptions): Promise<Success<'getTransaction'>> {
     return this.call({ op: 'getTransaction', path: { id }, ...(options === undefined ? {} : { options }) });
   }
+  /** The signed settlement receipt; check it with `verifyReceipt(receipt, await client.getReceiptKeys())`. */
+  getReceipt(id: string, options?: CallOptions): Promise<Success<'getReceipt'>> {
+    return this.call({ op: 'getReceipt', path: { id }, ...(options === undefined ? {} : { options }) });
+  }
+  getReceiptKeys(options?: CallOptions): Promise<Success<'getReceiptKeys'>> {
+    return this.call({ op: 'getReceiptKeys', ...(options === undefined ? {} : { options }) });
+  }
   listTransactions(query: QueryOf<'listTransactions'>, options?: CallOptions): Promise<Success<'listTransactions'>> {
     return this.call({ op: 'listTransactions', query, ...(options === undefined ? {} : { options }) });
   }
@@ -191,6 +201,9 @@ export class PaymentsClient {
   }
   listCorridors(options?: CallOptions): Promise<Success<'listCorridors'>> {
     return this.call({ op: 'listCorridors', ...(options === undefined ? {} : { options }) });
+  }
+  getCorridorHealth(options?: CallOptions): Promise<Success<'getCorridorHealth'>> {
+    return this.call({ op: 'getCorridorHealth', ...(options === undefined ? {} : { options }) });
   }
   listEvents(query: QueryOf<'listEvents'> = {}, options?: CallOptions): Promise<Success<'listEvents'>> {
     return this.call({ op: 'listEvents', query, ...(options === undefined ? {} : { options }) });

@@ -92,6 +92,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/transaction/{id}/receipt": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A transaction's signed settlement receipt
+         * @description For a PAYMENT_COMPLETED transaction, or one whose deposit was refunded (409 `receipt_not_available` before). Verify `signature` with the keys of GET /.well-known/jwks.json (docs/receipts.md).
+         */
+        get: operations["getReceipt"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/.well-known/jwks.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The public keys that verify settlement receipts (JWKS)
+         * @description Every published key, the signing one first; keys of earlier rotations stay so old receipts keep verifying. Cacheable (Cache-Control).
+         */
+        get: operations["getReceiptKeys"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/transactions/list": {
         parameters: {
             query?: never;
@@ -240,6 +280,26 @@ export interface paths {
         };
         /** Every enabled route (authoritative) */
         get: operations["listCorridors"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/public/corridors/health": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Live health of every enabled corridor
+         * @description Rail state (up, degraded, down, since when), settlement p50/p95 over the last hour and day from real payouts, and a liquidity level (never the amount). Cached a few seconds (Cache-Control). Thresholds: docs/corridor-health.md.
+         */
+        get: operations["getCorridorHealth"];
         put?: never;
         post?: never;
         delete?: never;
@@ -905,6 +965,186 @@ export interface components {
             /** @description The X-Request-Id of this response; quote it to support. */
             request_id: string;
         };
+        Receipt: {
+            /** @constant */
+            receipt_version: 1;
+            transaction_id: string;
+            transaction_reference: string;
+            user_id: string;
+            /** @enum {string} */
+            direction: "payout" | "onramp";
+            /** @enum {string} */
+            status: "AWAITING_PAYMENT" | "PROCESSING_PAYMENT" | "PAYMENT_COMPLETED" | "PAYMENT_EXPIRED" | "PAYMENT_FAILED" | "WRONG_AMOUNT";
+            /**
+             * @description settled: paid out (or delivered) as quoted; refunded: the deposit went back.
+             * @enum {string}
+             */
+            outcome: "settled" | "refunded";
+            quote: {
+                id: string;
+                /** @description An exact decimal amount, as text. */
+                source_amount: string;
+                source_currency: string;
+                /** @description An exact decimal amount, as text. */
+                target_amount: string;
+                target_currency: string;
+                /** @description Fiat units per one crypto unit, as quoted. */
+                rate: string;
+                fee: {
+                    /** @description An exact decimal amount, as text. */
+                    amount: string;
+                    /** @enum {string} */
+                    currency: "USDC" | "USDT";
+                    /** @enum {string} */
+                    type: "none" | "percentage" | "fixed" | "combined";
+                };
+                /**
+                 * @description RFC 3339 UTC time with milliseconds.
+                 * @example 2026-11-25T22:00:00.000Z
+                 */
+                created_at: string;
+            };
+            deposit: {
+                /** @constant */
+                rail: "chain";
+                /** @enum {string} */
+                network: "STELLAR" | "SOLANA" | "CELO";
+                /** @enum {string} */
+                asset: "USDC" | "USDT";
+                /** @description The deposit transfer’s hash (Stellar, Celo) or signature (Solana). */
+                hash: string;
+                /** @description An exact decimal amount, as text. */
+                amount: string;
+                /**
+                 * @description RFC 3339 UTC time with milliseconds.
+                 * @example 2026-11-25T22:00:00.000Z
+                 */
+                received_at: string;
+            } | {
+                /** @constant */
+                rail: "pix";
+                /** @description The PIX provider’s payment id. */
+                payment_id: string;
+                /** @description An exact decimal amount, as text. */
+                amount: string;
+                /** @constant */
+                currency: "BRL";
+                /**
+                 * @description RFC 3339 UTC time with milliseconds.
+                 * @example 2026-11-25T22:00:00.000Z
+                 */
+                received_at: string;
+            };
+            settlement: ({
+                /** @constant */
+                kind: "payout";
+                /** @enum {string} */
+                rail: "BREB" | "PIX";
+                /** @description The rail’s payment id of the payout. */
+                payment_id: string;
+                /** @description An exact decimal amount, as text. */
+                amount: string;
+                /** @enum {string} */
+                currency: "COP" | "BRL";
+                requested_at: string | null;
+                /**
+                 * @description RFC 3339 UTC time with milliseconds.
+                 * @example 2026-11-25T22:00:00.000Z
+                 */
+                completed_at: string;
+            } | {
+                /** @constant */
+                kind: "delivery";
+                /** @enum {string} */
+                network: "STELLAR" | "SOLANA" | "CELO";
+                /** @enum {string} */
+                asset: "USDC" | "USDT";
+                /** @description The delivery transfer’s hash or signature. */
+                hash: string;
+                /** @description An exact decimal amount, as text. */
+                amount: string;
+                requested_at: string | null;
+                /**
+                 * @description RFC 3339 UTC time with milliseconds.
+                 * @example 2026-11-25T22:00:00.000Z
+                 */
+                completed_at: string;
+            }) | null;
+            refund: {
+                refund_id: string;
+                requested_at: string | null;
+                settled_at: string | null;
+            } | null;
+            /**
+             * @description RFC 3339 UTC time with milliseconds.
+             * @example 2026-11-25T22:00:00.000Z
+             */
+            created_at: string;
+        };
+        SignedReceipt: {
+            receipt: components["schemas"]["Receipt"];
+            /** @description Detached JWS (RFC 7515 appendix F, unencoded payload per RFC 7797): `<BASE64URL(header)>..<BASE64URL(Ed25519 signature)>` over `BASE64URL(header) || "." || RFC 8785 canonical JSON of receipt`. Header: {"alg":"EdDSA","b64":false,"crit":["b64"],"kid":…}. */
+            signature: string;
+        };
+        Jwks: {
+            keys: {
+                /** @constant */
+                kty: "OKP";
+                /** @constant */
+                crv: "Ed25519";
+                kid: string;
+                /** @description The public key, base64url. */
+                x: string;
+                /** @constant */
+                alg: "EdDSA";
+                /** @constant */
+                use: "sig";
+            }[];
+        };
+        CorridorHealth: {
+            /** @description When these figures were computed (they are cached a few seconds). */
+            generated_at: string;
+            corridors: {
+                /** @enum {string} */
+                blockchain: "STELLAR" | "SOLANA" | "CELO";
+                /** @enum {string} */
+                cryptoCurrency: "USDC" | "USDT";
+                /** @enum {string} */
+                paymentMethod: "BREB" | "PIX";
+                /** @enum {string} */
+                targetCurrency: "COP" | "BRL";
+                rail: {
+                    /** @enum {string} */
+                    state: "up" | "degraded" | "down";
+                    /** @description When the state began (RFC 3339); null when it held the whole last day. */
+                    since: string | null;
+                    /** @description Payouts of the rail in the recent window. */
+                    recent_payouts: number;
+                    recent_failure_share: number | null;
+                };
+                settlement: {
+                    last_hour: {
+                        /** @description Payouts that succeeded in the period. */
+                        payouts: number;
+                        /** @description Median settlement time (deposit seen → payout completed), ms; null without payouts. */
+                        p50_ms: number | null;
+                        p95_ms: number | null;
+                    };
+                    last_day: {
+                        /** @description Payouts that succeeded in the period. */
+                        payouts: number;
+                        /** @description Median settlement time (deposit seen → payout completed), ms; null without payouts. */
+                        p50_ms: number | null;
+                        p95_ms: number | null;
+                    };
+                };
+                /**
+                 * @description Never the amount.
+                 * @enum {string}
+                 */
+                liquidity: "ok" | "low" | "exhausted" | "unknown";
+            }[];
+        };
         /** @description Codes answered with 400: invalid_request, quote_not_found, kyc_rejected, corridor_unavailable, minimum, maximum, quote_unavailable, quote_expired, quote_used, quote_in_use, transaction_cap, kyb_cap, rail_unavailable, account_unverifiable, liquidity_insufficient, user_daily_count_cap, user_daily_amount_cap, method_daily_cap. */
         Error400: {
             /** @enum {string} */
@@ -971,10 +1211,10 @@ export interface components {
             /** @description The X-Request-Id of this response; quote it to support. */
             request_id: string;
         };
-        /** @description Codes answered with 409: idempotency_in_progress, rehearsal_not_applicable. */
+        /** @description Codes answered with 409: idempotency_in_progress, rehearsal_not_applicable, receipt_not_available. */
         Error409: {
             /** @enum {string} */
-            code: "idempotency_in_progress" | "rehearsal_not_applicable";
+            code: "idempotency_in_progress" | "rehearsal_not_applicable" | "receipt_not_available";
             /** @description A human sentence naming the field or rule; never a secret or personal data. */
             reason: string;
             /** @description True when the very same request may succeed later. */
@@ -1287,7 +1527,7 @@ export interface components {
                 "application/json": components["schemas"]["Error408"];
             };
         };
-        /** @description Conflict: `idempotency_in_progress`, `rehearsal_not_applicable` */
+        /** @description Conflict: `idempotency_in_progress`, `rehearsal_not_applicable`, `receipt_not_available` */
         Conflict: {
             headers: {
                 /** @description The request id (the X-Request-Id sent, when valid, else a new one); also `request_id` in error bodies. */
@@ -1790,6 +2030,134 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    getReceipt: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for this request (1–128 of A–Z a–z 0–9 . _ : -), echoed back. */
+                "X-Request-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The receipt and its detached JWS. */
+            200: {
+                headers: {
+                    /** @description The request id (the X-Request-Id sent, when valid, else a new one); also `request_id` in error bodies. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "receipt": {
+                     *         "receipt_version": 1,
+                     *         "transaction_id": "0b7d1f5e-8f9a-4d8e-a7a3-0c6f1a9e2b44",
+                     *         "transaction_reference": "C30fXo+aTY6nowxvGp4rRA==",
+                     *         "user_id": "user-42",
+                     *         "direction": "payout",
+                     *         "status": "PAYMENT_COMPLETED",
+                     *         "outcome": "settled",
+                     *         "quote": {
+                     *           "id": "6f1c2b1e-4a4e-4c31-9d53-1b1f6a0c2e11",
+                     *           "source_amount": "12.6",
+                     *           "source_currency": "USDC",
+                     *           "target_amount": "50000",
+                     *           "target_currency": "COP",
+                     *           "rate": "4000",
+                     *           "fee": {
+                     *             "amount": "0.13",
+                     *             "currency": "USDC",
+                     *             "type": "percentage"
+                     *           },
+                     *           "created_at": "2026-11-25T21:59:00.000Z"
+                     *         },
+                     *         "deposit": {
+                     *           "rail": "chain",
+                     *           "network": "STELLAR",
+                     *           "asset": "USDC",
+                     *           "hash": "ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff",
+                     *           "amount": "12.6",
+                     *           "received_at": "2026-11-25T22:00:05.000Z"
+                     *         },
+                     *         "settlement": {
+                     *           "kind": "payout",
+                     *           "rail": "BREB",
+                     *           "payment_id": "breb_7d1f5e8f",
+                     *           "amount": "50000",
+                     *           "currency": "COP",
+                     *           "requested_at": "2026-11-25T22:00:05.000Z",
+                     *           "completed_at": "2026-11-25T22:00:07.000Z"
+                     *         },
+                     *         "refund": null,
+                     *         "created_at": "2026-11-25T21:59:30.000Z"
+                     *       },
+                     *       "signature": "eyJhbGciOiJFZERTQSIsImI2NCI6ZmFsc2UsImNyaXQiOlsiYjY0Il0sImtpZCI6InJlY2VpcHRzLTIwMjYtMTEifQ..<base64url Ed25519 signature>"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SignedReceipt"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getReceiptKeys: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for this request (1–128 of A–Z a–z 0–9 . _ : -), echoed back. */
+                "X-Request-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A JWK Set (RFC 7517). */
+            200: {
+                headers: {
+                    /** @description The request id (the X-Request-Id sent, when valid, else a new one); also `request_id` in error bodies. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "keys": [
+                     *         {
+                     *           "kty": "OKP",
+                     *           "crv": "Ed25519",
+                     *           "kid": "receipts-2026-11",
+                     *           "x": "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo",
+                     *           "alg": "EdDSA",
+                     *           "use": "sig"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Jwks"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     listTransactions: {
         parameters: {
             query: {
@@ -2229,6 +2597,69 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["CorridorList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getCorridorHealth: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for this request (1–128 of A–Z a–z 0–9 . _ : -), echoed back. */
+                "X-Request-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One entry per enabled corridor. */
+            200: {
+                headers: {
+                    /** @description The request id (the X-Request-Id sent, when valid, else a new one); also `request_id` in error bodies. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "generated_at": "2026-11-25T22:00:00.000Z",
+                     *       "corridors": [
+                     *         {
+                     *           "blockchain": "STELLAR",
+                     *           "cryptoCurrency": "USDC",
+                     *           "paymentMethod": "BREB",
+                     *           "targetCurrency": "COP",
+                     *           "rail": {
+                     *             "state": "up",
+                     *             "since": null,
+                     *             "recent_payouts": 12,
+                     *             "recent_failure_share": 0
+                     *           },
+                     *           "settlement": {
+                     *             "last_hour": {
+                     *               "payouts": 12,
+                     *               "p50_ms": 2100,
+                     *               "p95_ms": 4800
+                     *             },
+                     *             "last_day": {
+                     *               "payouts": 230,
+                     *               "p50_ms": 2300,
+                     *               "p95_ms": 6100
+                     *             }
+                     *           },
+                     *           "liquidity": "ok"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CorridorHealth"];
                 };
             };
             400: components["responses"]["BadRequest"];

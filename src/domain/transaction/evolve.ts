@@ -114,9 +114,9 @@ function applyTo(state: TransactionState, event: Exclude<TransactionEvent, Creat
         },
       };
     case 'RefundRequested':
-      return applyRefund(state, event.deposit.id, at.updatedAtMs, 'pending', null);
+      return applyRefund(state, event.deposit.id, at.updatedAtMs, 'pending', null, event.atMs);
     case 'RefundSettled':
-      return applyRefund(state, event.depositId, at.updatedAtMs, 'settled', event.refundOnChainId);
+      return applyRefund(state, event.depositId, at.updatedAtMs, 'settled', event.refundOnChainId, event.atMs);
   }
 }
 
@@ -126,11 +126,14 @@ function applyRefund(
   updatedAtMs: number,
   refund: 'pending' | 'settled',
   refundOnChainId: string | null,
+  atMs: number,
 ): TransactionState {
   const from: RefundState = refund === 'pending' ? 'none' : 'pending';
   if (state.deposit?.id === depositId) {
     assert(state.refund === from, `refund ${state.refund} → ${refund}`);
-    return { ...state, updatedAtMs, refund, refundOnChainId };
+    const times = state.refundTimes ?? { requestedAtMs: null, settledAtMs: null };
+    const refundTimes = refund === 'pending' ? { ...times, requestedAtMs: atMs } : { ...times, settledAtMs: atMs };
+    return { ...state, updatedAtMs, refund, refundOnChainId, refundTimes };
   }
   let found = false;
   const strayDeposits = state.strayDeposits.map((entry) => {

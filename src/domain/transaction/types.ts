@@ -94,6 +94,11 @@ export interface TransactionState {
   readonly deposit: Deposit | null;
   readonly settlement: Settlement;
   readonly refund: RefundState;
+  /**
+   * When the primary refund was requested and when it settled (a settlement receipt names both).
+   * Absent in states written before they were kept: unknown then.
+   */
+  readonly refundTimes?: { readonly requestedAtMs: number | null; readonly settledAtMs: number | null };
   readonly strayDeposits: readonly StrayDeposit[];
 }
 

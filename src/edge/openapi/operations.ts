@@ -95,6 +95,17 @@ const webhookDataExample = {
   taxId: null, externalId: null, partnerUserId: 'user-42',
 };
 
+const receiptExample = {
+  receipt: {
+    receipt_version: 1, transaction_id: transactionId, transaction_reference: reference, user_id: 'user-42', direction: 'payout', status: 'PAYMENT_COMPLETED', outcome: 'settled',
+    quote: { id: quoteExample.quote_id, source_amount: '12.6', source_currency: 'USDC', target_amount: '50000', target_currency: 'COP', rate: '4000', fee: { amount: '0.13', currency: 'USDC', type: 'percentage' }, created_at: '2026-11-25T21:59:00.000Z' },
+    deposit: { rail: 'chain', network: 'STELLAR', asset: 'USDC', hash: 'f'.repeat(64), amount: '12.6', received_at: '2026-11-25T22:00:05.000Z' },
+    settlement: { kind: 'payout', rail: 'BREB', payment_id: 'breb_7d1f5e8f', amount: '50000', currency: 'COP', requested_at: '2026-11-25T22:00:05.000Z', completed_at: '2026-11-25T22:00:07.000Z' },
+    refund: null, created_at: '2026-11-25T21:59:30.000Z',
+  },
+  signature: 'eyJhbGciOiJFZERTQSIsImI2NCI6ZmFsc2UsImNyaXQiOlsiYjY0Il0sImtpZCI6InJlY2VpcHRzLTIwMjYtMTEifQ..<base64url Ed25519 signature>',
+};
+
 const postIdempotent = [408, 409, 413, 415, 422];
 
 /** The sandbox's failure rehearsals (docs/sandbox.md): webhook faults and test clocks. */
@@ -163,6 +174,19 @@ export const operations: readonly OperationSpec[] = [
     extraStatuses: [404],
   },
   {
+    method: 'get', path: '/transaction/{id}/receipt', operationId: 'getReceipt', tag: 'Transactions', security: 'partner',
+    summary: "A transaction's signed settlement receipt", pathParams: ['id'],
+    description: 'For a PAYMENT_COMPLETED transaction, or one whose deposit was refunded (409 `receipt_not_available` before). Verify `signature` with the keys of GET /.well-known/jwks.json (docs/receipts.md).',
+    success: { status: 200, component: 'SignedReceipt', example: receiptExample, description: 'The receipt and its detached JWS.' },
+    extraStatuses: [404, 409],
+  },
+  {
+    method: 'get', path: '/.well-known/jwks.json', operationId: 'getReceiptKeys', tag: 'Transactions', security: 'none',
+    summary: 'The public keys that verify settlement receipts (JWKS)',
+    description: 'Every published key, the signing one first; keys of earlier rotations stay so old receipts keep verifying. Cacheable (Cache-Control).',
+    success: { status: 200, component: 'Jwks', example: { keys: [{ kty: 'OKP', crv: 'Ed25519', kid: 'receipts-2026-11', x: '11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo', alg: 'EdDSA', use: 'sig' }] }, description: 'A JWK Set (RFC 7517).' },
+  },
+  {
     method: 'get', path: '/transactions/list', operationId: 'listTransactions', tag: 'Transactions', security: 'partner',
     summary: "One user's transactions, newest first", query: listQuerySchema,
     success: { status: 200, component: 'TransactionList', example: { page: 1, pageSize: 20, total: 0, transactions: [] }, description: 'A page.' },
@@ -215,6 +239,15 @@ export const operations: readonly OperationSpec[] = [
     success: {
       status: 200, component: 'CorridorList', description: 'The routes enabled now.',
       example: { corridors: [{ blockchain: 'STELLAR', chainFamily: 'stellar', chainId: 'stellar:pubnet', cryptoCurrency: 'USDC', paymentMethod: 'BREB', targetCurrency: 'COP', minAmount: 10000, maxAmount: 5000000, notify: { endpoint: null, required: false }, walletSession: { chainId: 'stellar:pubnet', events: [], methods: ['stellar_signXDR'], namespace: 'stellar' } }] },
+    },
+  },
+  {
+    method: 'get', path: '/public/corridors/health', operationId: 'getCorridorHealth', tag: 'Discovery', security: 'none',
+    summary: 'Live health of every enabled corridor',
+    description: 'Rail state (up, degraded, down, since when), settlement p50/p95 over the last hour and day from real payouts, and a liquidity level (never the amount). Cached a few seconds (Cache-Control). Thresholds: docs/corridor-health.md.',
+    success: {
+      status: 200, component: 'CorridorHealth', description: 'One entry per enabled corridor.',
+      example: { generated_at: '2026-11-25T22:00:00.000Z', corridors: [{ blockchain: 'STELLAR', cryptoCurrency: 'USDC', paymentMethod: 'BREB', targetCurrency: 'COP', rail: { state: 'up', since: null, recent_payouts: 12, recent_failure_share: 0 }, settlement: { last_hour: { payouts: 12, p50_ms: 2100, p95_ms: 4800 }, last_day: { payouts: 230, p50_ms: 2300, p95_ms: 6100 } }, liquidity: 'ok' }] },
     },
   },
   {

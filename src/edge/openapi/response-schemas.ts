@@ -12,6 +12,8 @@ import { feeTypes } from '../../domain/quote.ts';
 import { transactionStatuses } from '../../domain/transaction/types.ts';
 import { webhookFaultBounds } from '../../domain/webhook-faults.ts';
 import { webhookEventNames } from '../../webhooks/records.ts';
+import { jwksSchema, receiptSchema, signedReceiptSchema } from './receipt-schemas.ts';
+import { corridorHealthSchema } from './health-schemas.ts';
 
 export const networkSchema = z.enum(networks).meta({ description: 'Blockchain the crypto moves on.' });
 export const cryptoAssetSchema = z.enum(cryptoAssets);
@@ -277,4 +279,8 @@ export const responseComponents = {
   Ready: readySchema,
   NotReady: notReadySchema,
   ErrorBody: errorBodySchema,
+  Receipt: receiptSchema,
+  SignedReceipt: signedReceiptSchema,
+  Jwks: jwksSchema,
+  CorridorHealth: corridorHealthSchema,
 } as const;

@@ -21,6 +21,8 @@ import type { Guard, HttpResponse, RequestContext } from '../http-types.ts';
 import { canonicalJson, fingerprint, readIdempotencyKey, type Idempotency, type Ids } from '../idempotency.ts';
 import type { KycQuota } from '../kyc-quota.ts';
 import type { NotifyBudget } from '../notify-budget.ts';
+import type { ReceiptSigner } from '../receipt-signing.ts';
+import type { CorridorHealth } from '../corridor-health.ts';
 
 /** Default time the edge waits for an actor's reply before answering 503 (EDGE_ASK_TIMEOUT_MS; the command may still apply). */
 export const actorReplyTimeoutMs = 10_000;
@@ -90,6 +92,10 @@ export interface EdgeEnv {
   readonly draining?: () => boolean;
   /** Whether every shard has a live worker (src/service/shard-watch.ts), for /readyz. */
   readonly shards?: { summary(): CoverageSummary };
+  /** Signs settlement receipts and publishes their keys (src/edge/receipt-signing.ts); absent or null: none configured. */
+  readonly receipts?: ReceiptSigner | null;
+  /** GET /public/corridors/health's cached figures (src/edge/corridor-health.ts); absent: 503. */
+  readonly corridorHealth?: CorridorHealth;
 }
 
 /** The partner id a guarded route runs for (the guard set it). */

@@ -1,4 +1,5 @@
-// Unauthenticated routes: GET /public/corridors (the authoritative route list), GET /healthz
+// Unauthenticated routes: GET /public/corridors (the authoritative route list), GET
+// /public/corridors/health (rail state, settlement times, liquidity level: docs/corridor-health.md), GET /healthz
 // (the process answers) and GET /readyz: the edge can serve requests — the store and the bus
 // answer, each within a bound, and every shard has a live worker (src/service/shard-watch.ts).
 // Each is limited per client address when the edge gives a `publicGuard` (docs/security.md).
@@ -7,7 +8,7 @@ import { corridorToJson, listCorridors } from '../../domain/corridors.ts';
 import { errorBody, errorResponse } from '../errors.ts';
 import { jsonResponse } from '../http-response.ts';
 import type { HttpResponse, Route } from '../http-types.ts';
-import type { EdgeEnv } from './common.ts';
+import { capabilityUnavailable, type EdgeEnv } from './common.ts';
 
 /** How long a readiness probe waits for the store or the bus. */
 export const readinessProbeTimeoutMs = 2_000;
@@ -18,6 +19,19 @@ function corridors(env: EdgeEnv): HttpResponse {
     (route) => availability === undefined || availability.active(route.network, route.cryptoCurrency),
   );
   return jsonResponse(200, { corridors: routes.map(corridorToJson) });
+}
+
+/** GET /public/corridors/health: one cached snapshot for every caller (src/edge/corridor-health.ts). */
+async function corridorHealth(env: EdgeEnv): Promise<HttpResponse> {
+  const health = env.corridorHealth;
+  if (health === undefined) return capabilityUnavailable('Corridor health');
+  try {
+    const snapshot = await health.snapshot();
+    return jsonResponse(200, snapshot, { 'cache-control': `public, max-age=${Math.max(1, Math.floor(env.ctx.env.CORRIDOR_HEALTH_CACHE_MS / 1000))}` });
+  } catch (error) {
+    env.ctx.log.warn({ error: String(error) }, 'corridor health could not be computed');
+    return capabilityUnavailable('Corridor health (the store did not answer)');
+  }
 }
 
 async function probe(run: () => Promise<unknown>): Promise<boolean> {
@@ -76,6 +90,7 @@ export function publicRoutes(env: EdgeEnv): Route[] {
   const guard = env.publicGuard === undefined ? {} : { guard: env.publicGuard };
   return [
     { method: 'GET', pattern: '/public/corridors', ...guard, handler: () => Promise.resolve(corridors(env)) },
+    { method: 'GET', pattern: '/public/corridors/health', ...guard, handler: () => corridorHealth(env) },
     { method: 'GET', pattern: '/healthz', ...guard, handler: () => Promise.resolve(jsonResponse(200, { status: 'ok' })) },
     { method: 'GET', pattern: '/readyz', ...guard, handler: () => readiness(env) },
   ];
