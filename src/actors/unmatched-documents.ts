@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import type { Network } from '../domain/assets.ts';
 import { toFixedString, type Decimal } from '../domain/money.ts';
 import type { UnmatchedDepositState } from '../domain/unmatched-deposits.ts';
+import type { JsonObject, SnapshotStore } from '../store/store.ts';
 import type { JsonValue } from './envelope.ts';
 
 export const unmatchedDepositsCollection = 'unmatched_deposits';
@@ -69,4 +70,52 @@ export function unmatchedDocument(facts: UnmatchedDocumentFacts): { [key: string
     createdAtMs: facts.createdAtMs,
     updatedAtMs: facts.updatedAtMs,
   };
+}
+
+/** Filters of a listing; `owner` is a partner id (the partner API and portal always give theirs). */
+export interface UnmatchedListFilter {
+  readonly owner?: string;
+  readonly state?: UnmatchedDepositState;
+  readonly network?: Network;
+  /** Inclusive bounds on `createdAtMs` (epoch ms). */
+  readonly createdFromMs?: number;
+  readonly createdToMs?: number;
+}
+
+/**
+ * Documents a created-range listing looks at, newest first: the store answers equality and order
+ * only, so a range is applied to this many of the newest matching documents (docs/unmatched-deposits.md).
+ */
+export const unmatchedRangeScanMax = 10_000;
+const scanPageSize = 1_000;
+
+/** One page of unmatched deposits, newest first, with the total that matches. */
+export async function listUnmatchedDeposits(
+  store: SnapshotStore,
+  filter: UnmatchedListFilter,
+  page: { readonly offset: number; readonly limit: number },
+): Promise<{ total: number; items: JsonObject[] }> {
+  const where: Record<string, string> = {};
+  if (filter.owner !== undefined) where['owner'] = filter.owner;
+  if (filter.state !== undefined) where['state'] = filter.state;
+  if (filter.network !== undefined) where['network'] = filter.network;
+  const base = { where, orderBy: 'createdAtMs', direction: 'desc' as const };
+  if (filter.createdFromMs === undefined && filter.createdToMs === undefined) {
+    const result = await store.list(unmatchedDepositsCollection, { ...base, offset: page.offset, limit: page.limit });
+    return { total: result.total, items: result.items.map((item) => item.doc) };
+  }
+  const from = filter.createdFromMs ?? Number.NEGATIVE_INFINITY;
+  const to = filter.createdToMs ?? Number.POSITIVE_INFINITY;
+  const inRange: JsonObject[] = [];
+  for (let offset = 0; offset < unmatchedRangeScanMax; offset += scanPageSize) {
+    const result = await store.list(unmatchedDepositsCollection, { ...base, offset, limit: scanPageSize });
+    for (const { doc } of result.items) {
+      const created = doc['createdAtMs'];
+      if (typeof created === 'number' && created >= from && created <= to) inRange.push(doc);
+    }
+    const oldest = result.items.at(-1)?.doc['createdAtMs'];
+    // Newest first: once a page ends before the range, no later page can reach into it.
+    if (result.items.length < scanPageSize || (typeof oldest === 'number' && oldest < from)) break;
+  }
+  return { total: inRange.length, items: inRange.slice(page.offset, page.offset + page.limit) };
 }

@@ -28,6 +28,7 @@ import { publicRoutes } from '../edge/routes/public.ts';
 import { quoteRoutes } from '../edge/routes/quotes.ts';
 import { sandboxRoutes } from '../edge/routes/sandbox.ts';
 import { transactionRoutes } from '../edge/routes/transactions.ts';
+import { unmatchedDepositRoutes } from '../edge/routes/unmatched-deposits.ts';
 import { eventsRoutes } from '../edge/routes/events.ts';
 import { referenceRoutes } from '../edge/routes/reference.ts';
 import { createEventLogReader } from '../webhooks/event-log.ts';
@@ -70,6 +71,7 @@ export function edgeRoutes(env: EdgeEnv): Route[] {
     ...publicRoutes(env),
     ...quoteRoutes(env),
     ...transactionRoutes(env),
+    ...unmatchedDepositRoutes(env),
     ...kycRoutes(env),
     ...paymentRoutes(env),
     ...opsRoutes(env),
