@@ -15,6 +15,8 @@ import type { PasswordVerifier } from './passwords.ts';
 import type { PortalRequestEnv } from './requests.ts';
 import { createSessionStore, defaultSessionTimes, type SessionTimes } from './sessions.ts';
 import { transactionsApiRoutes } from './transactions-api.ts';
+import { unmatchedApiRoutes } from './unmatched-api.ts';
+import type { UnmatchedDecisions } from '../edge/routes/unmatched-deposits.ts';
 import { webhooksApiRoutes } from './webhooks-api.ts';
 
 export { createPasswordVerifier, hashPassword, hashPasswordSync } from './passwords.ts';
@@ -35,6 +37,8 @@ export interface PortalDeps {
   readonly clientAddress: (head: RequestHead) => string;
   readonly passwords: PasswordVerifier;
   readonly sessionTimes?: SessionTimes;
+  /** Refund and apply of unmatched deposits (the partner API's own); the page lists without them. */
+  readonly unmatched?: UnmatchedDecisions;
 }
 
 export function portalRoutes(deps: PortalDeps): Route[] {
@@ -60,5 +64,6 @@ export function portalRoutes(deps: PortalDeps): Route[] {
     ...webhooksApiRoutes({ ...base, destinations: webhooks.destinations, deliveries: webhooks.deliveries }),
     ...transactionsApiRoutes({ ...base, store: ctx.store, deliveries: webhooks.deliveries, events: webhooks.events }),
     ...keysApiRoutes({ ...base, store: ctx.store, partners: ctx.partners }),
+    ...(deps.unmatched === undefined ? [] : unmatchedApiRoutes({ ...base, store: ctx.store, decisions: deps.unmatched })),
   ];
 }

@@ -28,7 +28,7 @@ import { publicRoutes } from '../edge/routes/public.ts';
 import { quoteRoutes } from '../edge/routes/quotes.ts';
 import { sandboxRoutes } from '../edge/routes/sandbox.ts';
 import { transactionRoutes } from '../edge/routes/transactions.ts';
-import { unmatchedDepositRoutes } from '../edge/routes/unmatched-deposits.ts';
+import { unmatchedDecisions, unmatchedDepositRoutes } from '../edge/routes/unmatched-deposits.ts';
 import { eventsRoutes } from '../edge/routes/events.ts';
 import { referenceRoutes } from '../edge/routes/reference.ts';
 import { createEventLogReader } from '../webhooks/event-log.ts';
@@ -196,7 +196,7 @@ async function startEdgeApp(
   };
   const metrics = createEdgeMetrics();
   const portal =
-    options.portal === undefined ? [] : portalRoutes({ ctx, webhooks: options.portal, clientAddress, passwords: await createPasswordVerifier() });
+    options.portal === undefined ? [] : portalRoutes({ ctx, webhooks: options.portal, clientAddress, passwords: await createPasswordVerifier(), unmatched: unmatchedDecisions(env) });
   let stats = (): HttpAppStats => ({ inFlightRequests: 0, bodyBytesInFlight: 0, uploadsInFlight: 0 });
   const app = createHttpApp({
     logger: ctx.log,

@@ -176,6 +176,33 @@ async function applyDeposit(env: EdgeEnv, refusals: EarlyRefusals, request: Requ
   });
 }
 
+/**
+ * The partner decisions the portal offers (src/portal/unmatched-api.ts): the same checks and the
+ * same deposit actor commands as the routes above, for a signed-in administrator of `partnerId`.
+ */
+export interface UnmatchedDecisions {
+  refund(partnerId: string, id: string): Promise<HttpResponse>;
+  apply(partnerId: string, id: string, body: unknown): Promise<HttpResponse>;
+}
+
+export function unmatchedDecisions(env: EdgeEnv): UnmatchedDecisions {
+  const refusals = createEarlyRefusals(env.ctx.store, () => env.ctx.config.limits());
+  return {
+    async refund(partnerId, id) {
+      const doc = await partnerUnmatchedDeposit(env, partnerId, id);
+      return doc === null ? depositNotFound() : decide(env, doc, 'refund', { partnerId }, randomUUID());
+    },
+    async apply(partnerId, id, body) {
+      const doc = await partnerUnmatchedDeposit(env, partnerId, id);
+      if (doc === null) return depositNotFound();
+      const parsed = parseWith(transactionBodySchema, body);
+      if (!parsed.ok) return errorResponse('invalid_request', parsed.reason);
+      if (parsed.value.account_number === null && parsed.value.qr_code === null) return errorResponse('invalid_request', 'Either account_number or qr_code must be given');
+      return applyToQuote(env, refusals, partnerId, doc, parsed.value, { transactionId: randomUUID(), commandId: randomUUID(), applyCommandId: randomUUID() });
+    },
+  };
+}
+
 export function unmatchedDepositRoutes(env: EdgeEnv): Route[] {
   const guard = env.partnerGuard;
   const refusals = createEarlyRefusals(env.ctx.store, () => env.ctx.config.limits());
