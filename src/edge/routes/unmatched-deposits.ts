@@ -151,7 +151,11 @@ async function applyToQuote(env: EdgeEnv, refusals: EarlyRefusals, partnerId: st
     const mismatch = applyMismatch(deposit, record.quote);
     if (mismatch !== null) return errorResponse('deposit_quote_mismatch', mismatch);
     const accepted = await accept(env, refusals, partnerId, body, ids);
-    // A refusal (or kycRequired) creates nothing: the deposit stays open and the answer is the acceptance's.
+    // A refusal creates nothing: the deposit stays open and the answer is the acceptance's. So does
+    // `kycRequired` (a 200 of POST /transaction), answered here as a refusal: nothing was applied.
+    if (accepted.status === 200 && acceptedTransactionId(accepted) === null) {
+      return errorResponse('invalid_request', 'KYC is required for this user before a transaction can be accepted (POST /kyc); the deposit stays open');
+    }
     if (acceptedTransactionId(accepted) !== transactionId) return accepted;
   }
   return decide(env, doc, 'apply', { partnerId, transactionId }, idOf(ids, 'applyCommandId'));
