@@ -15,10 +15,11 @@ export function depositActorKey(network: Network, onChainId: string, depositAddr
 }
 
 /**
- * The command a transaction sends back to the deposit actor of a transfer it refused to take: beyond
- * its stray slots (`too_many_deposits`) or dust (`below_refund_floor`). The deposit actor then
- * treats the transfer as unmatched: refunded to its sender, or recorded as dust below the floor.
+ * The command a transaction sends back to the deposit actor of a transfer it refused to take: late
+ * (`deposit_late`: at or after its expiry), beyond its stray slots (`too_many_deposits`) or dust
+ * (`below_refund_floor`). The deposit actor then treats the transfer as an unmatched deposit
+ * attributable to the transaction's partner (docs/unmatched-deposits.md).
  */
 export const depositHandBackKind = 'handBack';
-export type HandBackReason = 'too_many_deposits' | 'below_refund_floor';
-export const handBackReasons: readonly HandBackReason[] = ['too_many_deposits', 'below_refund_floor'];
+export type HandBackReason = 'deposit_late' | 'too_many_deposits' | 'below_refund_floor';
+export const handBackReasons: readonly HandBackReason[] = ['deposit_late', 'too_many_deposits', 'below_refund_floor'];

@@ -397,7 +397,7 @@ export type DomainReply = { readonly ok: true; readonly status: string } | { rea
  */
 function handBackOf(tx: TransactionState, command: TransactionCommand, code: string): CommandToSend[] {
   if (command.kind !== 'DepositDetected' || !handBackReasons.includes(code as HandBackReason)) return [];
-  const payload = toJsonValue({ transactionId: tx.id, reason: code });
+  const payload = toJsonValue({ transactionId: tx.id, reason: code, partnerId: tx.partnerId });
   const depositKey = command.depositKey ?? depositActorKey(command.network, command.onChainId);
   return [{ actorType: depositActorType, actorKey: depositKey, kind: depositHandBackKind, payload }];
 }

@@ -54,6 +54,21 @@ export const errorCatalogue = {
     retryable: false,
     defaultReason: 'No receipt yet: a receipt exists once the transaction is PAYMENT_COMPLETED or its deposit is refunded',
   },
+  unmatched_deposit_not_open: {
+    status: 409,
+    retryable: false,
+    defaultReason: 'The unmatched deposit is no longer open: it is being refunded, was refunded or was applied',
+  },
+  refund_withheld: {
+    status: 409,
+    retryable: false,
+    defaultReason: 'The deposit is below its network\'s refund floor and is not refunded; apply it to a quote for its exact amount instead',
+  },
+  deposit_quote_mismatch: {
+    status: 400,
+    retryable: false,
+    defaultReason: 'The deposit cannot fund a transaction of this quote',
+  },
   payload_too_large: { status: 413, retryable: false, defaultReason: 'Request body too large' },
   uri_too_long: { status: 414, retryable: false, defaultReason: 'Request URI too long' },
   unsupported_media_type: { status: 415, retryable: false, defaultReason: 'Unsupported content type' },

@@ -114,6 +114,16 @@ export const listQuerySchema = z.object({
   pageSize: z.string().optional(),
 });
 
+/** GET /unmatched-deposits/list: every filter optional; values are checked by the route (a clear reason each). */
+export const unmatchedListQuerySchema = z.object({
+  state: text(enumTextCharsMax).optional(),
+  network: text(enumTextCharsMax).optional(),
+  created_from: text(16).optional(),
+  created_to: text(16).optional(),
+  page: z.string().optional(),
+  pageSize: z.string().optional(),
+});
+
 export const userIdQuerySchema = z.object({ userId: userIdText(userIdCharsMax) });
 
 export const qrDecoderQuerySchema = z.object({ qrCode: z.string().max(4096) });

@@ -41,6 +41,9 @@ const usage = `usage: npm run admin -- <command> [arguments] [--json]   (from th
   parked [topic] [--all] [--limit N]       outbox rows parked for operations, with the reason (--all: retrying ones too)
   retry-parked <topic> <row id>            make a waiting row due now: a worker tries it at its next round
   resolve-parked <topic> <row id> <note…>  mark a waiting row done by hand (its work is NOT done by the service; logged)
+  unmatched list [--partner ID|-] [--state S] [--network N] [--limit N]
+                                           unmatched deposits, newest first (state: open, refunding,
+                                           refunded, applied; --partner -: those no partner can be named for)
   set-rate <COP|BRL> <rate>                sandbox: fiat units per USD stablecoin
   sandbox-rail <BREB|PIX> [--liquidity N] [--latency MS] [--failure-rate R] [--outage on|off]
   help                                     this text
@@ -218,6 +221,22 @@ async function dispatch(client: AdminClient, command: string, args: string[]): P
     case 'resolve-parked':
       need(3);
       return message(await client.call('ResolveParked', { topic: args[0], id: args[1], note: args.slice(2).join(' ') }));
+    case 'unmatched': {
+      if (args[0] !== 'list') throw new UsageError('unmatched takes a subcommand: list');
+      const reply = await client.call('ListUnmatched', {
+        partner_id: option(args, '--partner') ?? '',
+        state: option(args, '--state') ?? '',
+        network: option(args, '--network') ?? '',
+        limit: Number(option(args, '--limit') ?? 0),
+      });
+      const rows = reply.rows as Array<Record<string, unknown>>;
+      return shown(reply, () =>
+        [
+          table(rows, ['id', 'partner_id', 'state', 'network', 'asset', 'amount', 'reason', 'transaction_id', 'applied_to', 'refund_hash', 'created_at_ms', 'hold_ends_at_ms']),
+          ...(Number(reply.total) > rows.length ? [`(${String(reply.total)} match; ${rows.length} listed: narrow the filters or raise --limit)`] : []),
+        ].join('\n'),
+      );
+    }
     case 'set-rate':
       need(2);
       return message(await client.call('SetRate', { currency: args[0], rate: args[1] }));

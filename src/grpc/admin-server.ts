@@ -35,6 +35,7 @@ import { serviceOutboxTopics } from '../actors/cluster-stats.ts';
 import type { OutboxRowAction } from '../store/store.ts';
 import { bulkRedeliverMax, redeliverFailed } from './admin-redeliver.ts';
 import { listParked, parkedListDefault, parkedListMax, parkedRowReply, resolveNoteCharsMax } from './admin-parked.ts';
+import { listUnmatched, unmatchedFilterOf } from './admin-unmatched.ts';
 import { outboxTopicPayouts, outboxTopicRefundsPix } from '../actors/transaction-actor.ts';
 import { listenGrpc, loadProto, lookup } from './proto.ts';
 import { adminServerTls } from './link-security.ts';
@@ -335,6 +336,11 @@ export function adminHandlers(ctx: ServiceContext, capabilities: AdminCapabiliti
       const limit = Number.isSafeInteger(asked) && asked > 0 ? Math.min(asked, parkedListMax) : parkedListDefault;
       const listing = await listParked(ctx.store, topics, { includeRetrying: request.include_retrying === true, limit, nowMs: ctx.clock.nowMs() });
       return { rows: listing.rows, truncated: listing.truncated };
+    },
+    async ListUnmatched(request) {
+      const asked = unmatchedFilterOf(request);
+      if (!asked.ok) throw new AdminError(grpcStatus.INVALID_ARGUMENT, asked.reason);
+      return listUnmatched(ctx.store, asked.filter, asked.limit);
     },
     async RetryParked(request) {
       const topic = outboxTopic(request);

@@ -16,6 +16,8 @@ import type { PasswordVerifier } from './passwords.ts';
 import type { PortalRequestEnv } from './requests.ts';
 import { createSessionStore, defaultSessionTimes, type SessionTimes } from './sessions.ts';
 import { transactionsApiRoutes } from './transactions-api.ts';
+import { unmatchedApiRoutes } from './unmatched-api.ts';
+import type { UnmatchedDecisions } from '../edge/routes/unmatched-deposits.ts';
 import { webhooksApiRoutes } from './webhooks-api.ts';
 
 export { createPasswordVerifier, hashPassword, hashPasswordSync } from './passwords.ts';
@@ -38,6 +40,8 @@ export interface PortalDeps {
   readonly sessionTimes?: SessionTimes;
   /** Signs settlement receipts for the transaction page's download (src/edge/receipt-signing.ts). */
   readonly receipts?: ReceiptSigner | null;
+  /** Refund and apply of unmatched deposits (the partner API's own); the page lists without them. */
+  readonly unmatched?: UnmatchedDecisions;
 }
 
 export function portalRoutes(deps: PortalDeps): Route[] {
@@ -63,5 +67,6 @@ export function portalRoutes(deps: PortalDeps): Route[] {
     ...webhooksApiRoutes({ ...base, destinations: webhooks.destinations, deliveries: webhooks.deliveries }),
     ...transactionsApiRoutes({ ...base, store: ctx.store, deliveries: webhooks.deliveries, events: webhooks.events, receipts: deps.receipts ?? null }),
     ...keysApiRoutes({ ...base, store: ctx.store, partners: ctx.partners }),
+    ...(deps.unmatched === undefined ? [] : unmatchedApiRoutes({ ...base, store: ctx.store, decisions: deps.unmatched })),
   ];
 }

@@ -40,7 +40,7 @@ function serve(asset: Asset, request: RequestContext): HttpResponse {
 }
 
 /** The page paths: each answers the shell, and portal.js draws the page its path names. */
-export const portalPagePaths = ['/portal', '/portal/webhooks', '/portal/deliveries', '/portal/transactions', '/portal/transactions/:id', '/portal/keys', '/portal/corridors'] as const;
+export const portalPagePaths = ['/portal', '/portal/webhooks', '/portal/deliveries', '/portal/transactions', '/portal/transactions/:id', '/portal/unmatched', '/portal/keys', '/portal/corridors'] as const;
 
 export function pageRoutes(): Route[] {
   const shell = loadAsset('app.html', 'text/html; charset=utf-8', 'no-cache');

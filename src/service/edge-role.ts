@@ -29,6 +29,7 @@ import { quoteRoutes } from '../edge/routes/quotes.ts';
 import { sandboxRoutes } from '../edge/routes/sandbox.ts';
 import { sandboxRehearsalRoutes } from '../edge/routes/sandbox-rehearsals.ts';
 import { transactionRoutes } from '../edge/routes/transactions.ts';
+import { unmatchedDecisions, unmatchedDepositRoutes } from '../edge/routes/unmatched-deposits.ts';
 import { eventsRoutes } from '../edge/routes/events.ts';
 import { referenceRoutes } from '../edge/routes/reference.ts';
 import { receiptRoutes } from '../edge/routes/receipts.ts';
@@ -76,6 +77,7 @@ export function edgeRoutes(env: EdgeEnv): Route[] {
     ...transactionRoutes(env),
     // Signed settlement receipts and the keys that verify them.
     ...receiptRoutes(env),
+    ...unmatchedDepositRoutes(env),
     ...kycRoutes(env),
     ...paymentRoutes(env),
     ...opsRoutes(env),
@@ -203,7 +205,9 @@ async function startEdgeApp(
   };
   const metrics = createEdgeMetrics();
   const portal =
-    options.portal === undefined ? [] : portalRoutes({ ctx, webhooks: options.portal, clientAddress, passwords: await createPasswordVerifier(), receipts: env.receipts ?? null });
+    options.portal === undefined
+      ? []
+      : portalRoutes({ ctx, webhooks: options.portal, clientAddress, passwords: await createPasswordVerifier(), receipts: env.receipts ?? null, unmatched: unmatchedDecisions(env) });
   let stats = (): HttpAppStats => ({ inFlightRequests: 0, bodyBytesInFlight: 0, uploadsInFlight: 0 });
   const app = createHttpApp({
     logger: ctx.log,

@@ -296,7 +296,20 @@ export const defaultReadModelIndexes: readonly ReadModelIndex[] = [
   { collection: 'deposits', name: 'by_chain_transaction', equal: ['network', 'onChainId'], orderBy: 'claimedAtMs' },
   // Finished payouts of one payment method, newest first: corridor health (src/edge/corridor-health.ts).
   { collection: 'settlement_samples', name: 'by_method_finished', equal: ['paymentMethod'], orderBy: 'finishedAtMs' },
+  // Unmatched deposits, newest first, by any mix of the filters the partner API, the portal and the
+  // admin CLI offer: owner (the partner, '' for none), state, network (src/actors/unmatched-documents.ts).
+  ...unmatchedDepositIndexes(),
 ];
+
+function unmatchedDepositIndexes(): ReadModelIndex[] {
+  const filters = [['owner'], ['state'], ['network']] as const;
+  const indexes: ReadModelIndex[] = [];
+  for (let mask = 0; mask < 1 << filters.length; mask += 1) {
+    const equal = filters.filter((_, bit) => (mask & (1 << bit)) !== 0).map(([field]) => field);
+    indexes.push({ collection: 'unmatched_deposits', name: `by_${equal.length === 0 ? 'created' : equal.join('_')}`, equal, orderBy: 'createdAtMs' });
+  }
+  return indexes;
+}
 
 export const appliedRepliesPerActorDefault = 1_000;
 export const identifierBytesMax = 256;

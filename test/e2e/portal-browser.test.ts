@@ -9,10 +9,14 @@
 // temp dir removed at the end.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
+import { toJsonValue } from '../../src/actors/state-codec.ts';
+import { randomAddress } from '../../src/chains/sandbox-chain.ts';
+import { decimalFromExactString } from '../../src/domain/money.ts';
 import { demoPortalAdminEmail } from '../../src/portal/index.ts';
 import { startServiceHarness, type ServiceHarness } from '../support/service-harness.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts';
@@ -190,4 +194,37 @@ test('an administrator runs webhooks, deliveries, transactions and keys from the
   await page.goto(`${harness.baseUrl}/portal/keys`);
   await page.waitForURL('**/portal');
   await page.locator('#signin-form').waitFor();
+});
+
+test('an administrator sees the partner\'s unmatched deposits and refunds one from the portal', async () => {
+  // A late deposit handed back by one of the demo partner's transactions (the deposit actor's own
+  // commands, as the transaction sends them): open, waiting for the partner.
+  const client = await harness.ctx.actorClient('portal-browser-unmatched');
+  const onChainId = randomBytes(32).toString('hex');
+  const transactionId = randomUUID();
+  const transfer = toJsonValue({ network: 'STELLAR', onChainId, asset: 'USDC', amount: decimalFromExactString('3.25'), sender: randomAddress('STELLAR'), memo: null });
+  assert.equal((await client.ask<{ result: string }>('deposit', `STELLAR:${onChainId}`, 'claim', { transactionId, transfer }, { timeoutMs: 10_000 })).result, 'enqueued');
+  const handed = await client.ask<{ result: string }>('deposit', `STELLAR:${onChainId}`, 'handBack', { transactionId, reason: 'deposit_late', partnerId: 'demo' }, { timeoutMs: 10_000 });
+  assert.equal(handed.result, 'recorded');
+
+  await page.goto(`${harness.baseUrl}/portal`);
+  await page.fill('#email', demoPortalAdminEmail);
+  await page.fill('#password', password);
+  await page.click('#sign-in');
+  await page.waitForURL('**/portal/webhooks');
+  await page.click('a[data-page=unmatched]');
+  const row = page.locator('tr[data-deposit]', { hasText: onChainId });
+  await row.waitFor();
+  assert.match(await row.innerText(), /open[\s\S]*3\.25 USDC[\s\S]*STELLAR[\s\S]*deposit_late/);
+  await shot('unmatched');
+  await row.locator('button[data-refund]').click();
+  await row.locator('button[data-refund]').click();
+  await page.locator('p.notice', { hasText: 'refunding' }).waitFor();
+  const id = await page.locator('tr[data-deposit]', { hasText: onChainId }).getAttribute('data-deposit');
+  const got = await call(harness.baseUrl, 'GET', `/unmatched-deposit/${String(id)}`, { key: harness.demoApiKey });
+  assert.equal(got.status, 200, got.text);
+  assert.ok(['refunding', 'refunded'].includes(String(got.json['state'])), got.text);
+  // Without the session's CSRF token the portal refuses the action.
+  const forged = await page.evaluate(async (path) => (await fetch(path, { method: 'POST', headers: { 'x-portal-request': '1' } })).status, `/portal/api/unmatched-deposits/${String(id)}/refund`);
+  assert.equal(forged, 403);
 });

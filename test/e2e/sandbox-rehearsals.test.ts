@@ -261,7 +261,7 @@ for (const busKind of ['memory', 'redis'] as const satisfies readonly BusKind[])
       await handlerSees(handlerA, id, 'AWAITING_PAYMENT');
     });
 
-    test('expire now: PAYMENT_EXPIRED at once, and a later deposit is refunded by the normal path', async () => {
+    test('expire now: PAYMENT_EXPIRED at once, and a later deposit is the partner\'s unmatched deposit, refunded by the partner\'s call', async () => {
       const id = await accept(partnerA);
       const foreign = await call(base(), 'POST', `/sandbox/transactions/${id}/expire`, { key: keyOf(partnerB) });
       assert.equal(foreign.status, 404, "another partner's transaction is not found");
@@ -271,8 +271,23 @@ for (const busKind of ['memory', 'redis'] as const satisfies readonly BusKind[])
       await handlerSees(handlerA, id, 'PAYMENT_EXPIRED');
       const again = await call(base(), 'POST', `/sandbox/transactions/${id}/expire`, { key: keyOf(partnerA) });
       assert.deepEqual([again.status, again.json['code']], [409, 'rehearsal_not_applicable']);
+      // A deposit after the expiry funds nothing: it waits as the partner's unmatched deposit
+      // (docs/unmatched-deposits.md) until the partner refunds or applies it.
       await deposit(partnerA, id);
-      await handlerSees(handlerA, id, 'PAYMENT_EXPIRED', true);
+      const late = await eventually(async () => {
+        const listed = await call(base(), 'GET', '/unmatched-deposits/list?state=open', { key: keyOf(partnerA) });
+        const found = (listed.json['unmatched_deposits'] as Array<Record<string, unknown>>).find((item) => item['transaction_id'] === id);
+        assert.ok(found, 'the late deposit is listed as unmatched');
+        return found;
+      }, 20_000);
+      assert.equal(late['reason'], 'deposit_late');
+      const refund = await call(base(), 'POST', `/unmatched-deposit/${String(late['id'])}/refund`, { key: keyOf(partnerA), idempotencyKey: randomUUID() });
+      assert.equal(refund.status, 200, refund.text);
+      await eventually(async () => {
+        const got = await call(base(), 'GET', `/unmatched-deposit/${String(late['id'])}`, { key: keyOf(partnerA) });
+        assert.equal(got.json['state'], 'refunded');
+      }, 20_000);
+      await untilStatus(base(), keyOf(partnerA), id, 'PAYMENT_EXPIRED');
     });
 
     test('fail the next payout: the rail refuses it, PAYMENT_FAILED, and the deposit is refunded', async () => {

@@ -6,6 +6,9 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import type { JsonValue } from '../../src/actors/envelope.ts';
+import { toJsonValue } from '../../src/actors/state-codec.ts';
+import { decimalFromExactString } from '../../src/domain/money.ts';
 import { runCli } from '../../src/grpc/admin-cli.ts';
 import { call } from '../e2e/support.ts';
 import { eventually } from '../support/eventually.ts';
@@ -247,4 +250,44 @@ test('sandbox knobs: set-rate changes the rate; sandbox-rail takes an outage on 
   const liquidity = await call(service.baseUrl, 'GET', '/payments/liquidity?paymentMethod=BREB', { key: service.demoApiKey });
   assert.doesNotMatch(String(liquidity.json['message']), /unavailable/);
   assert.equal((await cli('sandbox-rail', 'ACH')).code, 1);
+});
+
+test('unmatched list: every unmatched deposit, filtered by partner (or none), state and network, as a table or JSON', async () => {
+  // Two real deposit actors: a late one handed back by a transaction of kyc-off (held open for the
+  // partner), and a Stellar memo naming nothing (no partner: refunded at once).
+  const client = await service.ctx.actorClient('cli-test');
+  const transfer = (onChainId: string, network: string) =>
+    toJsonValue({ network, onChainId, asset: 'USDC', amount: decimalFromExactString('2.5000000'), sender: `GSENDER${onChainId}`, memo: null });
+  const late = `late${randomUUID().replaceAll('-', '')}`;
+  const stray = `stray${randomUUID().replaceAll('-', '')}`;
+  const transactionId = randomUUID();
+  const ask = async (key: string, kind: string, payload: JsonValue, result: string) => {
+    const reply = await client.ask<{ result: string }>('deposit', key, kind, payload, { timeoutMs: 10_000 });
+    assert.equal(reply.result, result, JSON.stringify(reply));
+  };
+  await ask(`SOLANA:${late}`, 'claim', { transactionId, transfer: transfer(late, 'SOLANA') }, 'enqueued');
+  await ask(`SOLANA:${late}`, 'handBack', { transactionId, reason: 'deposit_late', partnerId: testPartners.kycOff }, 'recorded');
+  await ask(`STELLAR:${stray}`, 'unmatched', { transfer: transfer(stray, 'STELLAR'), reason: 'memo_unknown' }, 'recorded');
+
+  const mine = await cliJson('unmatched', 'list', '--partner', testPartners.kycOff, '--state', 'open', '--network', 'SOLANA');
+  assert.equal(mine.code, 0);
+  const rows = mine.json.rows as Array<Record<string, unknown>>;
+  assert.deepEqual(
+    rows.filter((row) => row.hash === late).map((row) => [row.partner_id, row.state, row.reason, row.transaction_id, row.amount]),
+    [[testPartners.kycOff, 'open', 'deposit_late', transactionId, '2.5000000']],
+  );
+  const nobodys = await cliJson('unmatched', 'list', '--partner', '-');
+  const strayRow = (nobodys.json.rows as Array<Record<string, unknown>>).find((row) => row.hash === stray);
+  assert.deepEqual([strayRow?.partner_id, strayRow?.reason], ['', 'memo_unknown']);
+  assert.ok(['refunding', 'refunded'].includes(String(strayRow?.state)));
+  const all = await cliJson('unmatched', 'list');
+  const hashes = (all.json.rows as Array<Record<string, unknown>>).map((row) => row.hash);
+  assert.ok(hashes.includes(late) && hashes.includes(stray), 'without filters: every partner and none');
+  const text = await cli('unmatched', 'list', '--partner', testPartners.kycOff);
+  assert.match(text.out, /^id\s+partner_id\s+state\s+network/);
+  assert.ok(text.out.includes('deposit_late'));
+  const refused = await cli('unmatched', 'list', '--state', 'lost');
+  assert.equal(refused.code, 1);
+  assert.match(refused.out, /state must be one of open, refunding, refunded, applied/);
+  assert.equal((await cli('unmatched')).code, 2);
 });

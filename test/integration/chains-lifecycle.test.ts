@@ -371,7 +371,7 @@ describe('time: expiry by the actor timer, and deposits after expiry', () => {
     rmSync(dataDir, { recursive: true, force: true });
   });
 
-  test('an unpaid transaction expires by its timer, releases its reservations, and a late deposit is refunded', async () => {
+  test("an unpaid transaction expires by its timer, releases its reservations, and a late deposit becomes its partner's unmatched deposit, refunded on the partner's call", async () => {
     const corridors = JSON.parse(readFileSync(defaultCorridorsPath, 'utf8')) as Record<string, unknown>;
     const corridorsFile = join(dataDir, 'corridors.json');
     writeFileSync(corridorsFile, JSON.stringify({ ...corridors, quoteTtlMs: 60_000 }));
@@ -394,24 +394,44 @@ describe('time: expiry by the actor timer, and deposits after expiry', () => {
       await untilStatus(stack, expiring.id, 'PAYMENT_EXPIRED');
       await eventually(async () => assert.equal(await kycMonthReservations(stack, userId), 0, 'the reservation is released'));
 
-      // A deposit for the expired transaction: detected (Stellar memo), refunded, status unchanged.
+      // A deposit for the expired transaction: detected (Stellar memo), handed back as the
+      // partner's unmatched deposit (held for its decision: docs/unmatched-deposits.md); the
+      // transaction is unchanged. The partner's refund sends it back, once.
       const late = await sandboxDeposit(stack, expiring.id);
-      const refunded = await untilRefunded(stack, expiring.id);
-      assert.equal(refunded.status, 'PAYMENT_EXPIRED');
-      assert.equal(refunded.onChainId, late.onChainTx);
+      const held = await unmatchedRecord(stack, 'STELLAR', late.onChainTx, 'held');
+      assert.deepEqual([held.unmatchedReason, held.transactionId, held.partnerId], ['deposit_late', expiring.id, 'demo']);
+      assert.deepEqual([(await transaction(stack, expiring.id)).status, (await transaction(stack, expiring.id)).onChainId], ['PAYMENT_EXPIRED', null]);
+      const key = `STELLAR:${late.onChainTx}`;
+      const decided = await stack.client.ask<{ result: string }>('deposit', key, 'refund', { partnerId: 'demo' }, { timeoutMs: 10_000 });
+      assert.equal(decided.result, 'decided');
+      const refunded = await unmatchedRecord(stack, 'STELLAR', late.onChainTx, 'settled');
+      assert.equal(typeof refunded.refundOnChainId, 'string');
 
-      // A deposit after expiresAt but before any timer fired: expired and refunded in one step.
+      // A deposit after expiresAt but before any timer fired: late all the same (handed back).
       const quick = await acceptOn(stack, 'CELO');
       nowMs += 61_000;
       const { onChainTx } = await sandboxDeposit(stack, quick.id);
       assert.deepEqual(await notify(stack, 'CELO', quick.id, onChainTx), { result: 'enqueued' });
-      const quickRefunded = await untilRefunded(stack, quick.id);
-      assert.equal(quickRefunded.status, 'PAYMENT_EXPIRED');
+      const quickHeld = await unmatchedRecord(stack, 'CELO', onChainTx, 'held');
+      assert.deepEqual([quickHeld.unmatchedReason, quickHeld.transactionId], ['deposit_late', quick.id]);
+      // The transaction took nothing (its own timer expires it when it fires).
+      assert.equal((await transaction(stack, quick.id)).onChainId, null);
     } finally {
       await stack.stop();
     }
   });
 });
+
+/** The `deposits` record of a transfer once its refund is `refund` (keyed by its own address too, hence the list). */
+async function unmatchedRecord(stack: Stack, network: Network, onChainTx: string, refund: string): Promise<JsonObject> {
+  return eventually(async () => {
+    const page = await stack.service.ctx.store.list('deposits', { where: { network, onChainId: onChainTx }, orderBy: 'claimedAtMs', limit: 2 });
+    const doc = page.items[0]?.doc;
+    assert.ok(doc, 'the deposit is recorded');
+    assert.deepEqual([doc.status, doc.refund], ['unmatched', refund]);
+    return doc;
+  }, 20_000);
+}
 
 /** Transactions the user's KYC-month counter holds reserved (PIX has no daily user cap). */
 async function kycMonthReservations(stack: Stack, userId: string): Promise<number> {
@@ -632,7 +652,7 @@ describe('refund floor: dust never costs a refund; everything at or above the fl
     assert.deepEqual(await sendsTo(new Set([dust.sender])), []);
   });
 
-  test('a 34th deposit, beyond the 32 stray slots, is refunded automatically (above the floor); a dust one is not', async () => {
+  test("a 34th deposit, beyond the 32 stray slots, is held for the partner and refunded on its call (above the floor); a dust one is not", async () => {
     const { id } = await acceptOn(stack, 'SOLANA');
     await notified(id, null);
     await untilStatus(stack, id, 'PAYMENT_COMPLETED');
@@ -640,6 +660,10 @@ describe('refund floor: dust never costs a refund; everything at or above the fl
     for (let index = 0; index < 32; index += 1) strays.push(await notified(id, 1.25));
     await eventually(async () => assert.equal((await sendsTo(new Set(strays.map((stray) => stray.sender)))).length, 32), 20_000);
     const beyond = await notified(id, 2);
+    await depositRecord('SOLANA', beyond.onChainTx, (doc) => assert.equal(doc.refund, 'held'));
+    const page = await stack.service.ctx.store.list('deposits', { where: { network: 'SOLANA', onChainId: beyond.onChainTx }, orderBy: 'claimedAtMs', limit: 1 });
+    const decided = await stack.client.ask<{ result: string }>('deposit', page.items[0]?.id ?? '', 'refund', { partnerId: 'demo' }, { timeoutMs: 10_000 });
+    assert.equal(decided.result, 'decided');
     const record = await depositRecord('SOLANA', beyond.onChainTx, (doc) => assert.equal(doc.refund, 'settled'));
     assert.deepEqual([record.status, record.unmatchedReason, record.transactionId], ['unmatched', 'too_many_deposits', id]);
     await assertRefundOnLedger(stack, 'SOLANA', String(record.refundOnChainId), { amount: '2.000000', sender: beyond.sender, asset: 'USDC' });

@@ -1,7 +1,7 @@
 // Per-transaction deposit addresses on the sandbox chain, through the real actor runtime (embedded
 // store in a temp dir, in-process bus): which transfers may fund which transaction (notify and the
 // ops reconcile), the legacy shared-address rule, the watcher's deposit poller that finds deposits
-// nobody notified (and late ones, which are refunded), and the sweep of a funded address to the
+// nobody notified (and late ones, which become the partner's unmatched deposits), and the sweep of a funded address to the
 // hot wallet.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -21,7 +21,7 @@ import { sandboxTransactionAddress, type SandboxChain } from '../../src/chains/s
 import { defaultCorridorsPath } from '../../src/config/corridors.ts';
 import { readEnv } from '../../src/config/env.ts';
 import type { Network } from '../../src/domain/assets.ts';
-import { toFixedString } from '../../src/domain/money.ts';
+import { compare, decimalFromExactString, toFixedString } from '../../src/domain/money.ts';
 import type { Quote } from '../../src/domain/quote.ts';
 import { createRailServices, type RunningPayoutRole } from '../../src/service/rail-services.ts';
 import { startService, type RunningService } from '../../src/service/service.ts';
@@ -249,20 +249,23 @@ describe('per-transaction deposit addresses (sandbox chain)', () => {
       assert.equal(await stack.service.ctx.store.get('deposit_watch', id), null, 'no longer watched');
     });
 
-    test('a late deposit to an expired transaction\'s address is found and refunded; past the late window it is not looked for', async () => {
+    test('a late deposit to an expired transaction\'s address is found and held for its partner (unmatched); past the late window it is not looked for', async () => {
       const late = await acceptOn(stack, 'CELO');
       const tooLate = await acceptOn(stack, 'CELO');
       nowMs += 61_000; // both quotes (60 s) have expired
       const transfer = await pay(stack, 'CELO', late.quote, late.address);
       await poller('CELO').round();
-      const refunded = await eventually(async () => {
-        const doc = await transaction(stack, late.id);
-        assert.equal(typeof doc.refundOnChainId, 'string', 'refunded');
+      // Handed back by the transaction (deposit_late): the partner's unmatched deposit, waiting for
+      // its refund or apply (docs/unmatched-deposits.md); the transaction does not take it.
+      const held = await eventually(async () => {
+        const page = await stack.service.ctx.store.list('unmatched_deposits', { where: { owner: 'demo', network: 'CELO' }, orderBy: 'createdAtMs', direction: 'desc', limit: 50 });
+        const doc = page.items.map((item) => item.doc).find((candidate) => candidate.hash === transfer);
+        assert.ok(doc, 'the late deposit is an unmatched deposit');
         return doc;
       });
-      assert.deepEqual([refunded.status, refunded.onChainId], ['PAYMENT_EXPIRED', transfer]);
-      const refund = await stack.sandboxChain.transfer('CELO', String(refunded.refundOnChainId));
-      assert.equal(refund === null ? null : toFixedString(refund.amount), toFixedString(late.quote.sourceAmount), 'the whole deposit back');
+      assert.deepEqual([held.state, held.reason, held.transactionId], ['open', 'deposit_late', late.id]);
+      assert.equal(compare(decimalFromExactString(String(held.amount)), late.quote.sourceAmount), 0, 'the whole deposit');
+      assert.equal((await transaction(stack, late.id)).onChainId, null);
 
       nowMs += 10_000;
       await pay(stack, 'CELO', tooLate.quote, tooLate.address);

@@ -16,6 +16,9 @@ import { acceptanceRejectionCatalogue, describeAcceptanceRejection } from '../..
 /** The status of every code as partners saw it before the catalogues were joined. */
 const statusesPartnersSee: Readonly<Record<string, number>> = {
   invalid_request: 400,
+  deposit_quote_mismatch: 400,
+  unmatched_deposit_not_open: 409,
+  refund_withheld: 409,
   quote_not_found: 400,
   quote_expired: 400,
   quote_used: 400,

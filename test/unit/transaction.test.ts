@@ -176,7 +176,8 @@ function expected(direction: Direction, status: TransactionStatus, kind: Transac
     if (status === 'AWAITING_PAYMENT') {
       return { to: 'PROCESSING_PAYMENT', events: ['DepositMatched', direction === 'payout' ? 'PayoutRequested' : 'DeliveryRequested'] };
     }
-    if (status === 'PAYMENT_EXPIRED') return stay(['DepositLate', 'RefundRequested']);
+    // A late chain deposit is handed back (an unmatched deposit its partner decides on); a late PIX is refunded here.
+    if (status === 'PAYMENT_EXPIRED') return direction === 'payout' ? { rejection: 'deposit_late' } : stay(['DepositLate', 'RefundRequested']);
     return stay(['StrayDepositReceived', 'RefundRequested']);
   }
   if (kind === 'Expire') {
@@ -346,31 +347,29 @@ test('deposit: short, over, wrong asset or network → WRONG_AMOUNT and a full r
   }
 });
 
-test('deposit: late while still AWAITING_PAYMENT → expired, then refunded', () => {
-  const { state, events, webhooks } = apply(inStatus('payout', 'AWAITING_PAYMENT'), deposit('late-1'), expiresAtMs);
+test('deposit (payout): a chain deposit at or after expiry is handed back as deposit_late, the transaction unchanged', () => {
+  // Still AWAITING_PAYMENT (the timer has not fired) or already expired: either way the transfer is
+  // not this transaction's; its deposit actor makes it an unmatched deposit for the partner.
+  for (const [status, nowMs] of [['AWAITING_PAYMENT', expiresAtMs], ['PAYMENT_EXPIRED', expiresAtMs + 10]] as const) {
+    assert.deepEqual(rejectionOf(inStatus('payout', status), deposit('late-1'), nowMs), { code: 'deposit_late', depositId: 'late-1' }, status);
+    assert.deepEqual(rejectionOf(inStatus('payout', status), deposit('late-2'), nowMs + 10), { code: 'deposit_late', depositId: 'late-2' }, status);
+  }
+});
+
+test('deposit (onramp): a late PIX while still AWAITING_PAYMENT → expired, then refunded; a later one is stray', () => {
+  const { state, events } = apply(inStatus('onramp', 'AWAITING_PAYMENT'), pix('late-1'), expiresAtMs);
   assert.ok(state);
   assert.deepEqual(types(events), ['Expired', 'DepositLate', 'RefundRequested']);
   assert.equal(state.status, 'PAYMENT_EXPIRED');
-  assert.equal(state.onChainId, 'late-1');
   assert.equal(state.refund, 'pending');
-  assert.deepEqual(webhooks.map((w) => [w.event, w.data.status, w.data.onChainId]), [
-    ['transaction.updated', 'PAYMENT_EXPIRED', null],
-    ['transaction.created', 'PAYMENT_EXPIRED', 'late-1'],
-  ]);
-});
-
-test('deposit: late on PAYMENT_EXPIRED → refund, status unchanged; a later one is stray', () => {
-  const { state, events } = apply(inStatus('payout', 'PAYMENT_EXPIRED'), deposit('late-1'), expiresAtMs + 10);
-  assert.ok(state);
-  assert.deepEqual(types(events), ['DepositLate', 'RefundRequested']);
-  assert.equal(state.status, 'PAYMENT_EXPIRED');
-  const second = apply(state, deposit('late-2'), expiresAtMs + 20);
+  const second = apply(state, pix('late-2'), expiresAtMs + 20);
   assert.deepEqual(types(second.events), ['StrayDepositReceived', 'RefundRequested']);
-  assert.equal(second.state?.onChainId, 'late-1');
 });
 
 test('deposit: the same onChainId again is a no-op in every status; different content is a conflict', () => {
   for (const status of transactionStatuses) {
+    // An expired payout never records a chain deposit (a late one is handed back).
+    if (status === 'PAYMENT_EXPIRED') continue;
     let state = inStatus('payout', status);
     if (state.deposit === null) state = apply(state, deposit('dep-1'), Math.max(during, state.updatedAtMs)).state ?? state;
     const recorded = state.deposit;
@@ -642,10 +641,9 @@ test('webhooks: failure, wrong amount and expiry each send the status first, the
     ['transaction.updated', 'WRONG_AMOUNT', 'h1', null],
     ['transaction.updated', 'WRONG_AMOUNT', 'h1', 'rf'],
   ]);
-  assert.deepEqual(summary(lifecycle([[create('payout'), t0], [{ kind: 'Expire' }, expiresAtMs], [deposit('h1'), expiresAtMs + 1], settle('h1')])).slice(1), [
+  // Payout: a late chain deposit is handed back (unmatched), so expiry sends its one update only.
+  assert.deepEqual(summary(lifecycle([[create('payout'), t0], [{ kind: 'Expire' }, expiresAtMs]])).slice(1), [
     ['transaction.updated', 'PAYMENT_EXPIRED', null, null],
-    ['transaction.created', 'PAYMENT_EXPIRED', 'h1', null],
-    ['transaction.updated', 'PAYMENT_EXPIRED', 'h1', 'rf'],
   ]);
 });
 
@@ -666,7 +664,8 @@ test('limitEffectFor: reserve on accept, release on expiry/failure/wrong amount,
     record(apply(null, create(direction), t0).events);
     record(apply(inStatus(direction, 'AWAITING_PAYMENT'), fund(direction)).events);
     record(apply(inStatus(direction, 'AWAITING_PAYMENT'), short(direction)).events);
-    record(apply(inStatus(direction, 'AWAITING_PAYMENT'), fund(direction), expiresAtMs).events);
+    // A late payout deposit is handed back (no event); a late PIX is refunded by the transaction.
+    if (direction === 'onramp') record(apply(inStatus(direction, 'AWAITING_PAYMENT'), fund(direction), expiresAtMs).events);
     record(apply(inStatus(direction, 'PROCESSING_PAYMENT'), succeed(direction)).events);
     record(apply(inStatus(direction, 'PROCESSING_PAYMENT'), fail(direction)).events);
     record(apply(inStatus(direction, 'PROCESSING_PAYMENT'), fund(direction, 'dep-2')).events);

@@ -358,6 +358,59 @@
     );
   }
 
+  // ---- unmatched deposits (docs/unmatched-deposits.md) ----
+
+  async function unmatchedPage(flash) {
+    const state = new URLSearchParams(location.search).get('state') || '';
+    const result = await call('GET', `/unmatched-deposits${state ? `?state=${encodeURIComponent(state)}` : ''}`);
+    if (!result.ok) return show(errorBox(result));
+    const again = (answer, done) => unmatchedPage(answer.ok ? h('p', { class: 'notice' }, done(answer.json)) : errorBox(answer));
+    const refund = (deposit) => {
+      const button = h('button', { type: 'button', class: 'danger', 'data-refund': deposit.id }, 'Refund to sender');
+      let armed = false;
+      button.addEventListener('click', async () => {
+        if (!armed) {
+          armed = true;
+          button.textContent = 'Confirm: refund now';
+          return;
+        }
+        await again(await call('POST', `/unmatched-deposits/${encodeURIComponent(deposit.id)}/refund`), (json) => `Deposit ${json.id}: ${json.state}.`);
+      });
+      return button;
+    };
+    const apply = (deposit) => h('form', {
+      class: 'apply', 'data-apply': deposit.id,
+      onsubmit: async (event) => {
+        event.preventDefault();
+        const form = event.target;
+        const body = { quote_id: form.quote_id.value, user_id: form.user_id.value, account_number: form.account_number.value };
+        await again(await call('POST', `/unmatched-deposits/${encodeURIComponent(deposit.id)}/apply`, body), (json) => `Deposit ${json.id} applied to transaction ${json.applied_to}.`);
+      },
+    },
+    h('input', { name: 'quote_id', placeholder: `quote id (exactly ${deposit.amount} ${deposit.asset})`, required: true, size: 38 }),
+    h('input', { name: 'user_id', placeholder: 'user id', required: true }),
+    h('input', { name: 'account_number', placeholder: 'account number', required: true }),
+    h('button', { type: 'submit' }, 'Apply'));
+    show(
+      h('h1', {}, 'Unmatched deposits'),
+      h('p', {}, 'Deposits that funded no transaction (late, beyond a transaction\'s slots, dust). Refund one to its sender, or apply it to a fresh quote for exactly its amount. An open one is refunded by itself when its hold ends.'),
+      flash || '',
+      h('p', {}, ['', 'open', 'refunding', 'refunded', 'applied'].map((name) => h('a', { href: `/portal/unmatched${name ? `?state=${name}` : ''}`, class: name === state ? 'current' : null }, `${name || 'all'} `))),
+      h('table', {}, h('thead', {}, h('tr', {}, ['Deposit', 'State', 'Amount', 'Network', 'Reason', 'Meant for', 'Received', 'Hold ends', 'Refund / applied to', ''].map((title) => h('th', {}, title)))),
+        h('tbody', { id: 'unmatched' }, result.json.deposits.map((deposit) => h('tr', { 'data-deposit': deposit.id },
+          h('td', { class: 'mono' }, deposit.hash),
+          h('td', { class: 'state' }, deposit.state),
+          h('td', {}, `${deposit.amount} ${deposit.asset}`),
+          h('td', {}, deposit.network),
+          h('td', {}, deposit.reason),
+          h('td', {}, deposit.transaction_id ? h('a', { href: `/portal/transactions/${encodeURIComponent(deposit.transaction_id)}` }, deposit.transaction_id) : '—'),
+          h('td', {}, time(deposit.created_at)),
+          h('td', {}, time(deposit.hold_ends_at)),
+          h('td', { class: 'mono' }, deposit.refund_hash || deposit.applied_to || '—'),
+          h('td', {}, deposit.state === 'open' ? [deposit.refund_floor === null ? refund(deposit) : h('span', {}, 'below the refund floor: apply only'), apply(deposit)] : ''))))),
+    );
+  }
+
   // ---- API keys ----
 
   async function keysPage(flash) {
@@ -426,6 +479,7 @@
     if (page === 'deliveries') return deliveriesPage();
     if (page === 'transactions' && path.split('/')[3]) return transactionPage(decodeURIComponent(path.split('/')[3]));
     if (page === 'transactions') return transactionsPage();
+    if (page === 'unmatched') return unmatchedPage();
     if (page === 'keys') return keysPage();
     if (page === 'corridors') return corridorsPage();
     return show(h('p', {}, 'No such page.'));

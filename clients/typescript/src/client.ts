@@ -38,6 +38,10 @@ export const operationRoutes = {
   getReceipt: ['GET', '/transaction/{id}/receipt'],
   getReceiptKeys: ['GET', '/.well-known/jwks.json'],
   listTransactions: ['GET', '/transactions/list'],
+  listUnmatchedDeposits: ['GET', '/unmatched-deposits/list'],
+  getUnmatchedDeposit: ['GET', '/unmatched-deposit/{id}'],
+  refundUnmatchedDeposit: ['POST', '/unmatched-deposit/{id}/refund'],
+  applyUnmatchedDeposit: ['POST', '/unmatched-deposit/{id}/apply'],
   notifyPayment: ['POST', '/payments/notify'],
   notifySolanaPayment: ['POST', '/solana/payments/notify'],
   notifyCeloPayment: ['POST', '/celo/payments/notify'],
@@ -182,6 +186,21 @@ export class PaymentsClient {
   }
   listTransactions(query: QueryOf<'listTransactions'>, options?: CallOptions): Promise<Success<'listTransactions'>> {
     return this.call({ op: 'listTransactions', query, ...(options === undefined ? {} : { options }) });
+  }
+  /** Your unmatched deposits (docs/unmatched-deposits.md); every filter optional. */
+  listUnmatchedDeposits(query: QueryOf<'listUnmatchedDeposits'> = {}, options?: CallOptions): Promise<Success<'listUnmatchedDeposits'>> {
+    return this.call({ op: 'listUnmatchedDeposits', query, ...(options === undefined ? {} : { options }) });
+  }
+  getUnmatchedDeposit(id: string, options?: CallOptions): Promise<Success<'getUnmatchedDeposit'>> {
+    return this.call({ op: 'getUnmatchedDeposit', path: { id }, ...(options === undefined ? {} : { options }) });
+  }
+  /** Refunds an open unmatched deposit to its sender (once, however often it is called). */
+  refundUnmatchedDeposit(id: string, options?: CallOptions): Promise<Success<'refundUnmatchedDeposit'>> {
+    return this.call({ op: 'refundUnmatchedDeposit', path: { id }, ...(options === undefined ? {} : { options }) });
+  }
+  /** Funds a new transaction from a fresh quote (the body of acceptTransaction) with an open unmatched deposit. */
+  applyUnmatchedDeposit(id: string, body: JsonBody<'applyUnmatchedDeposit'>, options?: CallOptions): Promise<Success<'applyUnmatchedDeposit'>> {
+    return this.call({ op: 'applyUnmatchedDeposit', path: { id }, body, ...(options === undefined ? {} : { options }) });
   }
   notifyPayment(body: JsonBody<'notifyPayment'>, options?: CallOptions): Promise<Success<'notifyPayment'>> {
     return this.call({ op: 'notifyPayment', body, ...(options === undefined ? {} : { options }) });

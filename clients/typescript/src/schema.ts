@@ -149,6 +149,83 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/unmatched-deposits/list": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Your unmatched deposits, newest first
+         * @description Deposits that funded no transaction (late, too many, dust…) and are attributable to you. Filters: state, network, created range (epoch ms, inclusive). See docs/unmatched-deposits.md.
+         */
+        get: operations["listUnmatchedDeposits"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/unmatched-deposit/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One unmatched deposit */
+        get: operations["getUnmatchedDeposit"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/unmatched-deposit/{id}/refund": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Refund an open unmatched deposit to its sender
+         * @description Through the chain refund path, once: a repeat or a concurrent call answers the deposit as it is (refunding or refunded) and never refunds twice. Below the refund floor: 409 refund_withheld. Applied: 409 unmatched_deposit_not_open. No body is read.
+         */
+        post: operations["refundUnmatchedDeposit"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/unmatched-deposit/{id}/apply": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Fund a new transaction from a fresh quote with an open unmatched deposit
+         * @description The body is POST /transaction's. The quote must be yours, unused, a payout on the deposit's network and asset, for exactly the deposit's amount (else 400 deposit_quote_mismatch). The transaction is accepted as POST /transaction accepts it (same refusals) and funded by the deposit: no new transfer.
+         */
+        post: operations["applyUnmatchedDeposit"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/payments/notify": {
         parameters: {
             query?: never;
@@ -765,6 +842,47 @@ export interface components {
             total: number;
             transactions: components["schemas"]["TransactionListItem"][];
         };
+        UnmatchedDeposit: {
+            id: string;
+            /**
+             * @description open (waiting for your refund or apply; refunded automatically when `hold_ends_at` passes) → refunding → refunded; or open → applied.
+             * @enum {string}
+             */
+            state: "open" | "refunding" | "refunded" | "applied";
+            network: components["schemas"]["Network"];
+            /** @enum {string} */
+            asset: "USDC" | "USDT";
+            /**
+             * @description Exact amount in token units, as a decimal string.
+             * @example 12.6
+             */
+            amount: string;
+            /** @description The deposit's chain transaction (Stellar hash, Solana signature, Celo hash). */
+            hash: string;
+            /** @description Where a refund goes. */
+            sender: string;
+            /** @description Why it matched nothing: deposit_late, too_many_deposits, below_refund_floor, memo_unknown, … */
+            reason: string;
+            partner_id: string | null;
+            /** @description The transaction it was meant for, when one is known (e.g. the expired one). */
+            transaction_id: string | null;
+            /** @description The transaction it funds, once applied. */
+            applied_to: string | null;
+            /** @description The refund's chain transaction, once refunded. */
+            refund_hash: string | null;
+            /** @description Set when the amount is below the network's refund floor (never refunded; it can still be applied). */
+            refund_floor: string | null;
+            /** @description Epoch ms when an open deposit is refunded automatically; null when nothing is due. */
+            hold_ends_at: number | null;
+            created_at: number;
+            updated_at: number;
+        };
+        UnmatchedDepositList: {
+            page: number;
+            pageSize: number;
+            total: number;
+            unmatched_deposits: components["schemas"]["UnmatchedDeposit"][];
+        };
         KycStatusView: {
             hasApproved: boolean;
             status: components["schemas"]["KycStatus"] | null;
@@ -1145,10 +1263,10 @@ export interface components {
                 liquidity: "ok" | "low" | "exhausted" | "unknown";
             }[];
         };
-        /** @description Codes answered with 400: invalid_request, quote_not_found, kyc_rejected, corridor_unavailable, minimum, maximum, quote_unavailable, quote_expired, quote_used, quote_in_use, transaction_cap, kyb_cap, rail_unavailable, account_unverifiable, liquidity_insufficient, user_daily_count_cap, user_daily_amount_cap, method_daily_cap. */
+        /** @description Codes answered with 400: invalid_request, quote_not_found, kyc_rejected, deposit_quote_mismatch, corridor_unavailable, minimum, maximum, quote_unavailable, quote_expired, quote_used, quote_in_use, transaction_cap, kyb_cap, rail_unavailable, account_unverifiable, liquidity_insufficient, user_daily_count_cap, user_daily_amount_cap, method_daily_cap. */
         Error400: {
             /** @enum {string} */
-            code: "invalid_request" | "quote_not_found" | "kyc_rejected" | "corridor_unavailable" | "minimum" | "maximum" | "quote_unavailable" | "quote_expired" | "quote_used" | "quote_in_use" | "transaction_cap" | "kyb_cap" | "rail_unavailable" | "account_unverifiable" | "liquidity_insufficient" | "user_daily_count_cap" | "user_daily_amount_cap" | "method_daily_cap";
+            code: "invalid_request" | "quote_not_found" | "kyc_rejected" | "deposit_quote_mismatch" | "corridor_unavailable" | "minimum" | "maximum" | "quote_unavailable" | "quote_expired" | "quote_used" | "quote_in_use" | "transaction_cap" | "kyb_cap" | "rail_unavailable" | "account_unverifiable" | "liquidity_insufficient" | "user_daily_count_cap" | "user_daily_amount_cap" | "method_daily_cap";
             /** @description A human sentence naming the field or rule; never a secret or personal data. */
             reason: string;
             /** @description True when the very same request may succeed later. */
@@ -1211,10 +1329,10 @@ export interface components {
             /** @description The X-Request-Id of this response; quote it to support. */
             request_id: string;
         };
-        /** @description Codes answered with 409: idempotency_in_progress, rehearsal_not_applicable, receipt_not_available. */
+        /** @description Codes answered with 409: idempotency_in_progress, rehearsal_not_applicable, receipt_not_available, unmatched_deposit_not_open, refund_withheld. */
         Error409: {
             /** @enum {string} */
-            code: "idempotency_in_progress" | "rehearsal_not_applicable" | "receipt_not_available";
+            code: "idempotency_in_progress" | "rehearsal_not_applicable" | "receipt_not_available" | "unmatched_deposit_not_open" | "refund_withheld";
             /** @description A human sentence naming the field or rule; never a secret or personal data. */
             reason: string;
             /** @description True when the very same request may succeed later. */
@@ -1411,7 +1529,7 @@ export interface components {
         };
     };
     responses: {
-        /** @description BadRequest: `invalid_request`, `quote_not_found`, `kyc_rejected`, `corridor_unavailable`, `minimum`, `maximum`, `quote_unavailable`, `quote_expired`, `quote_used`, `quote_in_use`, `transaction_cap`, `kyb_cap`, `rail_unavailable`, `account_unverifiable`, `liquidity_insufficient`, `user_daily_count_cap`, `user_daily_amount_cap`, `method_daily_cap` */
+        /** @description BadRequest: `invalid_request`, `quote_not_found`, `kyc_rejected`, `deposit_quote_mismatch`, `corridor_unavailable`, `minimum`, `maximum`, `quote_unavailable`, `quote_expired`, `quote_used`, `quote_in_use`, `transaction_cap`, `kyb_cap`, `rail_unavailable`, `account_unverifiable`, `liquidity_insufficient`, `user_daily_count_cap`, `user_daily_amount_cap`, `method_daily_cap` */
         BadRequest: {
             headers: {
                 /** @description The request id (the X-Request-Id sent, when valid, else a new one); also `request_id` in error bodies. */
@@ -1527,7 +1645,7 @@ export interface components {
                 "application/json": components["schemas"]["Error408"];
             };
         };
-        /** @description Conflict: `idempotency_in_progress`, `rehearsal_not_applicable`, `receipt_not_available` */
+        /** @description Conflict: `idempotency_in_progress`, `rehearsal_not_applicable`, `receipt_not_available`, `unmatched_deposit_not_open`, `refund_withheld` */
         Conflict: {
             headers: {
                 /** @description The request id (the X-Request-Id sent, when valid, else a new one); also `request_id` in error bodies. */
@@ -2202,6 +2320,267 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    listUnmatchedDeposits: {
+        parameters: {
+            query?: {
+                state?: "open" | "refunding" | "refunded" | "applied";
+                network?: "STELLAR" | "SOLANA" | "CELO";
+                created_from?: string;
+                created_to?: string;
+                page?: string;
+                pageSize?: string;
+            };
+            header?: {
+                /** @description Your id for this request (1–128 of A–Z a–z 0–9 . _ : -), echoed back. */
+                "X-Request-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page. */
+            200: {
+                headers: {
+                    /** @description The request id (the X-Request-Id sent, when valid, else a new one); also `request_id` in error bodies. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "page": 1,
+                     *       "pageSize": 20,
+                     *       "total": 1,
+                     *       "unmatched_deposits": [
+                     *         {
+                     *           "id": "3e0b6c1d-52f4-4a8e-9b17-d2c4a6f80e35",
+                     *           "state": "open",
+                     *           "network": "STELLAR",
+                     *           "asset": "USDC",
+                     *           "amount": "12.6",
+                     *           "hash": "a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f90",
+                     *           "sender": "GBRPYHIL2CI3FNQ4BXLFMNDLFJUNPU2HY3ZMFSHONUCEOASW7QC7OX2H",
+                     *           "reason": "deposit_late",
+                     *           "partner_id": "acme",
+                     *           "transaction_id": "0b7d1f5e-8f9a-4d8e-a7a3-0c6f1a9e2b44",
+                     *           "applied_to": null,
+                     *           "refund_hash": null,
+                     *           "refund_floor": null,
+                     *           "hold_ends_at": 1764360000000,
+                     *           "created_at": 1764100800000,
+                     *           "updated_at": 1764100800000
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["UnmatchedDepositList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getUnmatchedDeposit: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for this request (1–128 of A–Z a–z 0–9 . _ : -), echoed back. */
+                "X-Request-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The deposit as it is now. */
+            200: {
+                headers: {
+                    /** @description The request id (the X-Request-Id sent, when valid, else a new one); also `request_id` in error bodies. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "3e0b6c1d-52f4-4a8e-9b17-d2c4a6f80e35",
+                     *       "state": "open",
+                     *       "network": "STELLAR",
+                     *       "asset": "USDC",
+                     *       "amount": "12.6",
+                     *       "hash": "a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f90",
+                     *       "sender": "GBRPYHIL2CI3FNQ4BXLFMNDLFJUNPU2HY3ZMFSHONUCEOASW7QC7OX2H",
+                     *       "reason": "deposit_late",
+                     *       "partner_id": "acme",
+                     *       "transaction_id": "0b7d1f5e-8f9a-4d8e-a7a3-0c6f1a9e2b44",
+                     *       "applied_to": null,
+                     *       "refund_hash": null,
+                     *       "refund_floor": null,
+                     *       "hold_ends_at": 1764360000000,
+                     *       "created_at": 1764100800000,
+                     *       "updated_at": 1764100800000
+                     *     }
+                     */
+                    "application/json": components["schemas"]["UnmatchedDeposit"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    refundUnmatchedDeposit: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for this request (1–128 of A–Z a–z 0–9 . _ : -), echoed back. */
+                "X-Request-Id"?: string;
+                /** @description Retry-safe key (1–255 visible ASCII characters), kept 72 hours: the same key with the same request replays the first answer (Idempotent-Replayed: true); with another request it is 422. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Refunding (or already refunding/refunded). */
+            200: {
+                headers: {
+                    /** @description The request id (the X-Request-Id sent, when valid, else a new one); also `request_id` in error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "3e0b6c1d-52f4-4a8e-9b17-d2c4a6f80e35",
+                     *       "state": "refunding",
+                     *       "network": "STELLAR",
+                     *       "asset": "USDC",
+                     *       "amount": "12.6",
+                     *       "hash": "a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f90",
+                     *       "sender": "GBRPYHIL2CI3FNQ4BXLFMNDLFJUNPU2HY3ZMFSHONUCEOASW7QC7OX2H",
+                     *       "reason": "deposit_late",
+                     *       "partner_id": "acme",
+                     *       "transaction_id": "0b7d1f5e-8f9a-4d8e-a7a3-0c6f1a9e2b44",
+                     *       "applied_to": null,
+                     *       "refund_hash": null,
+                     *       "refund_floor": null,
+                     *       "hold_ends_at": null,
+                     *       "created_at": 1764100800000,
+                     *       "updated_at": 1764100800000
+                     *     }
+                     */
+                    "application/json": components["schemas"]["UnmatchedDeposit"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableContent"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    applyUnmatchedDeposit: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for this request (1–128 of A–Z a–z 0–9 . _ : -), echoed back. */
+                "X-Request-Id"?: string;
+                /** @description Retry-safe key (1–255 visible ASCII characters), kept 72 hours: the same key with the same request replays the first answer (Idempotent-Replayed: true); with another request it is 422. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "quote_id": "6f1c2b1e-4a4e-4c31-9d53-1b1f6a0c2e11",
+                 *       "user_id": "user-42",
+                 *       "account_number": "3001234567"
+                 *     }
+                 */
+                "application/json": components["schemas"]["TransactionRequest"];
+            };
+        };
+        responses: {
+            /** @description Applied; `applied_to` is the new transaction. */
+            200: {
+                headers: {
+                    /** @description The request id (the X-Request-Id sent, when valid, else a new one); also `request_id` in error bodies. */
+                    "X-Request-Id"?: string;
+                    /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "3e0b6c1d-52f4-4a8e-9b17-d2c4a6f80e35",
+                     *       "state": "applied",
+                     *       "network": "STELLAR",
+                     *       "asset": "USDC",
+                     *       "amount": "12.6",
+                     *       "hash": "a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f90",
+                     *       "sender": "GBRPYHIL2CI3FNQ4BXLFMNDLFJUNPU2HY3ZMFSHONUCEOASW7QC7OX2H",
+                     *       "reason": "deposit_late",
+                     *       "partner_id": "acme",
+                     *       "transaction_id": "0b7d1f5e-8f9a-4d8e-a7a3-0c6f1a9e2b44",
+                     *       "applied_to": "9a4c2e71-3b5d-4f60-8e1a-7c2b9d0f4e18",
+                     *       "refund_hash": null,
+                     *       "refund_floor": null,
+                     *       "hold_ends_at": null,
+                     *       "created_at": 1764100800000,
+                     *       "updated_at": 1764100800000
+                     *     }
+                     */
+                    "application/json": components["schemas"]["UnmatchedDeposit"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableContent"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     notifyPayment: {
         parameters: {
             query?: never;
@@ -2777,7 +3156,7 @@ export interface operations {
                     "application/json": components["schemas"]["ReconcileOutcome"];
                 };
             };
-            /** @description BadRequest: `invalid_request`, `quote_not_found`, `kyc_rejected`, `corridor_unavailable`, `minimum`, `maximum`, `quote_unavailable`, `quote_expired`, `quote_used`, `quote_in_use`, `transaction_cap`, `kyb_cap`, `rail_unavailable`, `account_unverifiable`, `liquidity_insufficient`, `user_daily_count_cap`, `user_daily_amount_cap`, `method_daily_cap` */
+            /** @description BadRequest: `invalid_request`, `quote_not_found`, `kyc_rejected`, `deposit_quote_mismatch`, `corridor_unavailable`, `minimum`, `maximum`, `quote_unavailable`, `quote_expired`, `quote_used`, `quote_in_use`, `transaction_cap`, `kyb_cap`, `rail_unavailable`, `account_unverifiable`, `liquidity_insufficient`, `user_daily_count_cap`, `user_daily_amount_cap`, `method_daily_cap` */
             400: {
                 headers: {
                     /** @description The request id (the X-Request-Id sent, when valid, else a new one); also `request_id` in error bodies. */

@@ -167,6 +167,12 @@ function decideDeposit(state: TransactionState, deposit: Deposit, nowMs: number,
   if (!funds && floor !== null && isBelowRefundFloor(deposit.amount, floor)) {
     return rejected({ code: 'below_refund_floor', depositId: deposit.id, floor });
   }
+  if (state.deposit === null && lateNow && deposit.rail === 'chain') {
+    // A chain deposit after expiry is not this transaction's: it goes back to its deposit actor as
+    // an unmatched deposit its partner decides on (refund, or apply to a new quote;
+    // docs/unmatched-deposits.md). The transaction stays as it is (the expiry timer expires it).
+    return rejected({ code: 'deposit_late', depositId: deposit.id });
+  }
   if (state.deposit !== null) {
     if (state.strayDeposits.length >= strayDepositsMax) {
       return rejected({ code: 'too_many_deposits', depositId: deposit.id });

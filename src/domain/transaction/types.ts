@@ -304,6 +304,8 @@ export type TransactionRejection =
   /** The same deposit id reported again with a different amount, asset, network or sender. */
   | { readonly code: 'deposit_conflict'; readonly depositId: string }
   | { readonly code: 'too_many_deposits'; readonly depositId: string }
+  /** A chain deposit at or after expiry, with none before: handed back as an unmatched deposit. */
+  | { readonly code: 'deposit_late'; readonly depositId: string }
   /** A chain deposit that would be refunded, below its network's refund floor: dust, not taken. */
   | { readonly code: 'below_refund_floor'; readonly depositId: string; readonly floor: Decimal }
   /** A second success with a different rail reference / delivery hash than the one recorded. */

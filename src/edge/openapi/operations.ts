@@ -6,8 +6,9 @@
 import { z } from 'zod';
 import {
   chainNotifyBodySchema, kycFormSchema, liquidityQuerySchema, listQuerySchema, notifyBodySchema, qrDecoderQuerySchema,
-  quoteBodySchema, reconcileBodySchema, sandboxBodySchema, transactionBodySchema, userIdQuerySchema,
+  quoteBodySchema, reconcileBodySchema, sandboxBodySchema, transactionBodySchema, unmatchedListQuerySchema, userIdQuerySchema,
 } from '../schemas.ts';
+import { unmatchedDepositStates } from '../../domain/unmatched-deposits.ts';
 import { documentTypes, kycFieldLengthMax } from '../../domain/kyc.ts';
 import { cryptoAssets, fiatCurrencies, networks, paymentMethods } from '../../domain/assets.ts';
 import { eventsPageSizeMax } from '../../webhooks/event-log.ts';
@@ -107,6 +108,12 @@ const receiptExample = {
 };
 
 const postIdempotent = [408, 409, 413, 415, 422];
+const unmatchedExample = {
+  id: '3e0b6c1d-52f4-4a8e-9b17-d2c4a6f80e35', state: 'open', network: 'STELLAR', asset: 'USDC', amount: '12.6',
+  hash: 'a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f90', sender: 'GBRPYHIL2CI3FNQ4BXLFMNDLFJUNPU2HY3ZMFSHONUCEOASW7QC7OX2H',
+  reason: 'deposit_late', partner_id: 'acme', transaction_id: transactionId, applied_to: null, refund_hash: null, refund_floor: null,
+  hold_ends_at: 1764360000000, created_at: 1764100800000, updated_at: 1764100800000,
+};
 
 /** The sandbox's failure rehearsals (docs/sandbox.md): webhook faults and test clocks. */
 function sandboxRehearsalOperations(): OperationSpec[] {
@@ -190,6 +197,41 @@ export const operations: readonly OperationSpec[] = [
     method: 'get', path: '/transactions/list', operationId: 'listTransactions', tag: 'Transactions', security: 'partner',
     summary: "One user's transactions, newest first", query: listQuerySchema,
     success: { status: 200, component: 'TransactionList', example: { page: 1, pageSize: 20, total: 0, transactions: [] }, description: 'A page.' },
+  },
+  {
+    method: 'get', path: '/unmatched-deposits/list', operationId: 'listUnmatchedDeposits', tag: 'Unmatched deposits', security: 'partner',
+    summary: 'Your unmatched deposits, newest first',
+    description: 'Deposits that funded no transaction (late, too many, dust…) and are attributable to you. Filters: state, network, created range (epoch ms, inclusive). See docs/unmatched-deposits.md.',
+    query: unmatchedListQuerySchema.extend({
+      state: z.enum(unmatchedDepositStates).optional(),
+      network: z.enum(networks).optional(),
+      created_from: z.string().regex(/^\d+$/).optional().meta({ description: 'Epoch ms, inclusive.' }),
+      created_to: z.string().regex(/^\d+$/).optional().meta({ description: 'Epoch ms, inclusive.' }),
+    }),
+    success: { status: 200, component: 'UnmatchedDepositList', example: { page: 1, pageSize: 20, total: 1, unmatched_deposits: [unmatchedExample] }, description: 'A page.' },
+  },
+  {
+    method: 'get', path: '/unmatched-deposit/{id}', operationId: 'getUnmatchedDeposit', tag: 'Unmatched deposits', security: 'partner',
+    summary: 'One unmatched deposit', pathParams: ['id'],
+    success: { status: 200, component: 'UnmatchedDeposit', example: unmatchedExample, description: 'The deposit as it is now.' },
+    extraStatuses: [404],
+  },
+  {
+    method: 'post', path: '/unmatched-deposit/{id}/refund', operationId: 'refundUnmatchedDeposit', tag: 'Unmatched deposits', security: 'partner',
+    summary: 'Refund an open unmatched deposit to its sender',
+    description: 'Through the chain refund path, once: a repeat or a concurrent call answers the deposit as it is (refunding or refunded) and never refunds twice. Below the refund floor: 409 refund_withheld. Applied: 409 unmatched_deposit_not_open. No body is read.',
+    pathParams: ['id'],
+    success: { status: 200, component: 'UnmatchedDeposit', example: { ...unmatchedExample, state: 'refunding', hold_ends_at: null }, description: 'Refunding (or already refunding/refunded).' },
+    extraStatuses: [404, ...postIdempotent],
+  },
+  {
+    method: 'post', path: '/unmatched-deposit/{id}/apply', operationId: 'applyUnmatchedDeposit', tag: 'Unmatched deposits', security: 'partner',
+    summary: 'Fund a new transaction from a fresh quote with an open unmatched deposit',
+    description: 'The body is POST /transaction\'s. The quote must be yours, unused, a payout on the deposit\'s network and asset, for exactly the deposit\'s amount (else 400 deposit_quote_mismatch). The transaction is accepted as POST /transaction accepts it (same refusals) and funded by the deposit: no new transfer.',
+    pathParams: ['id'],
+    body: { kind: 'json', component: 'TransactionRequest', example: { quote_id: quoteExample.quote_id, user_id: 'user-42', account_number: '3001234567' } },
+    success: { status: 200, component: 'UnmatchedDeposit', example: { ...unmatchedExample, state: 'applied', applied_to: '9a4c2e71-3b5d-4f60-8e1a-7c2b9d0f4e18', hold_ends_at: null }, description: 'Applied; `applied_to` is the new transaction.' },
+    extraStatuses: [403, 404, ...postIdempotent],
   },
   {
     method: 'post', path: '/payments/notify', operationId: 'notifyPayment', tag: 'Payments', security: 'partner',

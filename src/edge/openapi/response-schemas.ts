@@ -11,6 +11,7 @@ import { documentTypes, kycStatuses } from '../../domain/kyc.ts';
 import { feeTypes } from '../../domain/quote.ts';
 import { transactionStatuses } from '../../domain/transaction/types.ts';
 import { webhookFaultBounds } from '../../domain/webhook-faults.ts';
+import { unmatchedDepositStates } from '../../domain/unmatched-deposits.ts';
 import { webhookEventNames } from '../../webhooks/records.ts';
 import { jwksSchema, receiptSchema, signedReceiptSchema } from './receipt-schemas.ts';
 import { corridorHealthSchema } from './health-schemas.ts';
@@ -118,6 +119,34 @@ export const transactionListSchema = z.strictObject({
   pageSize: z.number().int().min(1).max(100),
   total: z.number().int().min(0),
   transactions: z.array(transactionListItemSchema),
+});
+
+export const unmatchedDepositSchema = z.strictObject({
+  id: uuidText,
+  state: z.enum(unmatchedDepositStates).meta({
+    description: 'open (waiting for your refund or apply; refunded automatically when `hold_ends_at` passes) → refunding → refunded; or open → applied.',
+  }),
+  network: networkSchema,
+  asset: cryptoAssetSchema,
+  amount: z.string().meta({ description: 'Exact amount in token units, as a decimal string.', examples: ['12.6'] }),
+  hash: z.string().meta({ description: 'The deposit\'s chain transaction (Stellar hash, Solana signature, Celo hash).' }),
+  sender: z.string().meta({ description: 'Where a refund goes.' }),
+  reason: z.string().meta({ description: 'Why it matched nothing: deposit_late, too_many_deposits, below_refund_floor, memo_unknown, …' }),
+  partner_id: z.string().nullable(),
+  transaction_id: uuidText.nullable().meta({ description: 'The transaction it was meant for, when one is known (e.g. the expired one).' }),
+  applied_to: uuidText.nullable().meta({ description: 'The transaction it funds, once applied.' }),
+  refund_hash: z.string().nullable().meta({ description: 'The refund\'s chain transaction, once refunded.' }),
+  refund_floor: z.string().nullable().meta({ description: 'Set when the amount is below the network\'s refund floor (never refunded; it can still be applied).' }),
+  hold_ends_at: z.number().int().nullable().meta({ description: 'Epoch ms when an open deposit is refunded automatically; null when nothing is due.' }),
+  created_at: z.number().int(),
+  updated_at: z.number().int(),
+});
+
+export const unmatchedDepositListSchema = z.strictObject({
+  page: z.number().int().min(1),
+  pageSize: z.number().int().min(1).max(100),
+  total: z.number().int().min(0),
+  unmatched_deposits: z.array(unmatchedDepositSchema),
 });
 
 export const kycStatusViewSchema = z.strictObject({ hasApproved: z.boolean(), status: kycStatusSchema.nullable() });
@@ -258,6 +287,8 @@ export const responseComponents = {
   TransactionStatusView: transactionStatusViewSchema,
   TransactionListItem: transactionListItemSchema,
   TransactionList: transactionListSchema,
+  UnmatchedDeposit: unmatchedDepositSchema,
+  UnmatchedDepositList: unmatchedDepositListSchema,
   KycStatusView: kycStatusViewSchema,
   KycSubmitted: kycSubmittedSchema,
   Corridor: corridorSchema,

@@ -154,7 +154,8 @@ async function earlyRefusal(
   }
 }
 
-async function accept(
+/** The acceptance of POST /transaction, also run by POST /unmatched-deposit/{id}/apply (src/edge/routes/unmatched-deposits.ts). */
+export async function accept(
   env: EdgeEnv,
   refusals: EarlyRefusals,
   partnerId: string,
@@ -244,7 +245,8 @@ async function getTransaction(env: EdgeEnv, request: RequestContext): Promise<Ht
   });
 }
 
-function positiveInteger(text: string | undefined, fallback: number): number | null {
+/** A page or page size as the list routes read it: plain digits, at least 1; `fallback` when absent. */
+export function positiveInteger(text: string | undefined, fallback: number): number | null {
   if (text === undefined) return fallback;
   if (!/^\d{1,7}$/.test(text)) return null;
   const value = Number(text);
