@@ -2,7 +2,8 @@
 // to the worker: a malformed one is logged and acknowledged, never retried forever). An entry holds
 // one envelope (a JSON object: relays, timers, tells) or a batch of them (a JSON array: the edge's
 // asks of one event-loop turn for one shard, request-reply.ts `requestInBatch`).
-import { batchRequestsMax } from '../bus/request-reply.ts';
+import { batchRequestsMax, headerBatchCount } from '../bus/request-reply.ts';
+import type { BusEntry } from '../bus/bus.ts';
 import type { CommandEnvelope, JsonValue } from './envelope.ts';
 
 export function encodeEnvelope(envelope: CommandEnvelope): string {
@@ -29,6 +30,36 @@ export function commandEntries(envelopes: readonly CommandEnvelope[], streamOf: 
     }
   }
   return entries;
+}
+
+/** The commands an entry says it holds (its `n` header; 1 without one), within 1…`batchRequestsMax`. */
+export function entryCommandCount(entry: BusEntry): number {
+  const count = Number(entry.headers[headerBatchCount] ?? 1);
+  return Number.isSafeInteger(count) ? Math.min(Math.max(count, 1), batchRequestsMax) : 1;
+}
+
+/**
+ * Entries read from the shard streams, cut in order into batches of at most `commandsMax`
+ * commands (an entry is never split; one holding more than `commandsMax` is a batch of its own).
+ * A read of `batchSizeMax` entries may hold 64 times as many commands since entries are batched:
+ * the runtime's batch (one durable write, its replies) stays bounded by commands, as it was.
+ */
+export function batchesOfCommands(entries: readonly BusEntry[], commandsMax: number): BusEntry[][] {
+  const batches: BusEntry[][] = [];
+  let current: BusEntry[] = [];
+  let commands = 0;
+  for (const entry of entries) {
+    const count = entryCommandCount(entry);
+    if (current.length > 0 && commands + count > commandsMax) {
+      batches.push(current);
+      current = [];
+      commands = 0;
+    }
+    current.push(entry);
+    commands += count;
+  }
+  if (current.length > 0) batches.push(current);
+  return batches;
 }
 
 function isNonEmptyString(value: unknown): value is string {

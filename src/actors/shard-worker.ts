@@ -13,6 +13,7 @@ import type { OutboxRowWrite } from './actor-store.ts';
 import type { LogLevel } from './envelope.ts';
 import type { ActorRuntime } from './runtime.ts';
 import { CommandRelay } from './command-relay.ts';
+import { batchesOfCommands } from './codec.ts';
 import { LoopHealth, loopCheck, type HealthCheck } from '../lifecycle/health.ts';
 
 export interface WorkerStore {
@@ -432,8 +433,14 @@ export class ShardWorker {
           await this.settled();
           const entries = await this.nextRecoveryEntries();
           this.readSucceeded();
-          // A recovery batch refused again (the shard is being taken over, say): do not spin.
-          if (entries.length > 0 && (await this.launch(entries))) this.pauseBeforeNextRead = true;
+          // One batch at a time, in stream order; one refused again (the shard is being taken over,
+          // say) ends the round: do not spin.
+          for (const batch of batchesOfCommands(entries, this.options.runtime.batchSize)) {
+            if (await this.launch(batch)) {
+              this.pauseBeforeNextRead = true;
+              break;
+            }
+          }
           continue;
         }
         if (this.inFlight.size >= this.batchesInFlightMax) {
@@ -442,7 +449,11 @@ export class ShardWorker {
         }
         const entries = await this.nextNewEntries();
         this.readSucceeded();
-        if (entries.length > 0) void this.launch(entries);
+        // Batched entries carry up to 64 commands each: a batch is bounded by commands, not entries.
+        for (const batch of batchesOfCommands(entries, this.options.runtime.batchSize)) {
+          while (this.inFlight.size >= this.batchesInFlightMax) await Promise.race(this.inFlight);
+          void this.launch(batch);
+        }
       } catch (error) {
         this.readRounds.failed();
         this.readFailures.failed({ error: String(error) });
