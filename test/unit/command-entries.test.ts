@@ -3,8 +3,9 @@
 // plain envelope, and the shard worker reads every form back in order, refusing what is neither.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { batchRequestsMax } from '../../src/bus/request-reply.ts';
-import { commandEntries, decodeEntryEnvelopes } from '../../src/actors/codec.ts';
+import { batchRequestsMax, headerBatchCount } from '../../src/bus/request-reply.ts';
+import { batchesOfCommands, commandEntries, decodeEntryEnvelopes, entryCommandCount } from '../../src/actors/codec.ts';
+import type { BusEntry } from '../../src/bus/bus.ts';
 import type { CommandEnvelope } from '../../src/actors/envelope.ts';
 
 function envelope(actorKey: string, index: number): CommandEnvelope {
@@ -35,4 +36,23 @@ test('an entry that is not an envelope nor a batch of 1 to 64 of them is refused
     assert.equal(decodeEntryEnvelopes(payload), null, payload.slice(0, 40));
   }
   assert.deepEqual(decodeEntryEnvelopes(JSON.stringify([good, { commandId: 'x' }, [good]])), [good, null, null]);
+});
+
+test('a read is cut into batches of at most the batch size in commands, in order, never splitting an entry', () => {
+  const entry = (id: string, count: number): BusEntry => ({
+    stream: 's',
+    id,
+    payload: '',
+    headers: count > 1 ? { [headerBatchCount]: String(count) } : {},
+    deliveryCount: 1,
+  });
+  const entries = [entry('1', 64), entry('2', 64), entry('3', 1), entry('4', 64), entry('5', 10)];
+  const batches = batchesOfCommands(entries, 128);
+  assert.deepEqual(batches.map((batch) => batch.map((item) => item.id)), [['1', '2'], ['3', '4', '5']]);
+  assert.deepEqual(batchesOfCommands(entries, 10).map((batch) => batch.length), [1, 1, 1, 1, 1], 'an entry over the size is a batch of its own');
+  // A header that lies is held to 1…64: it cannot make a batch unbounded or empty.
+  assert.equal(entryCommandCount(entry('x', 1)), 1);
+  assert.equal(entryCommandCount({ ...entry('y', 1), headers: { [headerBatchCount]: '100000' } }), 64);
+  assert.equal(entryCommandCount({ ...entry('z', 1), headers: { [headerBatchCount]: 'many' } }), 1);
+  assert.deepEqual(batchesOfCommands([], 512), []);
 });
