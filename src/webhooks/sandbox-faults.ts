@@ -97,6 +97,8 @@ export class SandboxWebhookFaults {
   private readonly sleep: (ms: number) => Promise<void>;
   /** Partners this process holds a delivery for: it sends them alone once their hold is over. */
   private readonly holding = new Set<string>();
+  /** Per partner: its held delivery being sent now (at most one each). */
+  private readonly flushing = new Map<string, Promise<void>>();
 
   constructor(private readonly deps: SandboxFaultsDeps) {
     this.sleep = deps.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
@@ -117,21 +119,34 @@ export class SandboxWebhookFaults {
   }
 
   /**
-   * Sends the deliveries this process held whose hold is over (or whose partner turned the fault
-   * off), each alone; `resolve` gives the partner's destination now.
+   * Starts sending the deliveries this process held whose hold is over (or whose partner turned
+   * the fault off), each alone; `resolve` gives the partner's destination now. Each partner's send
+   * runs in the background, one at a time per partner: a receiver that answers slowly (or a store
+   * that refuses a write) holds up neither the dispatcher's round nor another partner's deliveries.
+   * A flush that fails leaves the partner in `holding`, to be tried again next round.
    */
-  async flushHeld(resolve: (partnerId: string) => Promise<{ ok: true; url: string; secret: string } | { ok: false }>, deliver: Deliver): Promise<void> {
+  flushHeld(resolve: (partnerId: string) => Promise<{ ok: true; url: string; secret: string } | { ok: false }>, deliver: Deliver): void {
     for (const partnerId of [...this.holding]) {
-      const held = await this.take(partnerId, (state, nowMs) => !state.faults.outOfOrder || nowMs - (state.held?.heldAtMs ?? nowMs) >= webhookFaultBounds.outOfOrderHoldMs);
-      if (held === 'none') {
-        this.holding.delete(partnerId);
-        continue;
-      }
-      if (held === null) continue;
-      this.holding.delete(partnerId);
-      const destination = await resolve(partnerId);
-      if (destination.ok) await deliver({ ...held, partnerId, url: destination.url, secret: destination.secret });
+      if (this.flushing.has(partnerId)) continue;
+      const flush = this.flushOne(partnerId, resolve, deliver)
+        .catch(() => undefined)
+        .finally(() => this.flushing.delete(partnerId));
+      this.flushing.set(partnerId, flush);
     }
+  }
+
+  /** Resolves once no held delivery is being sent (the dispatcher's stop waits for it). */
+  async idle(): Promise<void> {
+    while (this.flushing.size > 0) await Promise.all([...this.flushing.values()]);
+  }
+
+  private async flushOne(partnerId: string, resolve: (partnerId: string) => Promise<{ ok: true; url: string; secret: string } | { ok: false }>, deliver: Deliver): Promise<void> {
+    const held = await this.take(partnerId, (state, nowMs) => !state.faults.outOfOrder || nowMs - (state.held?.heldAtMs ?? nowMs) >= webhookFaultBounds.outOfOrderHoldMs);
+    if (held === null) return;
+    this.holding.delete(partnerId);
+    if (held === 'none') return;
+    const destination = await resolve(partnerId);
+    if (destination.ok) await deliver({ ...held, partnerId, url: destination.url, secret: destination.secret });
   }
 
   /** Sends `delivery`, then the partner's held one if there is one (the swap), each twice under `duplicate`. */

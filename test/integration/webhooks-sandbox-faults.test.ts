@@ -111,4 +111,53 @@ describe('sandbox webhook faults across two dispatchers on one store', () => {
     assert.ok(verified(alone), 'signed with the secret of the moment it left');
     await resetWebhookFaults(theStore(), 'acme');
   });
+
+});
+
+// One dispatcher alone: nothing else would deliver while its round waited on a slow held send.
+describe('sandbox webhook faults on a single dispatcher', () => {
+  let dir: string | undefined;
+  let store: LmdbStore | undefined;
+  let receiver: WebhookReceiver | undefined;
+  let other: WebhookReceiver | undefined;
+  let role: RunningWebhooksRole | undefined;
+
+  before(async () => {
+    receiver = await startWebhookReceiver();
+    other = await startWebhookReceiver();
+    dir = mkdtempSync(join(tmpdir(), 'webhooks-faults-one-'));
+    store = new LmdbStore({ dir, readModelIndexes: [...defaultReadModelIndexes, ...webhookReadModelIndexes] });
+    await store.init();
+    const partners = new PartnerDirectory(createKeyRing());
+    partners.set(partner('acme', receiver.url));
+    partners.set(partner('globex', other.url));
+    role = await createWebhookServices({ env: { sandbox: true }, processId: 'only', clock: { nowMs: () => Date.now() }, log: collectingLogger(), store, partners }, fast).startWebhooksRole();
+  });
+
+  after(() => teardown(() => role?.stop(), () => store?.close(), () => receiver?.close(), () => other?.close(), () => dir !== undefined && rmSync(dir, { recursive: true, force: true })));
+
+  const theStore = (): LmdbStore => store ?? assert.fail('the store is open');
+  const roles = { wake: () => role?.wake() };
+
+  test("a held delivery to a receiver that answers slowly holds up no other partner's deliveries", async () => {
+    await resetWebhookFaults(theStore(), 'acme');
+    await writeWebhookFaults(theStore(), 'acme', { ...noWebhookFaults, outOfOrder: true });
+    const slowMs = 1_500; // under the attempt timeout (2 s): the held send waits for all of it
+    receiver?.respondWith(() => ({ delayMs: slowMs }));
+    try {
+      const held = newTransaction('acme');
+      await commitWebhooks(theStore(), held, [{ event: 'transaction.created', status: 'AWAITING_PAYMENT' }]);
+      roles.wake();
+      // The hold is over and its send has reached the receiver, which takes its time to answer.
+      const slow = await eventually(() => (receiver?.requests ?? []).find((request) => request.transactionId === held.transactionId) ?? assert.fail('not yet'), 20_000);
+      const meanwhile = newTransaction('globex');
+      await commitWebhooks(theStore(), meanwhile, [{ event: 'transaction.created', status: 'AWAITING_PAYMENT' }]);
+      roles.wake();
+      const other_ = await eventually(() => (other?.requests ?? []).find((request) => request.transactionId === meanwhile.transactionId) ?? assert.fail('not yet'), 20_000);
+      assert.ok(other_.receivedAtMs < slow.receivedAtMs + slowMs, `another partner's delivery arrived ${other_.receivedAtMs - slow.receivedAtMs} ms after the slow held send began, before it was answered`);
+    } finally {
+      receiver?.respondWith(null);
+      await resetWebhookFaults(theStore(), 'acme');
+    }
+  });
 });
