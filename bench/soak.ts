@@ -136,6 +136,13 @@ async function main(): Promise<void> {
   const startedAtMs = Date.now();
   const atS = (): number => Math.round((Date.now() - startedAtMs) / 100) / 10;
   let sampler: NodeJS.Timeout | undefined;
+  // Interrupted (Ctrl-C, a timeout's SIGTERM): the service's processes and Redis are stopped too.
+  const interrupted = (): void => {
+    clearInterval(sampler);
+    void Promise.allSettled([service?.stop(), redis.stop()]).then(() => process.exit(130));
+  };
+  process.once('SIGINT', interrupted);
+  process.once('SIGTERM', interrupted);
   try {
     service = await startBenchService({ redisUrl: redis.url, partners, shardProcesses: 1, nodeArgs: [`--max-old-space-size=${soak.heapMb}`] });
     const running = service;
