@@ -16,7 +16,9 @@ const handOverBoundMs = 1_000;
 let fleet: WorkerFleet;
 
 before(async () => {
-  fleet = await startWorkerFleet(shardCount);
+  // On a real local Redis Cluster (3 masters + 3 replicas), as operators run it: every shard
+  // stream is its own slot, so hand-overs also move a worker's per-slot readers.
+  fleet = await startWorkerFleet(shardCount, { cluster: true });
 });
 
 after(async () => {

@@ -15,7 +15,8 @@ import { replyStreamKey } from '../../src/bus/shards.ts';
 import { ActorClient } from '../../src/actors/client.ts';
 import { LmdbStore } from '../../src/store/lmdb-store.ts';
 import { serviceReadModelIndexes } from '../../src/service/context.ts';
-import { randomKeyPrefix, startRedis, type PrivateRedis } from './redis-server.ts';
+import { randomKeyPrefix, startRedis } from './redis-server.ts';
+import { startRedisCluster } from './redis-cluster.ts';
 import { tallyActorType, type TallyState } from './tally-actor.ts';
 
 export interface WorkerFleet {
@@ -43,8 +44,13 @@ export interface WorkerFleet {
   stop(): Promise<void>;
 }
 
-export async function startWorkerFleet(shardCount: number): Promise<WorkerFleet> {
-  const redis: PrivateRedis = await startRedis();
+export interface FleetOptions {
+  /** A real local Redis Cluster (3 masters, each with a replica) instead of one server. */
+  readonly cluster?: boolean;
+}
+
+export async function startWorkerFleet(shardCount: number, options: FleetOptions = {}): Promise<WorkerFleet> {
+  const redis: { readonly url: string; stop(): Promise<void> } = options.cluster === true ? await startRedisCluster({ masters: 3, replicas: 1 }) : await startRedis();
   const storeDir = mkdtempSync(join(tmpdir(), 'fleet-store-'));
   const keyPrefix = randomKeyPrefix();
   const bus = new RedisBus({ redis: redis.url });
