@@ -112,6 +112,23 @@ describe('sandbox webhook faults across two dispatchers on one store', () => {
     await resetWebhookFaults(theStore(), 'acme');
   });
 
+  test('wrong_signature_next with out_of_order: the one wrong signature reaches the receiver, not spent on the held delivery', async () => {
+    await resetWebhookFaults(theStore(), 'acme');
+    await writeWebhookFaults(theStore(), 'acme', { ...noWebhookFaults, wrongSignatureNext: 1, outOfOrder: true });
+    const tx = newTransaction('acme');
+    await commitWebhooks(theStore(), tx, [{ event: 'transaction.created', status: 'AWAITING_PAYMENT' }]);
+    await commitWebhooks(theStore(), tx, [{ event: 'transaction.updated', status: 'PROCESSING_PAYMENT' }]);
+    for (const role of roles) role.wake();
+    const arrived = await eventually(() => {
+      const seen = (receiver?.requests ?? []).filter((request) => request.transactionId === tx.transactionId);
+      assert.equal(seen.length, 2, `${seen.length} so far`);
+      return seen;
+    }, 20_000);
+    assert.deepEqual(arrived.map((request) => request.status_), ['PROCESSING_PAYMENT', 'AWAITING_PAYMENT'], 'the held first event went after the second');
+    assert.equal(arrived.filter((request) => !verified(request)).length, 1, 'exactly one delivery arrived badly signed');
+    assert.equal((await readWebhookFaults(theStore(), 'acme')).wrongSignatureNext, 0);
+    await resetWebhookFaults(theStore(), 'acme');
+  });
 });
 
 // One dispatcher alone: nothing else would deliver while its round waited on a slow held send.
