@@ -18,7 +18,7 @@
 // A held delivery lives in the store until it is sent once: if that send fails it is not retried
 // (the partner catches up with GET /events, as after any delivery given up).
 import { randomBytes } from 'node:crypto';
-import { anyWebhookFault, noWebhookFaults, webhookFaultBounds, type WebhookFaults } from '../domain/webhook-faults.ts';
+import { anyWebhookFault, faultedAttemptMs, noWebhookFaults, webhookFaultBounds, type WebhookFaults } from '../domain/webhook-faults.ts';
 import type { JsonValue, SnapshotStore } from '../store/store.ts';
 import { casUpdate } from './store-cas.ts';
 import type { SendOutcome } from './transport.ts';
@@ -104,6 +104,12 @@ export class SandboxWebhookFaults {
 
   constructor(private readonly deps: SandboxFaultsDeps) {
     this.sleep = deps.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
+  }
+
+  /** How long the partner's next attempt can take at most under its faults (`faultedAttemptMs`). */
+  async attemptMsMax(partnerId: string, attemptTimeoutMs: number): Promise<number> {
+    const state = stateOf((await this.deps.store.load(actorKeyOf(partnerId)))?.state ?? null);
+    return faultedAttemptMs(state.faults, state.held !== null, attemptTimeoutMs);
   }
 
   /** `deliver` with the partner's faults applied (see the header). */
