@@ -11,7 +11,7 @@ import { transactionsCollection } from '../actors/transaction-actor.ts';
 import type { SandboxDriver, SandboxResult } from '../ports/ports.ts';
 import type { ChainSetups } from './config.ts';
 import type { SandboxChain } from './sandbox-chain.ts';
-import { shortDepositAmount, takeShortDeposit } from './sandbox-short-deposits.ts';
+import { shortDepositAmount, spendingShortDeposit } from './sandbox-short-deposits.ts';
 
 function sandboxError(status: 400 | 404, code: string, reason: string): SandboxResult {
   return { ok: false, status, code, reason };
@@ -20,6 +20,7 @@ function sandboxError(status: 400 | 404, code: string, reason: string): SandboxR
 /** The driver over the store's transactions and the sandbox chain (null when every network is live). */
 export function createSandboxDriver(store: SnapshotStore, setups: ChainSetups, sandboxChain: SandboxChain | null): SandboxDriver {
   return {
+  runsNetwork: (network) => sandboxChain !== null && setups[network]?.mode === 'sandbox',
   async deposit(request) {
     const doc = await store.get(transactionsCollection, request.transactionId);
     if (doc === null || doc.partnerId !== request.partnerId) return sandboxError(404, 'not_found', 'Transaction not found');
@@ -32,23 +33,23 @@ export function createSandboxDriver(store: SnapshotStore, setups: ChainSetups, s
     const decimals = setup.assets[quote.cryptoCurrency]?.decimals;
     if (decimals === undefined) return sandboxError(400, 'invalid_request', `${quote.cryptoCurrency} has no token on the sandbox ${quote.network}`);
     // A partner's rehearsal (sandbox-short-deposits.ts) wins over the amount asked: it is what
-    // "the next deposit arrives short" means.
-    const short = await takeShortDeposit(store, request.transactionId);
-    const amount = short ? shortDepositAmount(quote.sourceAmount, decimals) : (request.amount ?? quote.sourceAmount);
-    if (amount.units <= 0n) return sandboxError(400, 'invalid_request', 'amount must be positive');
-    const exact = rescale(amount, Math.max(decimals, amount.scale), 'floor');
-    if (compare(rescale(amount, decimals, 'floor'), exact) !== 0) {
-      return sandboxError(400, 'invalid_request', `amount has more than ${decimals} decimals`);
-    }
-    const stellar = quote.network === 'STELLAR';
-    // The address the transaction's payment_context gave (its own on Solana and Celo).
-    const frozenAddress = typeof doc.depositAddress === 'string' ? doc.depositAddress : null;
-    const transfer = await sandboxChain.deposit({
-      network: quote.network,
-      asset: quote.cryptoCurrency,
-      amount: rescale(amount, decimals, 'floor'),
-      memo: stellar ? transactionReference(request.transactionId) : null,
-      ...(frozenAddress !== null && !stellar ? { destination: frozenAddress } : {}),
+    // "the next deposit arrives short" means. Its mark is spent only if this deposit is made.
+    return spendingShortDeposit(store, request.transactionId, async (short) => {
+      const amount = short ? shortDepositAmount(quote.sourceAmount, decimals) : (request.amount ?? quote.sourceAmount);
+      if (amount.units <= 0n) return sandboxError(400, 'invalid_request', 'amount must be positive');
+      const exact = rescale(amount, Math.max(decimals, amount.scale), 'floor');
+      if (compare(rescale(amount, decimals, 'floor'), exact) !== 0) {
+        return sandboxError(400, 'invalid_request', `amount has more than ${decimals} decimals`);
+      }
+      const stellar = quote.network === 'STELLAR';
+      // The address the transaction's payment_context gave (its own on Solana and Celo).
+      const frozenAddress = typeof doc.depositAddress === 'string' ? doc.depositAddress : null;
+      const transfer = await sandboxChain.deposit({
+        network: quote.network,
+        asset: quote.cryptoCurrency,
+        amount: rescale(amount, decimals, 'floor'),
+        memo: stellar ? transactionReference(request.transactionId) : null,
+        ...(frozenAddress !== null && !stellar ? { destination: frozenAddress } : {}),
     });
     return {
       ok: true,
@@ -62,7 +63,8 @@ export function createSandboxDriver(store: SnapshotStore, setups: ChainSetups, s
         memo: transfer.memo,
         notify: stellar ? { endpoint: null, required: false } : { endpoint: '/payments/notify', required: true },
       },
-    };
+    } satisfies SandboxResult;
+    });
   },
   async pixPayment(request) {
     const doc = await store.get(transactionsCollection, request.transactionId);

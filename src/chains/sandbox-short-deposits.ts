@@ -1,7 +1,7 @@
 // The sandbox's "the next deposit of this transaction arrives short" (POST
 // /sandbox/transactions/{id}/short-next-deposit, docs/sandbox.md): a mark in the store that the
-// sandbox driver spends on the transaction's next simulated deposit (POST /sandbox/deposits), which
-// then sends `shortDepositShare` of the quoted amount instead of what was asked. The transfer
+// sandbox driver spends on the transaction's next simulated deposit (POST /sandbox/deposits) that is
+// made, which then sends `shortDepositShare` of the quoted amount instead of what was asked. The transfer
 // itself is an ordinary sandbox-chain transfer: the watcher, the transaction's wrong-amount rule and
 // its refund treat it as any short deposit. In the store, so the edge that arms it and the driver
 // that spends it may be different processes.
@@ -21,8 +21,20 @@ export async function armShortDeposit(store: SnapshotStore, transactionId: strin
   await store.put(sandboxShortDepositsCollection, transactionId, { armedAtMs: nowMs });
 }
 
-/** Spends the transaction's mark: true once, for the caller whose removal took it. */
-export async function takeShortDeposit(store: SnapshotStore, transactionId: string): Promise<boolean> {
-  if ((await store.get(sandboxShortDepositsCollection, transactionId)) === null) return false;
-  return store.remove(sandboxShortDepositsCollection, transactionId);
+/**
+ * Runs one deposit of the transaction with its mark taken (`short`: true once, for the caller whose
+ * removal took it). The mark is given back unless the deposit was made (`ok`): a deposit refused or
+ * failed spends nothing, so the partner's retry still arrives short.
+ */
+export async function spendingShortDeposit<T extends { readonly ok: boolean }>(store: SnapshotStore, transactionId: string, deposit: (short: boolean) => Promise<T>): Promise<T> {
+  const mark = await store.get(sandboxShortDepositsCollection, transactionId);
+  const short = mark !== null && (await store.remove(sandboxShortDepositsCollection, transactionId));
+  let made = false;
+  try {
+    const result = await deposit(short);
+    made = result.ok;
+    return result;
+  } finally {
+    if (short && !made) await store.put(sandboxShortDepositsCollection, transactionId, mark);
+  }
 }

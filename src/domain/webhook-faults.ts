@@ -18,8 +18,9 @@ export interface WebhookFaults {
 
 /**
  * The bounds, with why:
- * - a delay holds a delivery slot and the row's claim (60 s, less the attempt's 10 s and a margin),
- *   so it stays well inside that;
+ * - a delay holds a delivery slot and the row's claim: with the dispatcher's defaults (a 60 s claim,
+ *   10 s attempts, a 5 s margin) the worst faulted attempt, 10 s of delay and four sends
+ *   (`faultedAttemptMs`), still fits in a fresh claim with its margin;
  * - dropping every attempt of the 5 would give each event up: at most 4 are dropped, so the last
  *   attempt of the run still reaches the receiver;
  * - a held delivery goes out on its own once `outOfOrderHoldMs` passed without a next one.
@@ -35,6 +36,17 @@ export const noWebhookFaults: WebhookFaults = { duplicate: false, outOfOrder: fa
 
 export function anyWebhookFault(faults: WebhookFaults): boolean {
   return faults.duplicate || faults.outOfOrder || faults.delayMs > 0 || faults.wrongSignatureNext > 0 || faults.dropFirstAttempts > 0;
+}
+
+/**
+ * The longest one attempt can take under these faults: the delay, then each send bounded by the
+ * attempt timeout: the attempt itself, the held delivery sent right after it (under `outOfOrder`,
+ * or while one is still held from before), and under `duplicate` a copy of each. With no fault
+ * on, the attempt timeout. The dispatcher starts an attempt only on a claim that covers this.
+ */
+export function faultedAttemptMs(faults: WebhookFaults, heldWaiting: boolean, attemptTimeoutMs: number): number {
+  const sends = (faults.duplicate ? 2 : 1) * (faults.outOfOrder || heldWaiting ? 2 : 1);
+  return faults.delayMs + sends * attemptTimeoutMs;
 }
 
 /** The API's field names (snake case) of each setting. */

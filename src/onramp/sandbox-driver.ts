@@ -83,5 +83,5 @@ export function sandboxPixPayments(options: SandboxPixPaymentsOptions): SandboxD
 
 /** The chains' sandbox driver with PIX payments handled here. */
 export function withPixPayments(base: SandboxDriver, pixPayment: SandboxDriver['pixPayment']): SandboxDriver {
-  return { deposit: (request) => base.deposit(request), pixPayment };
+  return { deposit: (request) => base.deposit(request), pixPayment, runsNetwork: (network) => base.runsNetwork(network) };
 }

@@ -84,4 +84,6 @@ export type SandboxResult =
 export interface SandboxDriver {
   deposit(request: { readonly partnerId: string; readonly transactionId: string; readonly amount: Decimal | null }): Promise<SandboxResult>;
   pixPayment(request: { readonly partnerId: string; readonly transactionId: string; readonly amount: Decimal | null }): Promise<SandboxResult>;
+  /** Whether `deposit` can pay on this network: false for a live one (a rehearsal of its deposits means nothing). */
+  runsNetwork(network: Network): boolean;
 }

@@ -12,7 +12,8 @@
 //   4. start   — an attempt starts only for a row that is the oldest unfinished row of its partition
 //                (so event N+1 of a transaction never starts before N is delivered or given up),
 //                whose next attempt is due, whose event is recorded, and whose claim still covers a
-//                whole attempt (claim left ≥ attemptTimeoutMs + claimMarginMs); and only as far as
+//                whole attempt (claim left ≥ attemptTimeoutMs + claimMarginMs, more for a sandbox
+//                partner's faulted attempt: `claimNeededMs`); and only as far as
 //                its partner's lane lets it (partner-lanes.ts: at most `inFlightPerPartnerMax` in
 //                flight, nothing while the partner's breaker is open, one probe when half-open).
 //                The free slots of `inFlightMax` go out fairly across partners (fair-share.ts).
@@ -366,10 +367,12 @@ export class WebhookDispatcher {
 
   private async releaseShortClaims(): Promise<void> {
     const nowMs = this.deps.clock.nowMs();
-    const needed = this.deps.transport.attemptTimeoutMs + this.deps.limits.claimMarginMs;
+    const needed = new Map<string, number>();
     const release: string[] = [];
     for (const [id, held] of this.held) {
-      if (!held.running && held.claimExpiresAtMs - nowMs < needed) release.push(id);
+      if (held.running) continue;
+      if (!needed.has(held.partnerId)) needed.set(held.partnerId, await this.claimNeededMs(held.partnerId));
+      if (held.claimExpiresAtMs - nowMs < (needed.get(held.partnerId) ?? 0)) release.push(id);
     }
     for (const id of release) this.held.delete(id);
     for (let index = 0; index < release.length; index += idsPerCallMax) {
@@ -502,7 +505,21 @@ export class WebhookDispatcher {
     }
     const nowMs = this.deps.clock.nowMs();
     if (delivery.nextAttemptAtMs > nowMs) return false;
-    return held.claimExpiresAtMs - nowMs >= this.deps.transport.attemptTimeoutMs + this.deps.limits.claimMarginMs;
+    return held.claimExpiresAtMs - nowMs >= (await this.claimNeededMs(held.partnerId));
+  }
+
+  /**
+   * The claim a row needs left to start an attempt: the attempt's longest time and the margin.
+   * Claims are not renewed, so a sandbox partner's faults (a delay, duplicates, a held delivery
+   * sent after it) count in full; capped at a fresh claim less the margin, so that under limits
+   * too short for the worst case (tests) a row still starts on a fresh claim rather than never.
+   */
+  private async claimNeededMs(partnerId: string): Promise<number> {
+    const { transport, limits, faults } = this.deps;
+    const plain = transport.attemptTimeoutMs + limits.claimMarginMs;
+    if (faults === undefined) return plain;
+    const faulted = (await faults.attemptMsMax(partnerId, transport.attemptTimeoutMs)) + limits.claimMarginMs;
+    return Math.max(plain, Math.min(faulted, limits.leaseMs - limits.claimMarginMs));
   }
 
   private async finish(held: Held): Promise<void> {

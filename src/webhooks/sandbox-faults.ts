@@ -9,14 +9,16 @@
 //   drop      — attempts 1..N of an event are not sent; they count as failed (`sandbox_dropped`,
 //               retried by the normal policy);
 //   delay     — the attempt waits `delayMs` first (signed when it is sent, so still fresh);
-//   signature — while the count lasts, the attempt is signed with a throwaway secret;
 //   order     — with no delivery held, this one is held (recorded as delivered: 202) and goes out
-//               after the partner's next one, or alone once `outOfOrderHoldMs` passed;
+//               after the partner's next one, or alone once `outOfOrderHoldMs` passed, signed with
+//               the partner's own secret;
+//   signature — while the count lasts, an attempt that is sent now (not held) is signed with a
+//               throwaway secret; the count is spent only on such an attempt;
 //   duplicate — whatever is sent is sent twice; the first answer decides the outcome.
 // A held delivery lives in the store until it is sent once: if that send fails it is not retried
 // (the partner catches up with GET /events, as after any delivery given up).
 import { randomBytes } from 'node:crypto';
-import { anyWebhookFault, noWebhookFaults, webhookFaultBounds, type WebhookFaults } from '../domain/webhook-faults.ts';
+import { anyWebhookFault, faultedAttemptMs, noWebhookFaults, webhookFaultBounds, type WebhookFaults } from '../domain/webhook-faults.ts';
 import type { JsonValue, SnapshotStore } from '../store/store.ts';
 import { casUpdate } from './store-cas.ts';
 import type { SendOutcome } from './transport.ts';
@@ -104,6 +106,12 @@ export class SandboxWebhookFaults {
     this.sleep = deps.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
   }
 
+  /** How long the partner's next attempt can take at most under its faults (`faultedAttemptMs`). */
+  async attemptMsMax(partnerId: string, attemptTimeoutMs: number): Promise<number> {
+    const state = stateOf((await this.deps.store.load(actorKeyOf(partnerId)))?.state ?? null);
+    return faultedAttemptMs(state.faults, state.held !== null, attemptTimeoutMs);
+  }
+
   /** `deliver` with the partner's faults applied (see the header). */
   wrap(deliver: Deliver): Deliver {
     return async (delivery) => {
@@ -112,9 +120,11 @@ export class SandboxWebhookFaults {
       if (!anyWebhookFault(faults)) return this.withHeld(delivery, deliver, faults, state.held !== null);
       if (delivery.attempt <= faults.dropFirstAttempts) return dropped;
       if (faults.delayMs > 0) await this.sleep(faults.delayMs);
+      // Held first: a held delivery is sent later with the partner's real secret, so a wrong
+      // signature spent on it would reach nobody.
+      if (faults.outOfOrder && (await this.hold(delivery))) return heldOutcome;
       const signed = faults.wrongSignatureNext > 0 && (await this.spendWrongSignature(delivery.partnerId)) ? { ...delivery, secret: throwawaySecret() } : delivery;
-      if (faults.outOfOrder && (await this.hold(signed))) return heldOutcome;
-      return this.withHeld(signed, deliver, faults, true);
+      return this.withHeld(signed, deliver, faults, true, delivery.secret);
     };
   }
 
@@ -149,12 +159,16 @@ export class SandboxWebhookFaults {
     if (destination.ok) await deliver({ ...held, partnerId, url: destination.url, secret: destination.secret });
   }
 
-  /** Sends `delivery`, then the partner's held one if there is one (the swap), each twice under `duplicate`. */
-  private async withHeld(delivery: OutgoingDelivery, deliver: Deliver, faults: WebhookFaults, mayHold: boolean): Promise<SendOutcome> {
+  /**
+   * Sends `delivery`, then the partner's held one if there is one (the swap), each twice under
+   * `duplicate`. The held one is signed with `secret`, the partner's own: a wrong signature on
+   * `delivery` was spent on it alone.
+   */
+  private async withHeld(delivery: OutgoingDelivery, deliver: Deliver, faults: WebhookFaults, mayHold: boolean, secret = delivery.secret): Promise<SendOutcome> {
     const outcome = await this.send(delivery, deliver, faults);
     if (!mayHold) return outcome;
     const held = await this.take(delivery.partnerId, (state) => state.held?.eventId !== delivery.eventId);
-    if (held !== null && held !== 'none') await this.send({ ...held, partnerId: delivery.partnerId, url: delivery.url, secret: delivery.secret }, deliver, faults);
+    if (held !== null && held !== 'none') await this.send({ ...held, partnerId: delivery.partnerId, url: delivery.url, secret }, deliver, faults);
     return outcome;
   }
 

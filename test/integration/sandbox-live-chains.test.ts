@@ -181,6 +181,17 @@ describe('sandbox mode with Celo live on a testnet', () => {
     assert.equal((await call('GET', `/transaction/${String(accepted.body['id'])}`)).body['status'], 'AWAITING_PAYMENT');
   });
 
+  test('short-next-deposit on the live chain is 409 rehearsal_not_applicable naming the network: no mark that no deposit could spend', async () => {
+    const quoted = await call('POST', '/quote', { amount: 50_000, crypto_currency: 'USDC', network: 'CELO', payment_method: 'BREB', target_currency: 'COP' });
+    assert.equal(quoted.status, 200, JSON.stringify(quoted.body));
+    const accepted = await call('POST', '/transaction', { quote_id: quoted.body['quote_id'], user_id: `u-${randomUUID()}`, account_number: '3001234567' });
+    assert.equal(accepted.status, 200, JSON.stringify(accepted.body));
+    const armed = await call('POST', `/sandbox/transactions/${String(accepted.body['id'])}/short-next-deposit`);
+    assert.equal(armed.status, 409, JSON.stringify(armed.body));
+    assert.equal(armed.body['code'], 'rehearsal_not_applicable');
+    assert.match(String(armed.body['reason']), /CELO/);
+  });
+
   test('a sandbox PIX payment that reached the transaction anyway is never delivered on the live chain: PAYMENT_FAILED, nothing sent', async () => {
     const { id, wallet, context } = await acceptOnramp();
     // What an earlier release let through: the payment of the sandbox charge, applied to the

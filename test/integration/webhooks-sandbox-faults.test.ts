@@ -112,6 +112,23 @@ describe('sandbox webhook faults across two dispatchers on one store', () => {
     await resetWebhookFaults(theStore(), 'acme');
   });
 
+  test('wrong_signature_next with out_of_order: the one wrong signature reaches the receiver, not spent on the held delivery', async () => {
+    await resetWebhookFaults(theStore(), 'acme');
+    await writeWebhookFaults(theStore(), 'acme', { ...noWebhookFaults, wrongSignatureNext: 1, outOfOrder: true });
+    const tx = newTransaction('acme');
+    await commitWebhooks(theStore(), tx, [{ event: 'transaction.created', status: 'AWAITING_PAYMENT' }]);
+    await commitWebhooks(theStore(), tx, [{ event: 'transaction.updated', status: 'PROCESSING_PAYMENT' }]);
+    for (const role of roles) role.wake();
+    const arrived = await eventually(() => {
+      const seen = (receiver?.requests ?? []).filter((request) => request.transactionId === tx.transactionId);
+      assert.equal(seen.length, 2, `${seen.length} so far`);
+      return seen;
+    }, 20_000);
+    assert.deepEqual(arrived.map((request) => request.status_), ['PROCESSING_PAYMENT', 'AWAITING_PAYMENT'], 'the held first event went after the second');
+    assert.equal(arrived.filter((request) => !verified(request)).length, 1, 'exactly one delivery arrived badly signed');
+    assert.equal((await readWebhookFaults(theStore(), 'acme')).wrongSignatureNext, 0);
+    await resetWebhookFaults(theStore(), 'acme');
+  });
 });
 
 // One dispatcher alone: nothing else would deliver while its round waited on a slow held send.
@@ -159,5 +176,52 @@ describe('sandbox webhook faults on a single dispatcher', () => {
       receiver?.respondWith(null);
       await resetWebhookFaults(theStore(), 'acme');
     }
+  });
+});
+
+// A faulted attempt outlasts the attempt timeout (a delay, then a send and its duplicate): it must
+// not start on a claim that lapses before it ends, or the other dispatcher claims the row and sends
+// the event once more. Short limits: a 6 s claim, 1 s attempts; the second event of a transaction
+// waits ~3.3 s behind the first, so its claim has ~2.7 s left, enough for a plain attempt (1.2 s)
+// but not for this faulted one (1.5 s delay + 2 sends of up to 1 s).
+describe('sandbox webhook faults: a faulted attempt starts only on a claim that covers it', () => {
+  const short: WebhookOptions = {
+    policy: { retryDelayMsBase: 30, retryDelayMsMax: 400 },
+    transport: { attemptTimeoutMs: 1_000, responseBytesMax: 4 * 1024 },
+    limits: { leaseMs: 6_000, claimMarginMs: 200, pollIntervalMs: 20 },
+  };
+  let dir: string | undefined;
+  let store: LmdbStore | undefined;
+  let receiver: WebhookReceiver | undefined;
+  const roles: RunningWebhooksRole[] = [];
+
+  before(async () => {
+    receiver = await startWebhookReceiver();
+    dir = mkdtempSync(join(tmpdir(), 'webhooks-faults-claim-'));
+    store = new LmdbStore({ dir, readModelIndexes: [...defaultReadModelIndexes, ...webhookReadModelIndexes] });
+    await store.init();
+    const partners = new PartnerDirectory(createKeyRing());
+    partners.set(partner('acme', receiver.url));
+    for (const processId of ['one', 'two']) {
+      const services = createWebhookServices({ env: { sandbox: true }, processId, clock: { nowMs: () => Date.now() }, log: collectingLogger(), store, partners }, short);
+      roles.push(await services.startWebhooksRole());
+    }
+  });
+
+  after(() => teardown(...roles.map((role) => () => role.stop()), () => store?.close(), () => receiver?.close(), () => dir !== undefined && rmSync(dir, { recursive: true, force: true })));
+
+  test('delay and duplicate with two dispatchers: each event arrives exactly twice (its duplicate), never sent again by the other', async () => {
+    const theStore = store ?? assert.fail('the store is open');
+    await writeWebhookFaults(theStore, 'acme', { ...noWebhookFaults, delayMs: 1_500, duplicate: true });
+    receiver?.respondWith(() => ({ delayMs: 900 }));
+    const tx = newTransaction('acme');
+    await commitWebhooks(theStore, tx, [{ event: 'transaction.created', status: 'AWAITING_PAYMENT' }]);
+    await commitWebhooks(theStore, tx, [{ event: 'transaction.updated', status: 'PROCESSING_PAYMENT' }]);
+    for (const role of roles) role.wake();
+    await eventually(() => assert.equal((receiver?.requests ?? []).filter((request) => request.status_ === 'PROCESSING_PAYMENT').length >= 2, true), 30_000);
+    // Stopping waits for every attempt in flight: a second sender of the same event would be one.
+    for (const role of roles) await role.stop();
+    const arrived = (receiver?.requests ?? []).filter((request) => request.transactionId === tx.transactionId).map((request) => request.status_);
+    assert.deepEqual(arrived, ['AWAITING_PAYMENT', 'AWAITING_PAYMENT', 'PROCESSING_PAYMENT', 'PROCESSING_PAYMENT']);
   });
 });

@@ -3,7 +3,7 @@
 // the amount a rehearsed short deposit carries (src/chains/sandbox-short-deposits.ts).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { anyWebhookFault, noWebhookFaults, readWebhookFaults, webhookFaultBounds, webhookFaultsView } from '../../src/domain/webhook-faults.ts';
+import { anyWebhookFault, faultedAttemptMs, noWebhookFaults, readWebhookFaults, webhookFaultBounds, webhookFaultsView } from '../../src/domain/webhook-faults.ts';
 import { shortDepositAmount } from '../../src/chains/sandbox-short-deposits.ts';
 import { decimalFromExactString, toPlainString } from '../../src/domain/money.ts';
 
@@ -36,6 +36,17 @@ test('an unknown field is refused (a typo would otherwise rehearse nothing), its
   assert.ok(!refused.ok && refused.reason.startsWith('unknown field dupliacte; the fields are duplicate, out_of_order'));
   const long = readWebhookFaults({ ['x'.repeat(1_000)]: true });
   assert.ok(!long.ok && long.reason.length < 200);
+});
+
+test('a faulted attempt lasts at most its delay and every send it makes: the worst one still fits a fresh default claim', () => {
+  assert.equal(faultedAttemptMs(noWebhookFaults, false, 10_000), 10_000, 'no fault: one send');
+  assert.equal(faultedAttemptMs({ ...noWebhookFaults, duplicate: true }, false, 10_000), 20_000);
+  assert.equal(faultedAttemptMs({ ...noWebhookFaults, outOfOrder: true }, false, 10_000), 20_000, 'the held delivery goes after it');
+  assert.equal(faultedAttemptMs(noWebhookFaults, true, 10_000), 20_000, 'a delivery still held when the faults were turned off');
+  const worst = { duplicate: true, outOfOrder: true, delayMs: webhookFaultBounds.delayMsMax, wrongSignatureNext: 100, dropFirstAttempts: 4 };
+  assert.equal(faultedAttemptMs(worst, false, 10_000), 50_000);
+  // The dispatcher's defaults: a 60 s claim, 5 s margin. The worst attempt and the margin fit in a fresh claim less the margin.
+  assert.ok(faultedAttemptMs(worst, false, 10_000) + 5_000 <= 60_000 - 5_000);
 });
 
 test('a short deposit is 90 % of the quoted amount, rounded down at the token decimals', () => {

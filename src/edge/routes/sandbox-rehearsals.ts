@@ -7,7 +7,8 @@
 //     of one transaction of the partner (another partner's is 404): its payment window ends now;
 //     its payout is refused by the rail; its next simulated deposit arrives short. Each then runs
 //     down the real path (events, webhooks, refunds). A transaction past the point where the
-//     rehearsal means anything is 409 `rehearsal_not_applicable`.
+//     rehearsal means anything, or a short deposit on a network the sandbox chain does not run, is
+//     409 `rehearsal_not_applicable`.
 import { randomUUID } from 'node:crypto';
 import { transactionActorType, type DomainReply } from '../../actors/transaction-actor.ts';
 import { armShortDeposit } from '../../chains/sandbox-short-deposits.ts';
@@ -18,7 +19,7 @@ import { readWebhookFaults, resetWebhookFaults, writeWebhookFaults } from '../..
 import { errorResponse } from '../errors.ts';
 import { jsonResponse } from '../http-response.ts';
 import type { HttpResponse, RequestContext, Route } from '../http-types.ts';
-import { askOr503, idempotentPost, idOf, jsonObjectBody, partnerOf, partnerTransaction, transactionNotFound, type EdgeEnv } from './common.ts';
+import { askOr503, idempotentPost, idOf, jsonObjectBody, partnerOf, partnerTransaction, quoteOfDocument, transactionNotFound, type EdgeEnv } from './common.ts';
 
 type Rehearsal = 'expire' | 'fail-next-payout' | 'short-next-deposit';
 
@@ -61,6 +62,12 @@ async function rehearse(env: EdgeEnv, request: RequestContext, rehearsal: Rehear
     if (found === null) return transactionNotFound();
     const refused = refusalOf(rehearsal, found.doc['direction'], found.doc['status']);
     if (refused !== null) return refused;
+    if (rehearsal === 'short-next-deposit') {
+      // Only a deposit of POST /sandbox/deposits spends the mark, and it pays sandbox-run networks
+      // only: on a live one (a mixed set-up) the mark would never be spent.
+      const network = quoteOfDocument(found.doc).network;
+      if (env.deps.sandbox?.runsNetwork(network) !== true) return notApplicable(`short-next-deposit applies to a sandbox network; ${network} is live here, fund it on chain`);
+    }
     const nowMs = env.ctx.clock.nowMs();
     if (rehearsal === 'fail-next-payout') await armPayoutRefusal(env.ctx.store, payoutIdempotencyKey(found.id), nowMs);
     if (rehearsal === 'short-next-deposit') await armShortDeposit(env.ctx.store, found.id, nowMs);
