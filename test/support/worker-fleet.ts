@@ -11,7 +11,8 @@ import assert from 'node:assert/strict';
 import { RedisBus } from '../../src/bus/redis-bus.ts';
 import { RedisLeases } from '../../src/bus/redis-leases.ts';
 import { Requester, RequestTimeoutError } from '../../src/bus/request-reply.ts';
-import { replyStreamKey } from '../../src/bus/shards.ts';
+import { replyStreamKey, shardOf } from '../../src/bus/shards.ts';
+import { actorId } from '../../src/actors/envelope.ts';
 import { ActorClient } from '../../src/actors/client.ts';
 import { LmdbStore } from '../../src/store/lmdb-store.ts';
 import { serviceReadModelIndexes } from '../../src/service/context.ts';
@@ -26,8 +27,11 @@ export interface WorkerFleet {
   readonly shardCount: number;
   /** Requests that timed out at least once before succeeding (a client-visible error, retried). */
   timeouts: number;
-  /** Every tally sent so far: when it was sent and how long it took to be acknowledged (retries included). */
-  readonly requestTimes: Array<{ readonly sentAtMs: number; readonly ms: number }>;
+  /**
+   * Every tally sent so far: when it was sent, how long it took to be acknowledged (retries
+   * included), and the shard its actor lives on.
+   */
+  readonly requestTimes: Array<{ readonly sentAtMs: number; readonly ms: number; readonly shard: number }>;
   startWorker(workerId: string, env?: Record<string, string>): Promise<ChildProcess>;
   kill(child: ChildProcess): Promise<void>;
   /** SIGTERM: the worker finishes its batch and releases its leases. */
@@ -119,7 +123,7 @@ export async function startWorkerFleet(shardCount: number, options: FleetOptions
         try {
           await client.ask(tallyActorType, actorKey, 'add', null, { commandId, timeoutMs: 3_000 });
           if (timedOut) fleet.timeouts += 1;
-          fleet.requestTimes.push({ sentAtMs, ms: Date.now() - sentAtMs });
+          fleet.requestTimes.push({ sentAtMs, ms: Date.now() - sentAtMs, shard: shardOf(actorId(tallyActorType, actorKey), shardCount) });
           return;
         } catch (error) {
           if (!(error instanceof RequestTimeoutError)) throw error;
