@@ -30,7 +30,7 @@ import { disabledUserIdCharsMax } from '../config/partners.ts';
 import { generateApiKey, sha256Hex } from '../edge/auth.ts';
 import type { ServiceContext } from '../ports/context.ts';
 import type { Reconciler } from '../ports/ports.ts';
-import { persistPartner } from '../ports/partner-overrides.ts';
+import { changePartner } from '../ports/partner-overrides.ts';
 import { serviceOutboxTopics } from '../actors/cluster-stats.ts';
 import type { OutboxRowAction } from '../store/store.ts';
 import { bulkRedeliverMax, redeliverFailed } from './admin-redeliver.ts';
@@ -168,11 +168,12 @@ export function adminHandlers(ctx: ServiceContext, capabilities: AdminCapabiliti
     const read = readUserId(required(request, 'user_id'), disabledUserIdCharsMax);
     if (!read.ok) throw new AdminError(grpcStatus.INVALID_ARGUMENT, `user_id ${read.reason}`);
     const userId = read.value;
-    const users = new Set(partner.disabledUsers);
-    if (disabled) users.add(userId);
-    else users.delete(userId);
-    const next = ctx.partners.update(partner.id, (current) => ({ ...current, disabledUsers: users }));
-    if (next) await persistPartner(ctx, next);
+    await changePartner(ctx, partner.id, (current) => {
+      const users = new Set(current.disabledUsers);
+      if (disabled) users.add(userId);
+      else users.delete(userId);
+      return { ...current, disabledUsers: users };
+    });
     return { ok: true, message: `user ${disabled ? 'disabled' : 'enabled'}` };
   };
 
@@ -220,8 +221,7 @@ export function adminHandlers(ctx: ServiceContext, capabilities: AdminCapabiliti
       // 192 random bits (≥ the 128 every configured key needs: docs/security.md).
       const apiKey = generateApiKey('key');
       // The old keys stop working at once: rotation is for a leaked key.
-      const next = ctx.partners.update(partner.id, (current) => ({ ...current, apiKeySha256: [sha256Hex(apiKey)] }));
-      if (next) await persistPartner(ctx, next);
+      await changePartner(ctx, partner.id, (current) => ({ ...current, apiKeySha256: [sha256Hex(apiKey)] }));
       return { partner_id: partner.id, api_key: apiKey };
     },
     async Reconcile(request) {

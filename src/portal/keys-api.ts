@@ -8,7 +8,7 @@
 import { generateApiKey, keysPerPartnerMax, sha256Hex } from '../edge/auth.ts';
 import { parseJsonBody } from '../edge/body.ts';
 import type { Route } from '../edge/http-types.ts';
-import { persistPartner } from '../ports/partner-overrides.ts';
+import { changePartner } from '../ports/partner-overrides.ts';
 import type { PartnerDirectory } from '../ports/partners.ts';
 import type { SnapshotStore } from '../store/store.ts';
 import { notFound, portalJson, withSession, type PortalRequestEnv, type SessionHandler } from './requests.ts';
@@ -60,8 +60,7 @@ const createKey: Handler = async (env, session, request) => {
   const hash = sha256Hex(apiKey);
   const createdAtMs = env.clock.nowMs();
   await env.store.put(apiKeysCollection, hash, { partnerId: session.partnerId, prefix: apiKey.slice(0, prefixChars), label: body.value.label ?? null, createdAtMs, createdBy: session.email });
-  const next = env.partners.update(session.partnerId, (current) => ({ ...current, apiKeySha256: [...current.apiKeySha256, hash] }));
-  if (next !== undefined) await persistPartner({ store: env.store, clock: env.clock }, next);
+  await changePartner(env, session.partnerId, (current) => ({ ...current, apiKeySha256: [...current.apiKeySha256, hash] }));
   return portalJson(201, { key: { id: hash.slice(0, keyIdChars), prefix: apiKey.slice(0, prefixChars), createdAtMs }, apiKey });
 };
 
@@ -70,8 +69,7 @@ const revokeKey: Handler = async (env, session, request) => {
   const partner = env.partners.get(session.partnerId);
   const hash = partner?.apiKeySha256.find((candidate) => candidate.slice(0, keyIdChars) === id && id.length === keyIdChars);
   if (partner === undefined || hash === undefined) return notFound('API key');
-  const next = env.partners.update(session.partnerId, (current) => ({ ...current, apiKeySha256: current.apiKeySha256.filter((candidate) => candidate !== hash) }));
-  if (next !== undefined) await persistPartner({ store: env.store, clock: env.clock }, next);
+  await changePartner(env, session.partnerId, (current) => ({ ...current, apiKeySha256: current.apiKeySha256.filter((candidate) => candidate !== hash) }));
   await env.store.remove(apiKeysCollection, hash);
   return portalJson(200, { revoked: id });
 };

@@ -1,8 +1,14 @@
-// Changes made through the admin service (API keys, disabled users) are stored and win over the
-// partners file. Every process loads them at start and re-reads them every few seconds, so an edge
-// in another process sees a disabled user or a rotated key without a restart.
+// Changes made through the admin service or the portal (API keys, disabled users) are stored and
+// win over the partners file. Every process loads them at start and re-reads them every few
+// seconds, so an edge in another process sees a disabled user or a rotated key without a restart.
+//
+// Each stored override carries a version (`updatedAtMs`, strictly increasing per partner), and the
+// directory remembers the version it holds: a refresh that read the overrides before a change was
+// made in this process (its read still in flight while a key was rotated) never sets the older
+// document back. Without that, the rotated-out key worked again, and the new one got 401, until
+// the next refresh.
 import { toFixedString } from '../domain/money.ts';
-import type { JsonObject } from '../store/store.ts';
+import type { JsonObject, SnapshotStore } from '../store/store.ts';
 import { decimalFromExactString } from '../domain/money.ts';
 import type { ServiceContext } from './context.ts';
 import { demoPartnerId, disabledUserSet, type Partner } from './partners.ts';
@@ -41,8 +47,25 @@ function fromDocument(doc: JsonObject, base: Partner | undefined): Partner {
   };
 }
 
-export async function persistPartner(ctx: Pick<ServiceContext, 'store' | 'clock'>, partner: Partner): Promise<void> {
-  await ctx.store.put(partnerOverridesCollection, partner.id, toDocument(partner, ctx.clock.nowMs()));
+/**
+ * Changes a partner: the change is made to the stored override (the newest any process wrote) or,
+ * when there is none, to the directory's copy; the result is stored first, with a version above
+ * both, and only then set in the directory. Answers the changed partner; undefined for an unknown one.
+ */
+export async function changePartner(
+  ctx: Pick<ServiceContext, 'store' | 'clock' | 'partners'>,
+  partnerId: string,
+  change: (partner: Partner) => Partner,
+): Promise<Partner | undefined> {
+  const known = ctx.partners.get(partnerId);
+  if (known === undefined) return undefined;
+  const stored = await ctx.store.get(partnerOverridesCollection, partnerId);
+  const current = stored === null ? known : fromDocument(stored, known);
+  const version = Math.max(ctx.clock.nowMs(), Number(stored?.updatedAtMs ?? 0) + 1, ctx.partners.versionOf(partnerId) + 1);
+  const next = change(current);
+  await ctx.store.put(partnerOverridesCollection, partnerId, toDocument(next, version));
+  ctx.partners.set(next, version);
+  return next;
 }
 
 /**
@@ -50,16 +73,19 @@ export async function persistPartner(ctx: Pick<ServiceContext, 'store' | 'clock'
  * sandbox mode an override never brings the demo partner back (an admin change made to it during
  * a sandbox run on the same store), unless the partners file declares a partner of that id.
  */
-export async function applyPartnerOverrides(ctx: Pick<ServiceContext, 'store' | 'partners' | 'env'>): Promise<number> {
+export async function applyPartnerOverrides(ctx: Pick<ServiceContext, 'partners' | 'env'> & { readonly store: Pick<SnapshotStore, 'list'> }): Promise<number> {
   let changed = 0;
   for (let offset = 0; offset < 100_000; offset += 1_000) {
     const page = await ctx.store.list(partnerOverridesCollection, { limit: 1_000, offset });
     for (const item of page.items) {
       const current = ctx.partners.get(item.id);
       if (current === undefined && item.id === demoPartnerId && !ctx.env.sandbox) continue;
+      // Read before a change this process has made since: the directory is already newer.
+      const version = Number(item.doc['updatedAtMs'] ?? 0);
+      if (version < ctx.partners.versionOf(item.id)) continue;
       const next = fromDocument(item.doc, current);
       if (current === undefined || JSON.stringify(toDocument(current, 0)) !== JSON.stringify(toDocument(next, 0))) {
-        ctx.partners.set(next);
+        ctx.partners.set(next, version);
         changed += 1;
       }
     }

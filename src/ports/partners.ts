@@ -50,17 +50,29 @@ export function disabledUserSet(users: Iterable<string>): ReadonlySet<string> {
 
 export class PartnerDirectory {
   private readonly partners = new Map<string, Partner>();
+  /**
+   * The `updatedAtMs` of the stored override each partner was last set from (or written with): a
+   * refresh that read the overrides before a newer change was made must not set the older one back
+   * (src/ports/partner-overrides.ts).
+   */
+  private readonly versions = new Map<string, number>();
 
   constructor(private readonly keyRing: KeyRing) {}
 
   /** Keeps the partner with its disabled users in the form user ids are compared in (NFKC). */
-  set(partner: Partner): void {
+  set(partner: Partner, version?: number): void {
     this.partners.set(partner.id, { ...partner, disabledUsers: disabledUserSet(partner.disabledUsers) });
     this.keyRing.setPartnerKeys(partner.id, [...partner.apiKeySha256]);
+    if (version !== undefined) this.versions.set(partner.id, version);
   }
 
   get(partnerId: string): Partner | undefined {
     return this.partners.get(partnerId);
+  }
+
+  /** The version of the stored override the partner was last set from; 0 when none. */
+  versionOf(partnerId: string): number {
+    return this.versions.get(partnerId) ?? 0;
   }
 
   all(): Partner[] {
@@ -70,13 +82,5 @@ export class PartnerDirectory {
   /** Whether the user is disabled, in any Unicode form of its id (the edge passes ids already normalised). */
   isUserDisabled(partnerId: string, userId: string): boolean {
     return this.partners.get(partnerId)?.disabledUsers.has(userIdMatchForm(userId)) ?? false;
-  }
-
-  update(partnerId: string, change: (partner: Partner) => Partner): Partner | undefined {
-    const current = this.partners.get(partnerId);
-    if (current === undefined) return undefined;
-    const next = change(current);
-    this.set(next);
-    return next;
   }
 }

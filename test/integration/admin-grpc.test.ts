@@ -136,6 +136,33 @@ test('rotating an API key: the new key authenticates, the old one no longer does
   assert.deepEqual(service.ctx.partners.get('demo')?.apiKeySha256, [sha256Hex(newKey)]);
 });
 
+test('a refresh of the stored overrides that read them before a rotation never brings the rotated-out key back', async () => {
+  const first = String((await admin.call('RotateApiKey', { partner_id: 'demo' })).api_key);
+  // Every process re-reads the stored overrides every few seconds. This refresh reads them now
+  // (the first key's document) and is answered only after the next rotation has been made.
+  let rotationDone = (): void => undefined;
+  const rotation = new Promise<void>((resolve) => (rotationDone = resolve));
+  const slowReader = {
+    ...service.ctx,
+    store: {
+      list: async (...query: Parameters<typeof service.ctx.store.list>) => {
+        const page = await service.ctx.store.list(...query);
+        await rotation;
+        return page;
+      },
+    },
+  };
+  const refresh = applyPartnerOverrides(slowReader);
+  const second = String((await admin.call('RotateApiKey', { partner_id: 'demo' })).api_key);
+  rotationDone();
+  await refresh;
+  assert.equal(service.ctx.keyRing.findPartner(second), 'demo', 'the new key authenticates');
+  assert.equal(service.ctx.keyRing.findPartner(first), null, 'the rotated-out key stays out');
+  await applyPartnerOverrides(service.ctx);
+  assert.equal(service.ctx.keyRing.findPartner(second), 'demo', 'and the next refresh agrees');
+  assert.equal(service.ctx.keyRing.findPartner(first), null);
+});
+
 test('staging a webhook destination shows the draft\'s test secret once (reply and CLI); no other reply carries it', async () => {
   const staged = await admin.call('StageDestination', { partner_id: 'demo', url: 'http://127.0.0.1:9/draft' });
   assert.equal(staged.ok, true, String(staged.message));
