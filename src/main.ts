@@ -9,6 +9,10 @@ import { startService, type RunningService } from './service/service.ts';
 async function main(): Promise<void> {
   const env = readEnv(process.env, process.argv.slice(2));
   const service = await startService(env);
+  // Before the banner: whoever reads it (an operator's script, a supervisor, a test) may signal at
+  // once, and a SIGTERM that arrives before a handler exists takes the default action: the
+  // process dies on the spot, without the graceful stop (seen under load: exit by signal, no stop).
+  installShutdown(service, env.SHUTDOWN_GRACE_MS);
   const { ctx, port } = service;
   const lines = [`role ${env.ROLE}; bus ${env.REDIS_URL ? 'redis' : 'in-process'}; store ${env.MONGODB_URL ? 'mongodb' : `embedded (${env.DATA_DIR})`}; sandbox ${env.sandbox ? 'on' : 'off'}`];
   if (port !== null) {
@@ -44,7 +48,6 @@ async function main(): Promise<void> {
     }
   }
   process.stdout.write(`${lines.join('\n')}\n`);
-  installShutdown(service, env.SHUTDOWN_GRACE_MS);
 }
 
 /**
