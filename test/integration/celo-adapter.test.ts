@@ -634,7 +634,8 @@ describe('sweep: a deposit address emptied into the hot wallet, once per idempot
     assert.equal(await publicClient.getTransactionCount({ address: oldHot.address }), oldNonce, 'the old key signed nothing');
     const swept = await after.sweep(sweepOf(transactionId, `sweep-rotated-new-${transactionId}`));
     assert.notEqual(swept.status, 'failed', show(swept));
-    assert.equal(await balanceOf(usdc, newHot.address), 2_500_000n);
+    // A sweep may answer once it is sent, before it is mined (a loaded machine showed the gap).
+    await eventually(async () => assert.equal(await balanceOf(usdc, newHot.address), 2_500_000n), 10_000);
     assert.equal(await balanceOf(usdc, oldHot.address), 0n);
   });
 

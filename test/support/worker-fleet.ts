@@ -84,7 +84,8 @@ export async function startWorkerFleet(shardCount: number, options: FleetOptions
         stderr = (stderr + chunk.toString()).slice(-4_000);
       });
       await new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`worker ${workerId} not ready: ${stderr}`)), 30_000);
+        // A bound against a hang, not a timing: two test suites side by side took over 30 s to start one.
+        const timer = setTimeout(() => reject(new Error(`worker ${workerId} not ready: ${stderr}`)), 90_000);
         child.stdout?.on('data', (chunk: Buffer) => {
           if (chunk.toString().includes('ready')) {
             clearTimeout(timer);
