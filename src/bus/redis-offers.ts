@@ -8,6 +8,7 @@
 //
 // Durability is Redis' own, as for the command streams (docs/operations.md, "Redis"): an offer lost
 // with a Redis that restarts without its append-only file only means its partner quotes again.
+import { BusError } from './bus.ts';
 import { createRedisClient, throwBusError, type RedisClient, type RedisConnectionLog } from './redis-connection.ts';
 import { defineScripts, offerScript } from './redis-scripts.ts';
 import { assertNoBraces } from './shards.ts';
@@ -52,6 +53,7 @@ export class RedisOffers<T extends OfferFields> implements Offers<T> {
 
   async offer(offer: T): Promise<OfferOutcome<T>> {
     assertOfferKey(offer.partnerId, offer.id);
+    this.assertConnected();
     const text = this.codec.encode(offer);
     const validMs = validForMs(offer, this.clock.nowMs());
     const reply = await offerScript
@@ -73,6 +75,7 @@ export class RedisOffers<T extends OfferFields> implements Offers<T> {
 
   async find(partnerId: string, id: string): Promise<T | null> {
     if (!isOfferKey(partnerId, id)) return null;
+    this.assertConnected();
     const text = await this.client.get(this.offerKey(partnerId, id)).catch(throwBusError);
     return text === null ? null : this.codec.decode(text);
   }
@@ -82,6 +85,16 @@ export class RedisOffers<T extends OfferFields> implements Offers<T> {
     await this.client.quit().catch(() => {
       this.client.disconnect();
     });
+  }
+
+  /**
+   * A client that lost its connection and is trying to get it back fails at once: an offer or a
+   * lookup is the partner's request in flight, answered 503 now rather than held for the client's
+   * reconnection backoff (up to about 8 s: test/integration/edge-outage.test.ts). A client still
+   * making its first connection (a process starting) queues as usual.
+   */
+  private assertConnected(): void {
+    if (this.client.status === 'reconnecting') throw new BusError('unavailable', 'Redis is unavailable (reconnecting)');
   }
 
   private offerKey(partnerId: string, id: string): string {
