@@ -3,8 +3,9 @@
 // its validity plus the grace; its partner's share is counted in the sorted set
 // `<prefix>offers:{<partnerId>}` (offer ids scored by when they stop being valid). Both keys carry
 // the partner as hash tag, so the one script that writes them (`offerScript` in redis-scripts.ts)
-// touches one Redis Cluster slot. One command per offer, one GET per lookup. A lookup under another
-// partner reads another key and misses. Redis errors map as the bus's do (`toBusError`).
+// touches one Redis Cluster slot. One command per offer, one GET per lookup. Its connection is made
+// on first use, so the roles that never quote (shard workers, payout, watcher…) open none. A lookup
+// under another partner reads another key and misses. Redis errors map as the bus's do (`toBusError`).
 //
 // Durability is Redis' own, as for the command streams (docs/operations.md, "Redis"): an offer lost
 // with a Redis that restarts without its append-only file only means its partner quotes again.
@@ -27,7 +28,9 @@ export interface RedisOffersOptions<T> extends OffersConfig {
 }
 
 export class RedisOffers<T extends OfferFields> implements Offers<T> {
-  private readonly client: RedisClient;
+  /** Made on first use when given a URL: only processes that serve quotes (edges) connect at all. */
+  private connection: RedisClient | null;
+  private readonly connect: () => RedisClient;
   private readonly ownsClient: boolean;
   private readonly keyPrefix: string;
   private readonly codec: OfferCodec<T>;
@@ -41,14 +44,22 @@ export class RedisOffers<T extends OfferFields> implements Offers<T> {
     this.codec = options.codec;
     this.config = { perPartnerMax: options.perPartnerMax, graceMs: options.graceMs };
     this.clock = options.clock ?? { nowMs: () => Date.now() };
-    if (typeof options.redis === 'string') {
-      this.client = createRedisClient(options.redis, 'offers', options.connectionLog ?? {});
+    const { redis } = options;
+    if (typeof redis === 'string') {
+      this.connection = null;
+      this.connect = () => createRedisClient(redis, 'offers', options.connectionLog ?? {});
       this.ownsClient = true;
     } else {
-      this.client = options.redis;
+      defineScripts(redis);
+      this.connection = redis;
+      this.connect = () => redis;
       this.ownsClient = false;
     }
-    defineScripts(this.client);
+  }
+
+  private get client(): RedisClient {
+    this.connection ??= this.connect();
+    return this.connection;
   }
 
   async offer(offer: T): Promise<OfferOutcome<T>> {
@@ -81,9 +92,11 @@ export class RedisOffers<T extends OfferFields> implements Offers<T> {
   }
 
   async close(): Promise<void> {
-    if (!this.ownsClient) return;
-    await this.client.quit().catch(() => {
-      this.client.disconnect();
+    const client = this.connection;
+    if (!this.ownsClient || client === null) return;
+    this.connection = null;
+    await client.quit().catch(() => {
+      client.disconnect();
     });
   }
 

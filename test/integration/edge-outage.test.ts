@@ -51,8 +51,9 @@ interface Answer {
   readonly json: Record<string, unknown>;
 }
 
-async function call(method: string, path: string, options: { body?: unknown; ops?: boolean; anonymous?: boolean; timeoutMs?: number } = {}): Promise<Answer> {
+async function call(method: string, path: string, options: { body?: unknown; ops?: boolean; anonymous?: boolean; timeoutMs?: number; idempotencyKey?: string } = {}): Promise<Answer> {
   const headers: Record<string, string> = {};
+  if (options.idempotencyKey !== undefined) headers['idempotency-key'] = options.idempotencyKey;
   if (options.ops === true) headers['x-ops-api-key'] = fleet.opsApiKey;
   else if (options.anonymous !== true) headers['x-api-key'] = fleet.apiKeys[partnerId] ?? '';
   if (options.body !== undefined) headers['content-type'] = 'application/json';
@@ -181,6 +182,13 @@ test('Redis down: no route answers 500, those that need Redis answer 503 with th
       ['POST /transaction', () => call('POST', '/transaction', { body: { quote_id: secondQuote.json['quote_id'], user_id: `user-${randomUUID()}`, account_number: '@maria.perez' } })],
     ];
     for (const [what, send] of needsRedis) assertUnavailable(await send(), what);
+    // Bad input is a 4xx whatever is down: a quote pricing refuses needs no Redis, with or without an
+    // Idempotency-Key (whose retry would look for the first attempt's offer).
+    for (const idempotencyKey of [undefined, randomUUID()]) {
+      const tooSmall = await call('POST', '/quote', { body: { ...quoteBody, amount: 1 }, ...(idempotencyKey === undefined ? {} : { idempotencyKey }) });
+      assert.equal(tooSmall.status, 400, JSON.stringify(tooSmall.json));
+      assert.equal(tooSmall.json['code'], 'minimum');
+    }
     // Every other route: whatever it answers, never a 500 (routes served from the store may answer).
     const others: Array<[string, () => Promise<Answer>]> = [
       ['GET /healthz', () => call('GET', '/healthz', { anonymous: true })],

@@ -13,7 +13,7 @@ import { priceQuoteRequest, quoteToJson, type QuoteRequest } from '../../domain/
 import type { Quote, QuoteKind } from '../../domain/quote.ts';
 import { cryptoAssets, isOneOf, networks } from '../../domain/assets.ts';
 import { quoteError, type QuoteErrorCode } from '../../domain/quote-errors.ts';
-import { knownFields, type Ids } from '../idempotency.ts';
+import { idempotencyHeader, knownFields, type Ids } from '../idempotency.ts';
 import { jsonResponse } from '../http-response.ts';
 import type { HttpResponse, RequestContext, Route } from '../http-types.ts';
 import { parseQuoteRoute } from '../schemas.ts';
@@ -76,7 +76,7 @@ async function createQuote(env: EdgeEnv, kind: QuoteKind, request: RequestContex
   }
   return idempotentPost(env, request, partnerId, knownFields(body.value, quoteFields[kind]), newQuoteIds, async (ids) => {
     try {
-      return await priceAndOffer(env, partnerId, quoteRequestValue, idOf(ids, 'quoteId'));
+      return await priceAndOffer(env, partnerId, quoteRequestValue, idOf(ids, 'quoteId'), request.headers[idempotencyHeader] !== undefined);
     } catch (error) {
       return quoteOfferFailed(error);
     }
@@ -86,9 +86,11 @@ async function createQuote(env: EdgeEnv, kind: QuoteKind, request: RequestContex
 /**
  * Prices the request and keeps the quote as an offer. A retry of a first attempt that stored its
  * offer (same Idempotency-Key, same quote id) is answered with that offer unchanged, never repriced:
- * the store keeps the first one, and a retry that pricing would now refuse looks for it first.
+ * the store keeps the first one, and a retry that pricing would now refuse looks for it first
+ * (`keyed`: only a request with an Idempotency-Key can be such a retry). That lookup never turns a
+ * pricing refusal into a 503: if Redis does not answer, the refusal stands.
  */
-async function priceAndOffer(env: EdgeEnv, partnerId: string, quoteRequestValue: QuoteRequest, quoteId: string): Promise<HttpResponse> {
+async function priceAndOffer(env: EdgeEnv, partnerId: string, quoteRequestValue: QuoteRequest, quoteId: string, keyed: boolean): Promise<HttpResponse> {
   const priced = priceQuoteRequest(env.ctx.config.corridors(), quoteRequestValue, {
     rates: env.ctx.config.rates(),
     partnerFee: env.ctx.partners.get(partnerId)?.fees,
@@ -97,7 +99,7 @@ async function priceAndOffer(env: EdgeEnv, partnerId: string, quoteRequestValue:
     nowMs: env.ctx.clock.nowMs(),
   });
   if (!priced.ok) {
-    const earlier = await env.ctx.quoteOffers.find(partnerId, quoteId);
+    const earlier = keyed ? await env.ctx.quoteOffers.find(partnerId, quoteId).catch(() => null) : null;
     return earlier === null ? quoteErrorResponse(priced.error.code, priced.error.reason) : quoteResponse(earlier);
   }
   const offered = await env.ctx.quoteOffers.offer(priced.quote);
