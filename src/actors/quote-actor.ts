@@ -1,11 +1,15 @@
-// The quote registry: one actor per quote id. `create` prices the request with the pure pricing
-// core, and the quote becomes durable (the actor's snapshot) before the partner sees it, so an
-// acceptance can always find the quote it names (`loadQuote`).
+// The quote registry's single-use half: one actor per quote id, the one writer of the quote's use
+// (single use, `src/domain/quote-use.ts`). A quote is priced by the edge and kept as an offer
+// (src/ports/quote-offers.ts) until a transaction accepts it; the accepting transaction `claim`s it
+// in the first stage of its saga, carrying the quote, and the actor adopts that quote as its state
+// (with the use) when it has none: from then on the quote is durable (the actor's snapshot) and
+// `loadQuote` finds it. The claim is answered with a `quote_claim_result` command; the transaction
+// then `consume`s the quote (created) or `release`s it (created nothing).
 //
-// The actor is also the one writer of the quote's use (single use, `src/domain/quote-use.ts`): an
-// accepting transaction `claim`s it in the first stage of its saga and is answered with a
-// `quote_claim_result` command; the transaction then `consume`s it (created) or `release`s it
-// (created nothing).
+// `create` (the actor pricing a request itself, its quote durable before the partner saw it) is
+// what the edges of the release before quotes were offers sent; it is kept so that such a command
+// still in a stream during a rolling upgrade is answered, and so are the tests and tools that
+// create a quote directly through the actor. No edge of this release sends it.
 import type { CorridorConfig, FeeConfig } from '../domain/corridors.ts';
 import type { FiatCurrency } from '../domain/assets.ts';
 import type { Decimal } from '../domain/money.ts';
@@ -14,7 +18,7 @@ import type { Quote } from '../domain/quote.ts';
 import { claim, consume, releaseClaim, type QuoteClaimOutcome, type QuoteUse } from '../domain/quote-use.ts';
 import type { SnapshotStore } from '../store/store.ts';
 import { z } from 'zod';
-import { decoderOf, idText } from './commands.ts';
+import { decoderOf, idText, quoteSchema } from './commands.ts';
 import { actorId, type ActorBehavior, type CommandMap, type CommandToSend, type JsonValue, type Outcome } from './envelope.ts';
 import { fromJsonValue, toJsonValue } from './state-codec.ts';
 
@@ -39,10 +43,15 @@ export interface CreateQuotePayload {
   readonly request: QuoteRequest;
 }
 
-/** What a transaction sends to claim a quote (`partnerId`: the acceptance's, checked against the quote's). */
+/**
+ * What a transaction sends to claim a quote (`partnerId`: the acceptance's, checked against the
+ * quote's). `quote`: the quote the transaction accepted, adopted by an actor that has none yet (an
+ * offer); absent in claims written by the release before quotes were offers.
+ */
 export interface ClaimQuotePayload {
   readonly transactionId: string;
   readonly partnerId: string;
+  readonly quote?: Quote;
 }
 
 /** `release` and `consume`: the claiming transaction. */
@@ -55,7 +64,7 @@ export interface QuoteClaimResultPayload {
   readonly outcome: QuoteClaimOutcome | { readonly ok: false; readonly rejection: { readonly code: 'quote_not_found' } };
 }
 
-/** A quote's commands: its creation (from the edge) and its use (from the accepting transaction). */
+/** A quote's commands: its creation (from an edge of the previous release) and its use (from the accepting transaction). */
 export type QuoteCommands = {
   readonly create: CreateQuotePayload;
   readonly claim: ClaimQuotePayload;
@@ -78,7 +87,7 @@ const quoteUseSchema = z.object({ transactionId: idText });
 
 export const quoteCommands: CommandMap<QuoteCommands> = {
   create: decoderOf<CreateQuotePayload>(z.object({ partnerId: idText, request: quoteRequestSchema }), { revive: false }),
-  claim: decoderOf<ClaimQuotePayload>(z.object({ transactionId: idText, partnerId: idText })),
+  claim: decoderOf<ClaimQuotePayload>(z.object({ transactionId: idText, partnerId: idText, quote: quoteSchema.exactOptional() })),
   release: decoderOf<QuoteUsePayload>(quoteUseSchema),
   consume: decoderOf<QuoteUsePayload>(quoteUseSchema),
 };
@@ -130,17 +139,36 @@ function claimResult(transactionId: string, outcome: QuoteClaimResultPayload['ou
   return { actorType: 'transaction', actorKey: transactionId, kind: quoteClaimResultKind, payload: toJsonValue(payload) };
 }
 
-function handleClaim(record: QuoteRecord | null, payload: ClaimQuotePayload): Outcome<QuoteRecord> {
+/**
+ * The record a claim works on: the actor's own, or else the quote the claim carries (an offer being
+ * accepted), taken only when it is this actor's quote and the claiming partner's. Null: no quote.
+ */
+function claimedRecord(record: QuoteRecord | null, payload: ClaimQuotePayload, quoteId: string): QuoteRecord | null {
+  if (record !== null) return record;
+  const offered = payload.quote;
+  return offered !== undefined && offered.id === quoteId && offered.partnerId === payload.partnerId ? { quote: offered, use: null } : null;
+}
+
+function handleClaim(state: QuoteRecord | null, payload: ClaimQuotePayload, quoteId: string): Outcome<QuoteRecord> {
+  const record = claimedRecord(state, payload, quoteId);
   // No such quote for this partner: the edge answered that before asking, so only a bug gets here;
   // the transaction still needs an answer. (A write with no state: see docs/actors.md.)
   if (record === null || record.quote.partnerId !== payload.partnerId) {
     return { send: [claimResult(payload.transactionId, { ok: false, rejection: { code: 'quote_not_found' } })] };
   }
   const claimed = claim(record.use, payload.transactionId);
+  // An adopted quote is written with its first use, and with the document retention reads by expiry
+  // (a claim given back leaves an unclaimed quote, which the sweep removes after its grace).
+  const adopted = state === null;
   return {
-    ...(claimed.use !== record.use ? { state: { ...record, use: claimed.use } } : {}),
+    ...(claimed.use !== record.use || adopted ? { state: { ...record, use: claimed.use } } : {}),
+    ...(adopted ? { readModels: [expiryDocument(record.quote)] } : {}),
     send: [claimResult(payload.transactionId, claimed.outcome)],
   };
+}
+
+function expiryDocument(quote: Quote): { collection: string; id: string; doc: { partnerId: string; expiresAtMs: number } } {
+  return { collection: quoteExpiryCollection, id: quote.id, doc: { partnerId: quote.partnerId, expiresAtMs: quote.expiresAtMs } };
 }
 
 function handleUse(record: QuoteRecord | null, kind: 'release' | 'consume', payload: QuoteUsePayload): Outcome<QuoteRecord> {
@@ -163,7 +191,7 @@ export function quoteBehavior(deps: QuoteActorDeps): ActorBehavior<QuoteRecord, 
     handle(state, command, ctx) {
       switch (command.kind) {
         case 'claim':
-          return handleClaim(state, command.payload);
+          return handleClaim(state, command.payload, command.actorKey);
         case 'release':
         case 'consume':
           return handleUse(state, command.kind, command.payload);
@@ -186,7 +214,7 @@ export function quoteBehavior(deps: QuoteActorDeps): ActorBehavior<QuoteRecord, 
       return {
         state: { quote: priced.quote, use: null },
         reply: { ok: true, quote: toJsonValue(quoteToJson(priced.quote)) },
-        readModels: [{ collection: quoteExpiryCollection, id: command.actorKey, doc: { partnerId: payload.partnerId, expiresAtMs: priced.quote.expiresAtMs } }],
+        readModels: [expiryDocument(priced.quote)],
       };
     },
   };

@@ -242,7 +242,7 @@ function progressOf(state: Reserving): SagaProgress {
 function reserveCommands(accept: AcceptPayload, keys: AcceptanceCounterKeys, steps: readonly AcceptanceStep[], transactionId: string): CommandToSend[] {
   return steps.map((step) =>
     step === 'quote'
-      ? quoteUseCommand(accept.quote.id, 'claim', { transactionId, partnerId: accept.partnerId })
+      ? quoteUseCommand(accept.quote.id, 'claim', { transactionId, partnerId: accept.partnerId, quote: accept.quote })
       : toCounter(keys, step, { kind: 'reserve', ...windowReservation(accept, step, transactionId) }),
   );
 }

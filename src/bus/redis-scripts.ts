@@ -250,6 +250,39 @@ return false
   1,
 );
 
+// ---------------------------------------------------------------------------------------------
+// Offers (redis-offers.ts): an offer key and its partner's index, both tagged {<partnerId>}.
+
+/**
+ * offer: store an offer unless its id is taken, within the partner's share of valid offers.
+ *   KEYS[1]  the offer's string key
+ *   KEYS[2]  the partner's index: a sorted set of offer ids scored by when they stop being valid
+ *   ARGV[1]  the offer's text
+ *   ARGV[2]  validMs: how long it stays valid from now (>= 1)
+ *   ARGV[3]  keepMs: how long the key is kept from now (validMs plus the grace)
+ *   ARGV[4]  perPartnerMax
+ *   ARGV[5]  the offer's id (its member in the index)
+ * Returns {1, text}  an offer with this id was stored already: its text, unchanged
+ *         {2}        stored
+ *         {0}        the partner has perPartnerMax valid offers: nothing stored
+ * Time is the server's (TIME), as is the keys' expiry, so the edges' clocks never matter. The index
+ * is trimmed of offers no longer valid on every call (ZREMRANGEBYSCORE: O(log n + removed)), so the
+ * count is exact; the index key itself expires once its last member would have.
+ */
+export const offerScript = new RedisScript('offerPut', `
+local existing = redis.call('GET', KEYS[1])
+if existing then return {1, existing} end
+local time = redis.call('TIME')
+local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', nowMs)
+if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[4]) then return {0} end
+local validMs = tonumber(ARGV[2])
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[3])
+redis.call('ZADD', KEYS[2], nowMs + validMs, ARGV[5])
+if redis.call('PTTL', KEYS[2]) < validMs then redis.call('PEXPIRE', KEYS[2], validMs) end
+return {2}
+`, 2);
+
 export const allScripts: readonly RedisScript[] = [
   readPendingScript,
   claimStaleScript,
@@ -259,4 +292,5 @@ export const allScripts: readonly RedisScript[] = [
   inspectScript,
   takeScript,
   registerStoreHostScript,
+  offerScript,
 ];

@@ -125,6 +125,14 @@ const envSchema = z.object({
    * request); unclaimed quotes this long after their expiry; webhook events and deliveries this
    * many days. The sweep runs with the shard role every RETENTION_SWEEP_INTERVAL_MS.
    */
+  /**
+   * Quote offers (src/ports/quote-offers.ts, docs/actors.md "Quotes are offers"): a partner's quotes
+   * still valid at once, at most (past it, a quote is refused with `quote_unavailable`, retryable);
+   * and how long a quote nobody accepted is kept after its expiry, so that accepting it answers
+   * `quote_expired` rather than `quote_not_found`.
+   */
+  QUOTE_OFFERS_PER_PARTNER_MAX: z.coerce.number().int().min(1).max(10_000_000).default(20_000),
+  QUOTE_OFFER_GRACE_MS: z.coerce.number().int().min(0).max(7 * 24 * 3_600_000).default(3_600_000),
   IDEMPOTENCY_TTL_HOURS: z.coerce.number().int().min(1).max(24 * 366).default(72),
   QUOTE_RETENTION_GRACE_HOURS: z.coerce.number().int().min(1).max(24 * 366).default(24),
   EVENT_RETENTION_DAYS: z.coerce.number().int().min(1).max(3_660).default(90),

@@ -17,6 +17,7 @@ import type { DataKeyring } from '../store/data-encryption.ts';
 import type { SnapshotStore } from '../store/store.ts';
 import type { AuthThrottle, KeyRing } from './access.ts';
 import type { PartnerDirectory } from './partners.ts';
+import type { QuoteOffers } from './quote-offers.ts';
 
 export interface LiveConfig {
   corridors(): CorridorConfig;
@@ -35,6 +36,8 @@ export interface ServiceContext {
   readonly leases: Leases;
   /** Blobs are encrypted on their way in and out (src/store/encrypted-blobs.ts). */
   readonly store: SnapshotStore;
+  /** Priced quotes until accepted: in Redis with the Redis bus, in this process otherwise (src/ports/quote-offers.ts). */
+  readonly quoteOffers: QuoteOffers;
   /** The data keys of encryption at rest; null in a role that holds no personal data (src/service/context.ts `dataKeyRoles`). */
   readonly dataKeys: DataKeyring | null;
   readonly keyPrefix: string;

@@ -7,8 +7,10 @@ import { systemClock, type Bus } from '../bus/bus.ts';
 import type { Leases } from '../bus/leases.ts';
 import { MemoryBus } from '../bus/memory-bus.ts';
 import { MemoryLeases } from '../bus/memory-leases.ts';
+import { MemoryOffers } from '../bus/memory-offers.ts';
 import { RedisBus } from '../bus/redis-bus.ts';
 import { RedisLeases } from '../bus/redis-leases.ts';
+import { RedisOffers } from '../bus/redis-offers.ts';
 import { Requester } from '../bus/request-reply.ts';
 import { OutageLog, type OutageLogFn } from '../bus/outage-log.ts';
 import type { RedisConnectionLog } from '../bus/redis-connection.ts';
@@ -33,6 +35,7 @@ import { storageUsageReadModelIndexes } from './storage-usage.ts';
 import type { DataKeyring } from '../store/data-encryption.ts';
 import { dataKeyringFromEnv, sandboxDataKeyId } from '../store/data-keys.ts';
 import type { LiveConfig, ServiceContext } from '../ports/context.ts';
+import { quoteOfferCodec, type QuoteOffers } from '../ports/quote-offers.ts';
 import { demoPartnerId, PartnerDirectory, partnerFromConfig } from '../ports/partners.ts';
 import { webhookReadModelIndexes } from '../webhooks/records.ts';
 import { demoPortalAdminEmail, hashPasswordSync, portalReadModelIndexes } from '../portal/index.ts';
@@ -61,6 +64,7 @@ function liveConfig(corridors: CorridorConfig, limits: LimitsConfig): LiveConfig
 export interface ContextOverrides {
   readonly bus?: Bus;
   readonly leases?: Leases;
+  readonly quoteOffers?: QuoteOffers;
   readonly store?: SnapshotStore;
   readonly log?: Logger;
   readonly clock?: { nowMs(): number };
@@ -113,6 +117,12 @@ export async function createContext(env: EnvConfig, overrides: ContextOverrides 
     throw error;
   });
 
+  // Quote offers live where the bus does: shared by every edge through Redis, or in this process.
+  const offersConfig = { perPartnerMax: env.QUOTE_OFFERS_PER_PARTNER_MAX, graceMs: env.QUOTE_OFFER_GRACE_MS, codec: quoteOfferCodec, clock };
+  const quoteOffers: QuoteOffers =
+    overrides.quoteOffers ??
+    (env.REDIS_URL ? new RedisOffers({ ...offersConfig, redis: env.REDIS_URL, keyPrefix: env.KEY_PREFIX, connectionLog }) : new MemoryOffers(offersConfig));
+
   const corridors = env.CORRIDORS_FILE ? loadCorridorsFile(env.CORRIDORS_FILE) : loadDefaultCorridors();
   const limits = env.LIMITS_FILE ? loadLimitsFile(env.LIMITS_FILE) : defaultLimitsConfig;
   const { keyRing, partners, generatedKeys } = partnerAccess(env, log, membership.demoKey);
@@ -131,6 +141,7 @@ export async function createContext(env: EnvConfig, overrides: ContextOverrides 
     bus,
     leases,
     store,
+    quoteOffers,
     dataKeys,
     keyPrefix: env.KEY_PREFIX,
     shardCount: env.SHARDS,
@@ -144,6 +155,7 @@ export async function createContext(env: EnvConfig, overrides: ContextOverrides 
       for (const requester of requesters) await requester.close();
       await bus.close();
       await leases.close();
+      await quoteOffers.close();
       await store.close();
       await membership.close();
     },

@@ -24,7 +24,10 @@ export interface PartnerStorage {
   readonly kycDocumentBytes: number;
   readonly kycBytesCapped: boolean;
   readonly idempotencyRecords: number;
-  /** Quotes not yet past the retention sweep. */
+  /**
+   * Quotes not yet past the retention sweep: quotes a transaction claimed (a quote nobody accepted
+   * is an offer in Redis, bounded per partner by QUOTE_OFFERS_PER_PARTNER_MAX, not in the store).
+   */
   readonly quotes: number;
   /** Webhook events (each with its delivery record). */
   readonly events: number;

@@ -61,6 +61,9 @@ test('shard ownership, stream numbers and the live worker’s actors and memory 
   for (let index = 0; index < 6; index += 1) {
     const quote = await call(service.baseUrl, 'POST', '/quote', { key, body: { ...payoutQuoteBody, amount: 20_000 + index }, idempotencyKey: randomUUID() });
     assert.equal(quote.status, 200, quote.text);
+    // A quote is an offer until accepted (docs/actors.md): the acceptance makes the actors.
+    const accepted = await call(service.baseUrl, 'POST', '/transaction', { key, body: { quote_id: quote.json['quote_id'], user_id: `metrics-${randomUUID()}`, account_number: '3001234567' } });
+    assert.equal(accepted.status, 200, accepted.text);
   }
   // Workers report every lease round (~3 s) and the numbers are cached for 5 s.
   const series = await eventually(async () => {
@@ -71,7 +74,7 @@ test('shard ownership, stream numbers and the live worker’s actors and memory 
     assert.equal(parsed.get('shard_workers_live'), 1);
     const actors = valuesOf(parsed, 'shard_worker_actors_in_memory');
     assert.equal(actors.length, 1, 'one live worker');
-    assert.ok((actors[0]?.[1] ?? 0) >= 6, 'the quotes are actors in memory');
+    assert.ok((actors[0]?.[1] ?? 0) >= 6, 'the accepted transactions (and their quotes) are actors in memory');
     return parsed;
   }, 20_000, 250);
 
@@ -87,7 +90,7 @@ test('shard ownership, stream numbers and the live worker’s actors and memory 
     assert.ok(lag === undefined || lag >= 0, 'lag is a count when Redis knows it');
   }
   const streamTotal = valuesOf(series, 'shard_stream_length').reduce((sum, [, value]) => sum + value, 0);
-  assert.ok(streamTotal >= 6, `the six quote commands went through the shard streams (${streamTotal})`);
+  assert.ok(streamTotal >= 6, `the six acceptances went through the shard streams (${streamTotal})`);
 
   assert.equal(series.get(`shard_worker_owned_shards{worker="${worker}"}`), shards);
   const rss = series.get(`shard_worker_resident_memory_bytes{worker="${worker}"}`) ?? 0;

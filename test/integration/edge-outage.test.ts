@@ -4,7 +4,8 @@
 // - every shard worker stopped: the edge's /readyz turns 503 within about a lease TTL, and a
 //   request that needs a shard worker is refused at once with 503 `service_unavailable` naming
 //   them (not after the ask timeout, set here far above the wait), with one log line for the
-//   whole outage; a worker back → ready, quotes work, one recovery line;
+//   whole outage; quotes, which need no shard worker (they are offers kept in Redis until
+//   accepted), are still answered; a worker back → ready, acceptances work, one recovery line;
 // - Redis down: no route answers 500; the ones that need Redis answer 503 with the error body and
 //   Retry-After; nothing goes raw to stderr (`[ioredis] Unhandled error event`); each Redis client
 //   logs one line when its connection is lost and one when it is back, with the outage's length;
@@ -50,8 +51,9 @@ interface Answer {
   readonly json: Record<string, unknown>;
 }
 
-async function call(method: string, path: string, options: { body?: unknown; ops?: boolean; anonymous?: boolean; timeoutMs?: number } = {}): Promise<Answer> {
+async function call(method: string, path: string, options: { body?: unknown; ops?: boolean; anonymous?: boolean; timeoutMs?: number; idempotencyKey?: string } = {}): Promise<Answer> {
   const headers: Record<string, string> = {};
+  if (options.idempotencyKey !== undefined) headers['idempotency-key'] = options.idempotencyKey;
   if (options.ops === true) headers['x-ops-api-key'] = fleet.opsApiKey;
   else if (options.anonymous !== true) headers['x-api-key'] = fleet.apiKeys[partnerId] ?? '';
   if (options.body !== undefined) headers['content-type'] = 'application/json';
@@ -105,9 +107,19 @@ async function readyz(): Promise<Answer> {
   return call('GET', '/readyz', { anonymous: true });
 }
 
-test('every shard worker gone: /readyz turns 503, requests for them are refused at once naming the shard workers, with one log line; a worker back → ready', async () => {
-  const before = await call('POST', '/quote', { body: quoteBody });
-  assert.equal(before.status, 200, JSON.stringify(before.json));
+/** A fresh quote's id (quotes need Redis, not a shard worker). */
+async function quoteId(): Promise<string> {
+  const quoted = await call('POST', '/quote', { body: quoteBody });
+  assert.equal(quoted.status, 200, JSON.stringify(quoted.json));
+  return String(quoted.json['quote_id']);
+}
+
+function acceptance(quote: string, timeoutMs?: number): Promise<Answer> {
+  return call('POST', '/transaction', { body: { quote_id: quote, user_id: `user-${randomUUID()}`, account_number: '@maria.perez' }, ...(timeoutMs === undefined ? {} : { timeoutMs }) });
+}
+
+test('every shard worker gone: /readyz turns 503, requests for them are refused at once naming the shard workers, with one log line; quotes are still answered; a worker back → ready', async () => {
+  const quotes = [await quoteId(), await quoteId(), await quoteId(), await quoteId()];
   assert.equal((await readyz()).status, 200);
 
   const stopped = await fleet.terminate(shard);
@@ -121,13 +133,12 @@ test('every shard worker gone: /readyz turns 503, requests for them are refused 
   }, 15_000, 100);
 
   // Each answer arrives long before the ask timeout: refused from the leases, not waited for.
-  const refused = await Promise.all([
-    call('POST', '/quote', { body: quoteBody }),
-    call('POST', '/quote/reverse', { body: { source_amount: 10, crypto_currency: 'USDC', network: 'STELLAR', payment_method: 'BREB', target_currency: 'COP' } }),
-    call('POST', '/quote', { body: quoteBody }),
-    call('POST', '/transaction', { body: { quote_id: before.json['quote_id'], user_id: `user-${randomUUID()}`, account_number: '@maria.perez' } }),
-  ]);
+  const refused = await Promise.all([acceptance(quotes[0] ?? ''), acceptance(quotes[1] ?? ''), acceptance(quotes[2] ?? '')]);
   for (const [index, answer] of refused.entries()) assertUnavailable(answer, `request ${index}`, /no shard worker is serving requests right now/i);
+  // A quote is an offer kept in Redis until accepted: no shard worker is needed to make one.
+  await quoteId();
+  const reverse = await call('POST', '/quote/reverse', { body: { source_amount: 10, crypto_currency: 'USDC', network: 'STELLAR', payment_method: 'BREB', target_currency: 'COP' } });
+  assert.equal(reverse.status, 200, JSON.stringify(reverse.json));
 
   // One line for the outage, not one per request (the edge's output reaches us a moment later).
   const began = await eventually(() => {
@@ -140,7 +151,7 @@ test('every shard worker gone: /readyz turns 503, requests for them are refused 
 
   shard = await fleet.start('shard', 'shard-2');
   await eventually(async () => assert.equal((await readyz()).status, 200), 15_000, 100);
-  const after = await call('POST', '/quote', { body: quoteBody });
+  const after = await acceptance(quotes[3] ?? '');
   assert.equal(after.status, 200, JSON.stringify(after.json));
   await eventually(() => {
     const ended = linesWith(edge, /every shard has a live owner again/i);
@@ -171,6 +182,13 @@ test('Redis down: no route answers 500, those that need Redis answer 503 with th
       ['POST /transaction', () => call('POST', '/transaction', { body: { quote_id: secondQuote.json['quote_id'], user_id: `user-${randomUUID()}`, account_number: '@maria.perez' } })],
     ];
     for (const [what, send] of needsRedis) assertUnavailable(await send(), what);
+    // Bad input is a 4xx whatever is down: a quote pricing refuses needs no Redis, with or without an
+    // Idempotency-Key (whose retry would look for the first attempt's offer).
+    for (const idempotencyKey of [undefined, randomUUID()]) {
+      const tooSmall = await call('POST', '/quote', { body: { ...quoteBody, amount: 1 }, ...(idempotencyKey === undefined ? {} : { idempotencyKey }) });
+      assert.equal(tooSmall.status, 400, JSON.stringify(tooSmall.json));
+      assert.equal(tooSmall.json['code'], 'minimum');
+    }
     // Every other route: whatever it answers, never a 500 (routes served from the store may answer).
     const others: Array<[string, () => Promise<Answer>]> = [
       ['GET /healthz', () => call('GET', '/healthz', { anonymous: true })],
@@ -219,6 +237,7 @@ test('Redis down: no route answers 500, those that need Redis answer 503 with th
 
 test('a request sent while its shard had an owner still waits for its reply, even once the edge refuses new ones for that shard', async () => {
   await eventually(async () => assert.equal((await readyz()).status, 200), 15_000, 100);
+  const [first, second] = [await quoteId(), await quoteId()];
   const pid = shard.child.pid;
   assert.ok(pid !== undefined);
   // The only worker freezes: its leases are still held, so the edge sends this request and waits.
@@ -226,12 +245,12 @@ test('a request sent while its shard had an owner still waits for its reply, eve
   let waiting: Promise<Answer> | null = null;
   try {
     // Its own bound: the freeze, the grace, the worker's recovery; still below the ask timeout.
-    waiting = call('POST', '/quote', { body: quoteBody, timeoutMs: askTimeoutMs - 3_000 }).catch((error: unknown) => ({ status: 0, retryAfter: null, json: { error: String(error) } }));
+    waiting = acceptance(first, askTimeoutMs - 3_000).catch((error: unknown) => ({ status: 0, retryAfter: null, json: { error: String(error) } }));
     // Its leases lapse, the grace runs out: new requests are refused at once. The worker renewed its
     // shards' leases at slightly different times, so they lapse one by one: wait until /readyz says
-    // none is served (not merely "some of N"), or the quote's shard may still be within its grace.
+    // none is served (not merely "some of N"), or the acceptance's shard may still be within its grace.
     await eventually(async () => assertUnavailable(await readyz(), '/readyz', /no shard worker is serving requests right now/i), 15_000, 100);
-    assertUnavailable(await call('POST', '/quote', { body: quoteBody }), 'a new quote', /no shard worker/i);
+    assertUnavailable(await acceptance(second), 'a new acceptance', /no shard worker/i);
   } finally {
     process.kill(pid, 'SIGCONT');
   }

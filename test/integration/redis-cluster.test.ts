@@ -14,6 +14,7 @@ import { BusError, type Bus, type BusEntry } from '../../src/bus/bus.ts';
 import { RedisBus } from '../../src/bus/redis-bus.ts';
 import { clusterKeySlot, createRedisClient, parseRedisTarget } from '../../src/bus/redis-connection.ts';
 import { RedisLeases } from '../../src/bus/redis-leases.ts';
+import { RedisOffers } from '../../src/bus/redis-offers.ts';
 import { Requester, reply } from '../../src/bus/request-reply.ts';
 import { commandStreamKey, commandStreamKeys, replyStreamKey, shardLeaseName } from '../../src/bus/shards.ts';
 import { ActorClient } from '../../src/actors/client.ts';
@@ -23,7 +24,9 @@ import { runtimeReadModelIndexes } from '../../src/actors/store-adapter.ts';
 import type { AcceptReply } from '../../src/actors/transaction-actor.ts';
 import { defaultLimitsConfig } from '../../src/config/limits.ts';
 import { methodDayKey, userDayCounterKey } from '../../src/domain/limits.ts';
+import { decimal } from '../../src/domain/money.ts';
 import type { Quote } from '../../src/domain/quote.ts';
+import { quoteOfferCodec } from '../../src/ports/quote-offers.ts';
 import { startShardRole, type ShardRole } from '../../src/service/shard-role.ts';
 import { LmdbStore } from '../../src/store/lmdb-store.ts';
 import { defaultReadModelIndexes } from '../../src/store/store.ts';
@@ -31,6 +34,7 @@ import { eventually } from '../support/eventually.ts';
 import { startRedisCluster, type PrivateRedisCluster } from '../support/redis-cluster.ts';
 import { randomKeyPrefix } from '../support/redis-server.ts';
 import { acceptPayload } from '../support/accept-payload.ts';
+import { brebPayoutQuote } from '../support/quotes.ts';
 import { teardown } from '../support/teardown.ts';
 import { defaultServiceBehaviors } from '../support/default-behaviors.ts';
 
@@ -342,6 +346,28 @@ describe('Redis Cluster', { timeout: 180_000 }, () => {
         await requester.close();
         stop.abort();
         await worker;
+      }
+    });
+  });
+
+  describe('quote offers', () => {
+    test('offers of partners on each master: stored once, found by their partner only, capped per partner (the script\'s keys share the partner\'s slot)', async () => {
+      const offers = new RedisOffers({ redis: cluster.url, keyPrefix: randomKeyPrefix('offers'), perPartnerMax: 2, graceMs: 60_000, codec: quoteOfferCodec });
+      try {
+        // Slots 1931, 7251 and 11304: one on each of the three masters.
+        const partners = ['wayne', 'wonka', 'acme'];
+        assert.deepEqual(partners.map((partner) => clusterKeySlot(`{${partner}}`)), [1931, 7251, 11304]);
+        for (const partner of partners) {
+          const quotes = [0, 1, 2].map(() => ({ ...brebPayoutQuote(Date.now()), id: randomUUID(), partnerId: partner }));
+          assert.deepEqual(await offers.offer(quotes[0] as Quote), { ok: true, offer: quotes[0] });
+          assert.deepEqual(await offers.offer({ ...(quotes[0] as Quote), rate: decimal(1n, 0) }), { ok: true, offer: quotes[0] }, 'a retry keeps the first');
+          assert.equal((await offers.offer(quotes[1] as Quote)).ok, true);
+          assert.equal((await offers.offer(quotes[2] as Quote)).ok, false, 'past the share');
+          assert.deepEqual(await offers.find(partner, quotes[1]?.id ?? ''), quotes[1]);
+          assert.equal(await offers.find('someone-else', quotes[1]?.id ?? ''), null);
+        }
+      } finally {
+        await offers.close();
       }
     });
   });

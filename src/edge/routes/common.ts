@@ -6,6 +6,7 @@ import type { ActorClient } from '../../actors/client.ts';
 import type { JsonValue } from '../../actors/envelope.ts';
 import { fromJsonValue } from '../../actors/state-codec.ts';
 import { kycKey, kycActorType } from '../../actors/kyc-actor.ts';
+import { loadQuoteRecord, type QuoteRecord } from '../../actors/quote-actor.ts';
 import { transactionsCollection } from '../../actors/transaction-actor.ts';
 import { counterActorType } from '../../actors/counter-actor.ts';
 import { parseUuid } from '../../domain/ids.ts';
@@ -224,6 +225,29 @@ export async function partnerTransaction(env: EdgeEnv, partnerId: string, rawId:
 
 export function transactionNotFound(): HttpResponse {
   return errorResponse('not_found', 'Transaction not found');
+}
+
+/**
+ * The partner's quote as an acceptance finds it: the quote actor's snapshot (a quote some
+ * transaction claimed, or one written by a release before quotes were offers) or else its offer
+ * (src/ports/quote-offers.ts; an offer is never claimed). Null for a malformed id, a quote that does
+ * not exist, is past its offer's grace, or is another partner's: all `quote_not_found`. A store or
+ * Redis that does not answer is the 503 of every endpoint.
+ */
+export async function partnerQuote(
+  env: EdgeEnv,
+  partnerId: string,
+  quoteIdText: string,
+): Promise<{ ok: true; record: QuoteRecord | null } | { ok: false; response: HttpResponse }> {
+  const quoteId = parseUuid(quoteIdText);
+  if (quoteId === null) return { ok: true, record: null };
+  const found = await askOr503(async (): Promise<QuoteRecord | null> => {
+    const record = await loadQuoteRecord(env.ctx.store, quoteId);
+    if (record !== null) return record.quote.partnerId === partnerId ? record : null;
+    const offer = await env.ctx.quoteOffers.find(partnerId, quoteId);
+    return offer === null ? null : { quote: offer, use: null };
+  });
+  return found.ok ? { ok: true, record: found.value } : found;
 }
 
 export function quoteOfDocument(doc: JsonObject): Quote {

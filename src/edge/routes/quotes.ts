@@ -1,18 +1,19 @@
-// POST /quote, /quote/reverse, /quote/onramp → the quote actor's `create`. Errors produced by the
-// quote itself use the spec's quote error shape and codes (src/domain/quote-errors.ts):
-// `invalid_request` for a body that is not the documented shape, then whatever pricing answers.
+// POST /quote, /quote/reverse, /quote/onramp: the edge prices the request itself with the pure
+// pricing core (corridors, rates and partner fees are all in its context) and keeps the quote as an
+// offer (src/ports/quote-offers.ts) until a transaction accepts it: no actor, no durable write and
+// no round trip through a shard (docs/actors.md, "Quotes are offers"). Errors produced by the quote
+// itself use the spec's quote error shape and codes (src/domain/quote-errors.ts): `invalid_request`
+// for a body that is not the documented shape, then whatever pricing answers, and
+// `quote_unavailable` (retryable) when the partner already holds its share of valid quotes.
 // Transport-level refusals (401 is `authentication_failed` already; 413, 415, 429 …) keep the
-// toolkit's catalogue codes (docs/api.md), and so does a quote we cannot compute because the
-// service is not reachable (Redis down, no shard worker, no reply in time): 503
-// `service_unavailable` with Retry-After, as on every other endpoint — not a quote outcome.
+// toolkit's catalogue codes (docs/api.md), and so does a quote we cannot keep because Redis does not
+// answer: 503 `service_unavailable` with Retry-After, as on every other endpoint.
 import { randomUUID } from 'node:crypto';
-import { quoteActorType, type CreateQuotePayload, type QuoteReply } from '../../actors/quote-actor.ts';
-import { toJsonValue } from '../../actors/state-codec.ts';
-import type { QuoteRequest } from '../../domain/pricing.ts';
-import type { QuoteKind } from '../../domain/quote.ts';
+import { priceQuoteRequest, quoteToJson, type QuoteRequest } from '../../domain/pricing.ts';
+import type { Quote, QuoteKind } from '../../domain/quote.ts';
 import { cryptoAssets, isOneOf, networks } from '../../domain/assets.ts';
-import { quoteError, quoteErrorCodes, type QuoteErrorCode } from '../../domain/quote-errors.ts';
-import { knownFields, type Ids } from '../idempotency.ts';
+import { quoteError, type QuoteErrorCode } from '../../domain/quote-errors.ts';
+import { idempotencyHeader, knownFields, type Ids } from '../idempotency.ts';
 import { jsonResponse } from '../http-response.ts';
 import type { HttpResponse, RequestContext, Route } from '../http-types.ts';
 import { parseQuoteRoute } from '../schemas.ts';
@@ -74,29 +75,51 @@ async function createQuote(env: EdgeEnv, kind: QuoteKind, request: RequestContex
     return quoteErrorResponse('corridor_unavailable', `${cryptoCurrency} on ${network} is not available`);
   }
   return idempotentPost(env, request, partnerId, knownFields(body.value, quoteFields[kind]), newQuoteIds, async (ids) => {
-    const payload: CreateQuotePayload = { partnerId, request: quoteRequestValue };
     try {
-      const reply = await env.actors.ask<QuoteReply>(quoteActorType, idOf(ids, 'quoteId'), 'create', toJsonValue(payload), idOf(ids, 'commandId'));
-      return quoteReplyResponse(reply);
+      return await priceAndOffer(env, partnerId, quoteRequestValue, idOf(ids, 'quoteId'), request.headers[idempotencyHeader] !== undefined);
     } catch (error) {
-      return quoteAskFailed(error);
+      return quoteOfferFailed(error);
     }
   });
 }
 
-function newQuoteIds(): Ids {
-  return { quoteId: randomUUID(), commandId: randomUUID() };
+/**
+ * Prices the request and keeps the quote as an offer. A retry of a first attempt that stored its
+ * offer (same Idempotency-Key, same quote id) is answered with that offer unchanged, never repriced:
+ * the store keeps the first one, and a retry that pricing would now refuse looks for it first
+ * (`keyed`: only a request with an Idempotency-Key can be such a retry). That lookup never turns a
+ * pricing refusal into a 503: if Redis does not answer, the refusal stands.
+ */
+async function priceAndOffer(env: EdgeEnv, partnerId: string, quoteRequestValue: QuoteRequest, quoteId: string, keyed: boolean): Promise<HttpResponse> {
+  const priced = priceQuoteRequest(env.ctx.config.corridors(), quoteRequestValue, {
+    rates: env.ctx.config.rates(),
+    partnerFee: env.ctx.partners.get(partnerId)?.fees,
+    quoteId,
+    partnerId,
+    nowMs: env.ctx.clock.nowMs(),
+  });
+  if (!priced.ok) {
+    const earlier = keyed ? await env.ctx.quoteOffers.find(partnerId, quoteId).catch(() => null) : null;
+    return earlier === null ? quoteErrorResponse(priced.error.code, priced.error.reason) : quoteResponse(earlier);
+  }
+  const offered = await env.ctx.quoteOffers.offer(priced.quote);
+  if (offered.ok) return quoteResponse(offered.offer);
+  return quoteErrorResponse(
+    'quote_unavailable',
+    `This partner already holds ${offered.perPartnerMax} quotes that are still valid; accept some or let them expire, then quote again`,
+  );
 }
 
-/** The HTTP answer to the quote actor's reply: the quote, or its refusal (an unknown code is a server_error). */
-export function quoteReplyResponse(reply: QuoteReply): HttpResponse {
-  if (reply.ok) return jsonResponse(200, reply.quote);
-  const code = isOneOf(quoteErrorCodes, reply.error.code) ? reply.error.code : 'server_error';
-  return rejectionResponse(code, reply.error.reason, reply.error.retryable);
+function newQuoteIds(): Ids {
+  return { quoteId: randomUUID() };
+}
+
+function quoteResponse(quote: Quote): HttpResponse {
+  return jsonResponse(200, quoteToJson(quote));
 }
 
 /** An infrastructure failure is the 503 of every endpoint (errors.ts); anything else is a bug (500). */
-function quoteAskFailed(error: unknown): HttpResponse {
+function quoteOfferFailed(error: unknown): HttpResponse {
   const response = unavailableResponse(error);
   if (response !== null) return response;
   throw error;

@@ -15,11 +15,9 @@
 import { randomUUID } from 'node:crypto';
 import type { JsonValue } from '../../actors/envelope.ts';
 import { kycCollection, kycKey } from '../../actors/kyc-actor.ts';
-import { loadQuoteRecord } from '../../actors/quote-actor.ts';
 import { toJsonValue } from '../../actors/state-codec.ts';
 import { transactionActorType, transactionsCollection, type AcceptPayload, type AcceptReply } from '../../actors/transaction-actor.ts';
 import { preChecks } from '../../domain/acceptance.ts';
-import { parseUuid } from '../../domain/ids.ts';
 import { toJsonNumber } from '../../domain/money.ts';
 import type { Quote } from '../../domain/quote.ts';
 import type { QuoteUse } from '../../domain/quote-use.ts';
@@ -41,6 +39,7 @@ import {
   idempotentPost,
   jsonObjectBody,
   partnerOf,
+  partnerQuote,
   partnerTransaction,
   quoteOfDocument,
   transactionNotFound,
@@ -164,10 +163,11 @@ export async function accept(
 ): Promise<HttpResponse> {
   // First in the catalogue's order, and independent of the quote: a disabled user never gets further.
   if (env.ctx.partners.isUserDisabled(partnerId, body.user_id)) return acceptanceRejection({ code: 'user_disabled' });
-  const quoteId = parseUuid(body.quote_id);
-  const record = quoteId === null ? null : await loadQuoteRecord(env.ctx.store, quoteId);
+  const found = await partnerQuote(env, partnerId, body.quote_id);
+  if (!found.ok) return found.response;
+  const record = found.record;
   // Another partner's quote is indistinguishable from a missing one.
-  if (record === null || record.quote.partnerId !== partnerId) return errorResponse('quote_not_found');
+  if (record === null) return errorResponse('quote_not_found');
   const { quote } = record;
   const partner = env.ctx.partners.get(partnerId);
   if (partner === undefined) return errorResponse('authentication_failed', 'Unknown partner');

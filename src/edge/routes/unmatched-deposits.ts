@@ -13,7 +13,6 @@
 // transfer to it. If a refund won meanwhile, the new transaction stays unfunded and expires.
 import { randomUUID } from 'node:crypto';
 import { depositActorType, type DepositReply } from '../../actors/deposit-actor.ts';
-import { loadQuoteRecord } from '../../actors/quote-actor.ts';
 import { listUnmatchedDeposits, unmatchedDepositsCollection, type UnmatchedListFilter } from '../../actors/unmatched-documents.ts';
 import { isOneOf, networks } from '../../domain/assets.ts';
 import { parseUuid } from '../../domain/ids.ts';
@@ -25,7 +24,7 @@ import { errorResponse } from '../errors.ts';
 import { jsonResponse } from '../http-response.ts';
 import type { HttpResponse, RequestContext, Route } from '../http-types.ts';
 import { parseWith, transactionBodySchema, unmatchedListQuerySchema, type TransactionBody } from '../schemas.ts';
-import { askOr503, idOf, idempotentPost, jsonObjectBody, partnerOf, userIdFits, userIdTooLong, type EdgeEnv } from './common.ts';
+import { askOr503, idOf, idempotentPost, jsonObjectBody, partnerOf, partnerQuote, userIdFits, userIdTooLong, type EdgeEnv } from './common.ts';
 import { accept, pageSizeDefault, pageSizeMax, positiveInteger } from './transactions.ts';
 
 /** The partner-facing view of an `unmatched_deposits` document (snake_case, as `GET /transaction/{id}`). */
@@ -144,9 +143,10 @@ async function applyToQuote(env: EdgeEnv, refusals: EarlyRefusals, partnerId: st
   // A retry after the apply step itself failed: the transaction exists, so only link it again.
   if (doc['state'] !== 'open' && doc['appliedTo'] !== transactionId) return errorResponse('unmatched_deposit_not_open');
   if (doc['state'] === 'open') {
-    const quoteId = parseUuid(body.quote_id);
-    const record = quoteId === null ? null : await loadQuoteRecord(env.ctx.store, quoteId);
-    if (record === null || record.quote.partnerId !== partnerId) return errorResponse('quote_not_found');
+    const found = await partnerQuote(env, partnerId, body.quote_id);
+    if (!found.ok) return found.response;
+    const record = found.record;
+    if (record === null) return errorResponse('quote_not_found');
     const deposit = { network: doc['network'], asset: doc['asset'], amount: decimalFromExactString(String(doc['amount'])) } as Parameters<typeof applyMismatch>[0];
     const mismatch = applyMismatch(deposit, record.quote);
     if (mismatch !== null) return errorResponse('deposit_quote_mismatch', mismatch);
