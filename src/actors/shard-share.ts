@@ -7,6 +7,10 @@
 // holding whole groups reads them with one XREADGROUP each, and every group it splits with another
 // worker costs both of them a read (and, idle, a blocking connection) more.
 import { shardGroupOf } from '../bus/shard-groups.ts';
+import { shardCountMax } from '../bus/shards.ts';
+
+/** More than any group number (shard numbers stay below shardCountMax). */
+const groupsMax = shardCountMax;
 
 function byGroup(shards: Iterable<number>): Map<number, number[]> {
   const groups = new Map<number, number[]>();
@@ -25,8 +29,11 @@ function byGroup(shards: Iterable<number>): Map<number, number[]> {
  *   1. the free shards of groups this worker already reads (no new read), fullest group first;
  *   2. groups whose free shards all fit in what is left, largest first (a whole free group);
  *   3. the rest, smallest group first: the one group that must be split leaves the fewest behind.
+ * Among equals, groups from `startGroup` on come first (then the lower ones): workers joining at
+ * once, each starting at a group of its own (from its id), then do not race for the same shards in
+ * the same order, which would also split each group between them.
  */
-export function shardsToTake(owned: Iterable<number>, free: Iterable<number>, want: number): number[] {
+export function shardsToTake(owned: Iterable<number>, free: Iterable<number>, want: number, startGroup = 0): number[] {
   const ownedByGroup = byGroup(owned);
   const freeByGroup = byGroup(free);
   const order: number[] = [];
@@ -38,12 +45,13 @@ export function shardsToTake(owned: Iterable<number>, free: Iterable<number>, wa
     freeByGroup.delete(group);
   };
   const sizeOf = (group: number): number => freeByGroup.get(group)?.length ?? 0;
+  const rank = (group: number): number => (group < startGroup ? group + groupsMax : group);
   const read = [...freeByGroup.keys()].filter((group) => ownedByGroup.has(group));
-  read.sort((a, b) => (ownedByGroup.get(b)?.length ?? 0) - (ownedByGroup.get(a)?.length ?? 0) || a - b);
+  read.sort((a, b) => (ownedByGroup.get(b)?.length ?? 0) - (ownedByGroup.get(a)?.length ?? 0) || rank(a) - rank(b));
   read.forEach(take);
-  const largestFirst = [...freeByGroup.keys()].sort((a, b) => sizeOf(b) - sizeOf(a) || a - b);
+  const largestFirst = [...freeByGroup.keys()].sort((a, b) => sizeOf(b) - sizeOf(a) || rank(a) - rank(b));
   for (const group of largestFirst) if (sizeOf(group) <= left) take(group);
-  const smallestFirst = [...freeByGroup.keys()].sort((a, b) => sizeOf(a) - sizeOf(b) || a - b);
+  const smallestFirst = [...freeByGroup.keys()].sort((a, b) => sizeOf(a) - sizeOf(b) || rank(a) - rank(b));
   smallestFirst.forEach(take);
   return order;
 }

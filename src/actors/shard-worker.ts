@@ -7,7 +7,8 @@
 // lost its lease (paused, partitioned) can no longer write even if it still runs.
 import type { Bus, BusEntry } from '../bus/bus.ts';
 import type { Leases } from '../bus/leases.ts';
-import { commandStreamKey, shardLeaseName, shardLeasePrefix, shardOfCommandStream } from '../bus/shards.ts';
+import { commandStreamKey, fnv1a32, shardLeaseName, shardLeasePrefix, shardOfCommandStream } from '../bus/shards.ts';
+import { shardGroupCount } from '../bus/shard-groups.ts';
 import { RetryLog } from '../bus/outage-log.ts';
 import type { OutboxRowWrite } from './actor-store.ts';
 import type { WorkerStore } from './worker-store.ts';
@@ -327,7 +328,8 @@ export class ShardWorker {
     if (this.owned.size === fairShare) return;
     const held = new Set((await leases.listAll(shardLeasePrefix)).map((holder) => holder.name));
     const free = Array.from({ length: this.options.shardCount }, (_, shard) => shard).filter((shard) => !held.has(shardLeaseName(shard)));
-    for (const shard of shardsToTake(this.owned.keys(), free, fairShare - this.owned.size)) {
+    const startGroup = fnv1a32(workerId) % shardGroupCount(this.options.shardCount);
+    for (const shard of shardsToTake(this.owned.keys(), free, fairShare - this.owned.size, startGroup)) {
       if (this.owned.size >= fairShare) break;
       const grant = await leases.acquire(shardLeaseName(shard), workerId, this.leaseTtlMs);
       if (grant === null) continue;

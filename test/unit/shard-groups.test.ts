@@ -154,3 +154,14 @@ test('shardsToGiveBack: whole groups first (the fewest held first), then one spl
   assert.deepEqual(shardsToGiveBack(owned, 5), [13, 14, 15, 16, 17]);
   assert.deepEqual(shardsToGiveBack(owned, 0), []);
 });
+
+test('shardsToTake: workers joining at once start at different groups, so they do not race for the same shards', () => {
+  const free = Array.from({ length: 32 }, (_, index) => 32 + index); // groups 4..7
+  const groupsInOrder = (order: number[]): number[] => [...new Set(order.map(shardGroupOf))];
+  assert.deepEqual(groupsInOrder(shardsToTake([], free, 16, 0)), [4, 5, 6, 7]);
+  assert.deepEqual(groupsInOrder(shardsToTake([], free, 16, 6)), [6, 7, 4, 5]);
+  // Two takers of 16 each, starting at groups 4 and 6, take disjoint whole groups.
+  const first = new Set(shardsToTake([], free, 16, 4).slice(0, 16));
+  const second = shardsToTake([], free, 16, 6).slice(0, 16);
+  assert.ok(second.every((shard) => !first.has(shard)));
+});
