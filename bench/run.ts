@@ -39,6 +39,11 @@ function nonNegative(text: string, name: string, max: number): number {
   return value;
 }
 
+function redisMode(text: string): 'single' | 'cluster' {
+  if (text !== 'single' && text !== 'cluster') throw new Error('--redis must be single or cluster');
+  return text;
+}
+
 export function parseArgs(argv: readonly string[]): BenchOptions {
   const flags = new Map<string, string>();
   const scenarios: ScenarioName[] = [];
@@ -48,7 +53,7 @@ export function parseArgs(argv: readonly string[]): BenchOptions {
     else if ((scenarioNames as readonly string[]).includes(arg)) scenarios.push(arg as ScenarioName);
     else throw new Error(`unknown scenario ${JSON.stringify(arg)}; scenarios: ${scenarioNames.join(', ')}`);
   }
-  const known = ['quick', 'connections', 'duration', 'warmup', 'partners', 'workers', 'shards', 'shard-processes', 'pg-url', 'pg-pool', 'log-level', 'out', 'cpu-prof', 'seed', 'data-root', 'settle'];
+  const known = ['quick', 'connections', 'duration', 'warmup', 'partners', 'workers', 'shards', 'shard-processes', 'pg-url', 'pg-pool', 'log-level', 'out', 'cpu-prof', 'seed', 'data-root', 'settle', 'redis'];
   for (const flag of flags.keys()) if (!known.includes(flag)) throw new Error(`unknown option --${flag}; options: ${known.map((name) => `--${name}`).join(' ')}`);
   const quick = flags.has('quick');
   const get = (name: string): string | undefined => flags.get(name);
@@ -75,6 +80,7 @@ export function parseArgs(argv: readonly string[]): BenchOptions {
     micro: quick ? tinyMicroOptions : fullMicroOptions,
     ...(get('cpu-prof') === undefined ? {} : { cpuProfileDir: get('cpu-prof') ?? '' }),
     ...(get('data-root') === undefined ? {} : { dataRoot: get('data-root') ?? '' }),
+    redis: redisMode(get('redis') ?? 'single'),
     log: (line) => process.stdout.write(`[${elapsed()}] ${line}\n`),
   };
 }

@@ -23,19 +23,42 @@ export function processCpuMs(pid: number): number | null {
   }
 }
 
-/** Calls per Redis command so far (INFO commandstats), or an empty map when it cannot be asked. */
+/**
+ * The servers behind a Redis URL: the URL itself, or for `redis+cluster://h1:p1,h2:p2,…` (the
+ * syntax REDIS_URL takes, docs/operations.md) one `redis://` URL per node listed.
+ */
+export function redisNodeUrls(url: string): string[] {
+  const match = /^redis\+cluster:\/\/([^/]*)\/?$/.exec(url);
+  if (match === null) return [url];
+  return (match[1] ?? '').split(',').filter((node) => node !== '').map((node) => `redis://${node}`);
+}
+
+/** INFO `section` of every master behind `url` (a cluster's replicas would count replicated writes again). */
+async function masterInfos(url: string, section: string): Promise<string[]> {
+  const infos: string[] = [];
+  for (const nodeUrl of redisNodeUrls(url)) {
+    const client = new Redis(nodeUrl, { maxRetriesPerRequest: 1, lazyConnect: true });
+    try {
+      await client.connect();
+      const replication = await client.info('replication');
+      if (/^role:master/m.test(replication)) infos.push(await client.info(section));
+    } finally {
+      client.disconnect();
+    }
+  }
+  return infos;
+}
+
+/** Calls per Redis command so far (INFO commandstats, summed over a cluster's masters), or an empty map when it cannot be asked. */
 export async function redisCommandCalls(url: string): Promise<Map<string, number>> {
-  const client = new Redis(url, { maxRetriesPerRequest: 1, lazyConnect: true });
   try {
-    await client.connect();
-    const info = await client.info('commandstats');
     const calls = new Map<string, number>();
-    for (const match of info.matchAll(/^cmdstat_([a-z|_-]+):calls=(\d+)/gm)) calls.set(match[1] ?? '', Number(match[2]));
+    for (const info of await masterInfos(url, 'commandstats')) {
+      for (const match of info.matchAll(/^cmdstat_([a-z|_-]+):calls=(\d+)/gm)) calls.set(match[1] ?? '', (calls.get(match[1] ?? '') ?? 0) + Number(match[2]));
+    }
     return calls;
   } catch {
     return new Map();
-  } finally {
-    client.disconnect();
   }
 }
 
@@ -51,19 +74,17 @@ export function callsPerResponse(before: ReadonlyMap<string, number>, after: Rea
   return perResponse;
 }
 
-/** Redis server CPU milliseconds (INFO cpu), or null when it cannot be asked. */
+/** Redis server CPU milliseconds (INFO cpu; summed over a cluster's masters), or null when it cannot be asked. */
 export async function redisCpuMs(url: string): Promise<number | null> {
-  const client = new Redis(url, { maxRetriesPerRequest: 1, lazyConnect: true });
   try {
-    await client.connect();
-    const info = await client.info('cpu');
-    const value = (name: string): number => Number(new RegExp(`^used_cpu_${name}:([\\d.]+)`, 'm').exec(info)?.[1] ?? 'NaN');
-    const total = (value('sys') + value('user')) * 1000;
+    let total = 0;
+    for (const info of await masterInfos(url, 'cpu')) {
+      const value = (name: string): number => Number(new RegExp(`^used_cpu_${name}:([\\d.]+)`, 'm').exec(info)?.[1] ?? 'NaN');
+      total += (value('sys') + value('user')) * 1000;
+    }
     return Number.isFinite(total) ? total : null;
   } catch {
     return null;
-  } finally {
-    client.disconnect();
   }
 }
 

@@ -138,6 +138,23 @@ export interface BenchResults {
   readonly capChecks: readonly CapCheck[];
   readonly targets: readonly TargetCheck[];
   readonly skipped: readonly Skipped[];
+  /** `--redis=cluster`: POST /quote on a Redis Cluster next to one Redis server, round by round. */
+  readonly cluster?: readonly ClusterComparison[];
+}
+
+/** One round of `--redis=cluster`: the same quote load on one Redis server, then on the cluster. */
+export interface ClusterComparison {
+  readonly connections: number;
+  readonly topology: string;
+  /** Responses per second. */
+  readonly single: number;
+  readonly cluster: number;
+  /** cluster ÷ single (the issue's target: ≥ 0.85). */
+  readonly ratio: number | null;
+  /** Redis commands per response, all commands together (by command in each point's `redisCallsPerResponse`). */
+  readonly redisCallsPerResponse: { readonly single: number | null; readonly cluster: number | null };
+  /** Load average (1 min) at the end of each of the two points. */
+  readonly loadAverage1m: { readonly single: number; readonly cluster: number };
 }
 
 export function machineInfo(): MachineInfo {

@@ -18,6 +18,7 @@ import { loadLimitsFile } from '../../src/config/limits.ts';
 import type { LimitsConfig } from '../../src/domain/limits.ts';
 import { priceQuoteRequest, quoteToJson } from '../../src/domain/pricing.ts';
 import { startRedis, type PrivateRedis } from '../../test/support/redis-server.ts';
+import { startRedisCluster } from '../../test/support/redis-cluster.ts';
 import { startBareUws, startTransport, type BaselineServer } from '../baselines/launch.ts';
 import {
   checkPostgresCaps,
@@ -61,6 +62,7 @@ import {
   writeResults,
   type BenchResults,
   type CapCheck,
+  type ClusterComparison,
   type HttpPoint,
   type Skipped,
   type TargetCheck,
@@ -115,6 +117,11 @@ export interface BenchOptions {
   readonly cpuProfileDir?: string;
   /** Parent directory of the service's temp DATA_DIR (default: the OS temp dir). */
   readonly dataRoot?: string;
+  /**
+   * `cluster`: POST /quote on a local Redis Cluster (3 masters) next to one Redis server, the two
+   * interleaved at each concurrency (runClusterComparison); the other phases do not run.
+   */
+  readonly redis?: 'single' | 'cluster';
   readonly log: (line: string) => void;
 }
 
@@ -140,6 +147,7 @@ class Recorder {
   readonly capChecks: CapCheck[] = [];
   readonly skipped: Skipped[] = [];
   readonly notes: string[] = [];
+  readonly cluster: ClusterComparison[] = [];
   constructor(private readonly log: (line: string) => void) {}
 
   skip(scenario: string, reason: string): void {
@@ -662,6 +670,52 @@ async function runWorkerSweep(context: SweepContext): Promise<void> {
   }
 }
 
+/** Sum of a point's Redis commands per response (null when not measured). */
+function totalRedisCalls(point: HttpPoint): number | null {
+  if (point.redisCallsPerResponse === undefined) return null;
+  return Math.round(Object.values(point.redisCallsPerResponse).reduce((sum, value) => sum + value, 0) * 100) / 100;
+}
+
+/**
+ * `--redis=cluster`: the quote scenario on one Redis server and on a local Redis Cluster (3
+ * masters, no replicas: a replica only copies the writes), each with the main topology (edge + N
+ * shard processes), both started once and measured alternately at every concurrency (single, then
+ * cluster), so background load on the machine hits both alike. A concurrency listed several times
+ * is several rounds; each round gives the ratio cluster ÷ single and the Redis commands per quote.
+ */
+async function runClusterComparison(context: SweepContext): Promise<void> {
+  const { options, recorder, partners } = context;
+  const cluster = await startRedisCluster({ masters: 3 });
+  let single: BenchService | null = null;
+  let onCluster: BenchService | null = null;
+  try {
+    single = await startService(context, options.shardProcesses, false);
+    onCluster = await startService({ ...context, redis: { ...context.redis, url: cluster.url } }, options.shardProcesses, false);
+    const topology = single.topology;
+    const quoteList = quoteRequests(partners);
+    for (const service of [single, onCluster]) await settle(options, service.baseUrl, [quoteList]);
+    const singleCpu = cpuSubjects(single.processes, context.redis.url);
+    const clusterCpu = cpuSubjects(onCluster.processes, cluster.url);
+    for (const connections of options.connections) {
+      const one = recorder.point('quote', 'service', `${topology}, one Redis server`, await load(options, single.baseUrl, connections, quoteList, { cpu: singleCpu }), options.durationS);
+      const many = recorder.point('quote', 'service', `${topology}, Redis Cluster (3 masters)`, await load(options, onCluster.baseUrl, connections, quoteList, { cpu: clusterCpu }), options.durationS);
+      recorder.cluster.push({
+        connections,
+        topology,
+        single: one.throughput,
+        cluster: many.throughput,
+        ratio: ratio(many.throughput, one.throughput),
+        redisCallsPerResponse: { single: totalRedisCalls(one), cluster: totalRedisCalls(many) },
+        loadAverage1m: { single: one.loadAverage1m, cluster: many.loadAverage1m },
+      });
+    }
+  } finally {
+    await onCluster?.stop();
+    await single?.stop();
+    await cluster.stop();
+  }
+}
+
 /** A point of the `system` baseline (its own scenario) at `connections`. */
 function isBaselinePoint(point: HttpPoint, system: string, connections: number): boolean {
   return point.system === system && point.scenario === baselineScenario[system] && point.connections === connections;
@@ -852,12 +906,15 @@ export async function runBench(options: BenchOptions): Promise<BenchRun> {
     const redis = await startRedis();
     try {
       const context: SweepContext = { options, recorder, redis, partners, responseBody: quoteResponseBody() };
-      if (['baseline-uws', 'baseline-transport', 'quote', 'get-transaction', 'mixed'].some((name) => wants(options, name as ScenarioName))) {
+      if (options.redis === 'cluster') await runClusterComparison(context);
+      else if (['baseline-uws', 'baseline-transport', 'quote', 'get-transaction', 'mixed'].some((name) => wants(options, name as ScenarioName))) {
         await runSweep(context);
       }
-      if (wants(options, 'hot-cap') || wants(options, 'baseline-postgres')) await runHotCap(context);
-      if (wants(options, 'hot-accept')) await runHotAccept(context);
-      if (wants(options, 'workers') && !options.quick) await runWorkerSweep(context);
+      if (options.redis !== 'cluster') {
+        if (wants(options, 'hot-cap') || wants(options, 'baseline-postgres')) await runHotCap(context);
+        if (wants(options, 'hot-accept')) await runHotAccept(context);
+        if (wants(options, 'workers') && !options.quick) await runWorkerSweep(context);
+      }
     } finally {
       await redis.stop();
     }
@@ -883,6 +940,7 @@ export async function runBench(options: BenchOptions): Promise<BenchRun> {
       workerSweepConnections: options.workerSweepConnections,
       logLevel: options.logLevel,
       dataRoot: options.dataRoot ?? 'OS temp dir',
+      redis: options.redis ?? 'single',
       pgPool: options.pgPool,
       loadGenerator:
         loadDriverOf({}) === 'wrk'
@@ -895,6 +953,7 @@ export async function runBench(options: BenchOptions): Promise<BenchRun> {
     capChecks: recorder.capChecks,
     targets: targets(points, recorder.capChecks, mainTopology),
     skipped: recorder.skipped,
+    ...(recorder.cluster.length === 0 ? {} : { cluster: recorder.cluster }),
   };
   const svg = renderPlot(seriesFromPoints(points), `bench ${results.startedAt} — ${machine.nproc} × ${machine.cpuModel}`);
   const files = writeResults(options.outDir, results, svg);
@@ -909,6 +968,12 @@ export async function runBench(options: BenchOptions): Promise<BenchRun> {
   }
   for (const check of results.targets) {
     for (const line of targetLines(check)) options.log(line);
+  }
+  for (const round of recorder.cluster) {
+    options.log(
+      `  cluster ÷ single, quote c=${round.connections}: ${Math.round(round.cluster)} ÷ ${Math.round(round.single)} req/s = ×${round.ratio ?? '?'}; ` +
+        `Redis commands per quote ${round.redisCallsPerResponse.cluster ?? '?'} vs ${round.redisCallsPerResponse.single ?? '?'} (load ${round.loadAverage1m.cluster} / ${round.loadAverage1m.single})`,
+    );
   }
   options.log(`results: ${files.json}\nplot:    ${files.svg}`);
   return { results, files };

@@ -7,7 +7,7 @@
 // scraper likes) cost Redis one round of reads per `cacheMs` at most.
 import type { Bus } from '../bus/bus.ts';
 import type { Leases } from '../bus/leases.ts';
-import { commandGroup, commandStreamKey, shardLeaseName } from '../bus/shards.ts';
+import { commandGroup, commandStreamKey, shardLeaseName, shardLeasePrefix } from '../bus/shards.ts';
 import { workerStatsCollection } from './store-adapter.ts';
 import { outboxTopicCommands } from './runtime.ts';
 import { chainSweepTopic } from './deposit-actor.ts';
@@ -140,7 +140,7 @@ export function createClusterStats(options: ClusterStatsOptions): ClusterStatsSo
 
 async function collect(options: ClusterStatsOptions): Promise<ClusterStats> {
   const collectedAtMs = options.clock.nowMs();
-  const [shardHolders, members] = await Promise.all([options.leases.listAll('shard:'), options.leases.listAll('member:')]);
+  const [shardHolders, members] = await Promise.all([options.leases.listAll(shardLeasePrefix), options.leases.listAll('member:')]);
   const owners = new Map(shardHolders.map((holder) => [holder.name, holder]));
   const shards: ShardStats[] = [];
   for (let first = 0; first < options.shardCount; first += summariesInFlightMax) {

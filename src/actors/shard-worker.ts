@@ -7,37 +7,18 @@
 // lost its lease (paused, partitioned) can no longer write even if it still runs.
 import type { Bus, BusEntry } from '../bus/bus.ts';
 import type { Leases } from '../bus/leases.ts';
-import { commandStreamKey, shardLeaseName, shardOfCommandStream } from '../bus/shards.ts';
+import { commandStreamKey, fnv1a32, shardLeaseName, shardLeasePrefix, shardOfCommandStream } from '../bus/shards.ts';
+import { shardGroupCount } from '../bus/shard-groups.ts';
 import { RetryLog } from '../bus/outage-log.ts';
 import type { OutboxRowWrite } from './actor-store.ts';
+import type { WorkerStore } from './worker-store.ts';
 import type { LogLevel } from './envelope.ts';
 import type { ActorRuntime } from './runtime.ts';
 import { CommandRelay } from './command-relay.ts';
+import { LegacyStreamDrain } from './legacy-streams.ts';
+import { shardsToGiveBack, shardsToTake } from './shard-share.ts';
 import { batchesOfCommands } from './codec.ts';
 import { LoopHealth, loopCheck, type HealthCheck } from '../lifecycle/health.ts';
-
-export interface WorkerStore {
-  /** Actors of `shard` with a pending timer. */
-  listTimers(shard: number): Promise<Array<{ actorId: string; dueAtMs: number }>>;
-  /** Command rows not yet relayed (left by a worker that crashed between commit and append). */
-  pendingCommandRows(limit: number): Promise<OutboxRowWrite[]>;
-  markOutboxDone(ids: readonly string[]): Promise<void>;
-  /** Refuse, from now on, store writes under a lower token for `shard` (the previous owner's). */
-  raiseFence(shard: number, token: number): Promise<'ok' | 'fenced'>;
-  /** Publishes this worker's health for the admin service (actors in memory, memory, shards). */
-  reportWorkerStats(stats: WorkerStats): Promise<void>;
-}
-
-export interface WorkerStats {
-  readonly workerId: string;
-  readonly ownedShards: readonly number[];
-  readonly actorsInMemory: number;
-  /** Their estimated bytes (src/actors/actor-memory.ts). */
-  readonly actorBytesInMemory: number;
-  readonly rssBytes: number;
-  readonly heapUsedBytes: number;
-  readonly reportedAtMs: number;
-}
 
 export interface ShardWorkerOptions {
   readonly bus: Bus;
@@ -133,10 +114,14 @@ export class ShardWorker {
   private readonly acquiredSinceRecovery = new Set<number>();
   private pauseBeforeNextRead = false;
   private readonly relay: CommandRelay;
+  /** Streams of the owned shards from before shard groups, drained on taking a shard. */
+  private readonly legacy: LegacyStreamDrain;
 
   constructor(private readonly options: ShardWorkerOptions) {
     this.leaseTtlMs = options.leaseTtlMs ?? 10_000;
-    this.relay = new CommandRelay({ store: options.store, runtime: options.runtime, log: (level, message, fields) => this.log(level, message, fields) });
+    const log = (level: LogLevel, message: string, fields?: Record<string, unknown>): void => this.log(level, message, fields);
+    this.relay = new CommandRelay({ store: options.store, runtime: options.runtime, log });
+    this.legacy = new LegacyStreamDrain({ bus: options.bus, group: options.group, workerId: options.workerId, keyPrefix: options.keyPrefix, log });
     this.renewEveryMs = options.leaseRenewEveryMs ?? Math.floor(this.leaseTtlMs / 3);
     this.changesPollMs = Math.min(options.leaseChangesPollMs ?? 200, this.renewEveryMs);
     this.leaseRounds = new LoopHealth(this.renewEveryMs);
@@ -329,8 +314,10 @@ export class ShardWorker {
     }
     const members = Math.max(1, (await leases.listAll(memberLeasePrefix)).length);
     const fairShare = Math.ceil(this.options.shardCount / members);
+    // Which shards: whole shard groups where the share allows (shard-share.ts), so that this
+    // worker's reads touch as few Redis Cluster slots as they can.
     if (this.owned.size > fairShare) {
-      const extras = this.ownedShards().slice(fairShare).map((shard) => [shard, this.owned.get(shard)] as const);
+      const extras = shardsToGiveBack(this.owned.keys(), this.owned.size - fairShare).map((shard) => [shard, this.owned.get(shard)] as const);
       for (const [shard] of extras) this.loseShard(shard);
       await this.readsEnded();
       for (const [shard, token] of extras) {
@@ -338,9 +325,12 @@ export class ShardWorker {
       }
       return;
     }
-    for (let shard = 0; shard < this.options.shardCount && this.owned.size < fairShare; shard += 1) {
-      if (this.owned.has(shard)) continue;
-      if ((await leases.owner(shardLeaseName(shard))) !== null) continue;
+    if (this.owned.size === fairShare) return;
+    const held = new Set((await leases.listAll(shardLeasePrefix)).map((holder) => holder.name));
+    const free = Array.from({ length: this.options.shardCount }, (_, shard) => shard).filter((shard) => !held.has(shardLeaseName(shard)));
+    const startGroup = fnv1a32(workerId) % shardGroupCount(this.options.shardCount);
+    for (const shard of shardsToTake(this.owned.keys(), free, fairShare - this.owned.size, startGroup)) {
+      if (this.owned.size >= fairShare) break;
       const grant = await leases.acquire(shardLeaseName(shard), workerId, this.leaseTtlMs);
       if (grant === null) continue;
       // Fence the previous owner out before we read anything of the shard: a write it still has
@@ -350,6 +340,7 @@ export class ShardWorker {
         continue;
       }
       await this.options.bus.ensureGroup(commandStreamKey(this.options.keyPrefix, shard), this.options.group);
+      await this.legacy.noteAcquired(shard);
       this.owned.set(shard, grant.token);
       this.acquiredSinceRecovery.add(shard);
       this.needsRecovery.add(shard);
@@ -386,6 +377,7 @@ export class ShardWorker {
     this.owned.delete(shard);
     this.needsRecovery.delete(shard);
     this.acquiredSinceRecovery.delete(shard);
+    this.legacy.forget(shard);
     // Nothing more of the shard is applied from now on (its token is gone), but batches in flight
     // may still be writing its actors: forget them once those have settled. If the shard comes
     // back meanwhile, its recovery drops them instead (also after everything in flight settled).
@@ -527,6 +519,9 @@ export class ShardWorker {
       }
       // Actors blocked by a refused write apply again: their pending commands come first.
       this.options.runtime.unblockShard(shard);
+      // Entries of its stream from before shard groups come first (legacy-streams.ts).
+      const old = await this.legacy.nextEntries(shard, batchSize);
+      if (old.length > 0) return old;
       const stream = commandStreamKey(keyPrefix, shard);
       // The lease guarantees the previous owner is gone or fenced: take all its pending entries.
       const claimed = await bus.claimStale(stream, group, workerId, { minIdleMs: 0, count: batchSize });

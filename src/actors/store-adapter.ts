@@ -4,7 +4,7 @@ import type { CommitWrite, JsonObject, ReadModelIndex, SnapshotStore } from '../
 import type { ActorCommit, ActorStore, BatchCommitResult, CommitResult, OutboxRowWrite } from './actor-store.ts';
 import type { JsonValue } from './envelope.ts';
 import { outboxTopicCommands } from './runtime.ts';
-import type { WorkerStore } from './shard-worker.ts';
+import type { WorkerStore } from './worker-store.ts';
 import { quarantineReadModelIndexes } from './quarantine.ts';
 
 export const timersCollection = 'timers';

@@ -8,7 +8,8 @@
 // Redis Cluster: every key we use carries a hash tag, so each command and each Lua script touches
 // one slot. The one exception is `read` over several streams (a shard worker reads all its shards
 // at once): XREADGROUP across slots fails with CROSSSLOT, so in cluster mode `read` groups the
-// streams by slot and blocks on one dedicated node connection per slot in parallel (a busy reader
+// streams by slot (the 8 shards of a shard group share one: shard-groups.ts, so that is one read
+// per group) and blocks on one dedicated node connection per slot in parallel (a busy reader
 // first tries every slot without blocking, pipelined per node); the first read that returns entries
 // ends the others with CLIENT UNBLOCK, and every entry any of them returned is given to the caller
 // (a read the server served before the unblock keeps its entries; they are never left pending
@@ -67,8 +68,9 @@ export interface RedisBusOptions {
   readonly redis: string | RedisClient;
   /**
    * Bound on concurrent blocking reads (each holds one connection while blocked). On a cluster one
-   * `read` blocks on one connection per slot of its streams: allow at least the shards one worker
-   * may own plus one per requester. Default 32 (one server) or 256 (cluster).
+   * `read` blocks on one connection per slot of its streams (one per shard group a worker holds):
+   * allow at least the groups one worker may hold plus one per requester. Default 32 (one server)
+   * or 256 (cluster).
    */
   readonly blockingConnectionsMax?: number;
   /** Where connection outages are logged (a client of our own: under the name `bus`). */

@@ -4,10 +4,14 @@
 // never change: every worker and edge computes it independently, and a different function (or a
 // different SHARDS setting) would route one actor's commands to two owners.
 //
-// Stream names carry a Redis Cluster hash tag: `<prefix>cmd:{<shard>}`. Everything inside `{…}`
-// decides the slot, so a shard's stream and any other per-shard key tagged `{<shard>}` sit on one
-// slot and one Lua script may touch them together. The prefix isolates deployments and tests; it
-// must not contain braces (they would become the hash tag instead).
+// Stream names carry a Redis Cluster hash tag: `<prefix>cmd:{<group tag>}:<shard>`. Everything
+// inside `{…}` decides the slot, so the streams of one shard group (8 consecutive shards,
+// shard-groups.ts) sit on one slot and one XREADGROUP reads them together. The prefix isolates
+// deployments and tests; it must not contain braces (they would become the hash tag instead).
+// Releases before shard groups named a shard's stream `<prefix>cmd:{<shard>}` (one slot per
+// shard): `legacyCommandStreamKey`, still drained by the shard worker after an upgrade.
+
+import { shardGroupOf, shardGroupTag } from './shard-groups.ts';
 
 export const shardCountDefault = 64;
 export const shardCountMax = 16_384;
@@ -75,8 +79,15 @@ function assertShard(shard: number): void {
 /** The consumer group every shard worker reads the command streams through (one per deployment). */
 export const commandGroup = 'shard-workers';
 
-/** `<prefix>cmd:{<shard>}`: the command stream of one shard. */
+/** `<prefix>cmd:{<group tag>}:<shard>`: the command stream of one shard. */
 export function commandStreamKey(prefix: string, shard: number): string {
+  assertNoBraces('key prefix', prefix);
+  assertShard(shard);
+  return `${prefix}cmd:{${shardGroupTag(shardGroupOf(shard))}}:${shard}`;
+}
+
+/** `<prefix>cmd:{<shard>}`: a shard's command stream before shard groups (drained after the upgrade). */
+export function legacyCommandStreamKey(prefix: string, shard: number): string {
   assertNoBraces('key prefix', prefix);
   assertShard(shard);
   return `${prefix}cmd:{${shard}}`;
@@ -88,11 +99,25 @@ export function commandStreamKeys(prefix: string, shardCount: number): string[] 
   return Array.from({ length: shardCount }, (_, shard) => commandStreamKey(prefix, shard));
 }
 
-/** The shard of a command stream name made by `commandStreamKey`, or null for any other name. */
+const decimal = /^(0|[1-9]\d*)$/;
+
+/**
+ * The shard of a command stream name made by `commandStreamKey` or `legacyCommandStreamKey`, or
+ * null for any other name (a group tag that is not the shard's own included).
+ */
 export function shardOfCommandStream(prefix: string, stream: string): number | null {
-  if (!stream.startsWith(`${prefix}cmd:{`) || !stream.endsWith('}')) return null;
-  const digits = stream.slice(prefix.length + 5, -1);
-  return /^(0|[1-9]\d*)$/.test(digits) ? Number(digits) : null;
+  if (!stream.startsWith(`${prefix}cmd:{`)) return null;
+  const rest = stream.slice(prefix.length + 5);
+  const close = rest.indexOf('}');
+  if (close < 0) return null;
+  if (close === rest.length - 1) {
+    const digits = rest.slice(0, close);
+    return decimal.test(digits) && Number(digits) < shardCountMax ? Number(digits) : null;
+  }
+  const digits = rest.slice(close + 2);
+  if (rest[close + 1] !== ':' || !decimal.test(digits) || Number(digits) >= shardCountMax) return null;
+  const shard = Number(digits);
+  return rest.slice(0, close) === shardGroupTag(shardGroupOf(shard)) ? shard : null;
 }
 
 /** `<prefix>reply:{<edgeId>}`: the reply stream of one edge process. */
@@ -103,8 +128,11 @@ export function replyStreamKey(prefix: string, edgeId: string): string {
   return `${prefix}reply:{${edgeId}}`;
 }
 
+/** What every shard's lease name starts with (for `Leases.listAll`). */
+export const shardLeasePrefix = 'shard:';
+
 /** The lease name a worker holds while it owns a shard (see leases.ts). */
 export function shardLeaseName(shard: number): string {
   assertShard(shard);
-  return `shard:${shard}`;
+  return `${shardLeasePrefix}${shard}`;
 }

@@ -20,7 +20,7 @@ import {
   type UntypedServiceImplementation,
 } from '@grpc/grpc-js';
 import { isUnavailableFailure } from '../bus/request-reply.ts';
-import { commandGroup, commandStreamKey, shardLeaseName } from '../bus/shards.ts';
+import { commandGroup, commandStreamKey, shardLeaseName, shardLeasePrefix } from '../bus/shards.ts';
 import { workerStatsCollection } from '../actors/store-adapter.ts';
 import { listQuarantined, quarantineDetail, requestReplay, type QuarantineRecord } from '../actors/quarantine.ts';
 import { isOneOf, fiatCurrencies, networks, paymentMethods } from '../domain/assets.ts';
@@ -179,7 +179,7 @@ export function adminHandlers(ctx: ServiceContext, capabilities: AdminCapabiliti
 
   return {
     async ListShards() {
-      const holders = await ctx.leases.listAll('shard:');
+      const holders = await ctx.leases.listAll(shardLeasePrefix);
       const byName = new Map(holders.map((holder) => [holder.name, holder]));
       const shards = [];
       for (let shard = 0; shard < ctx.shardCount; shard += 1) {

@@ -17,6 +17,7 @@ import { RedisLeases } from '../../src/bus/redis-leases.ts';
 import { RedisOffers } from '../../src/bus/redis-offers.ts';
 import { Requester, reply } from '../../src/bus/request-reply.ts';
 import { commandStreamKey, commandStreamKeys, replyStreamKey, shardLeaseName } from '../../src/bus/shards.ts';
+import { shardsPerGroup } from '../../src/bus/shard-groups.ts';
 import { ActorClient } from '../../src/actors/client.ts';
 import { loadQuote } from '../../src/actors/quote-actor.ts';
 import { toJsonValue } from '../../src/actors/state-codec.ts';
@@ -51,6 +52,14 @@ async function within<T>(ms: number, promise: Promise<T>): Promise<T> {
   }
 }
 
+/**
+ * One shard stream per shard group (shards 0, 8, 16, …): `count` streams on `count` different slots,
+ * for the reads over many slots (the streams of one group share a slot: src/bus/shard-groups.ts).
+ */
+function streamsOnSlots(prefix: string, count: number): string[] {
+  return Array.from({ length: count }, (_, group) => commandStreamKey(prefix, group * shardsPerGroup));
+}
+
 /** The master port that serves `key`'s slot, from the cluster's own CLUSTER SLOTS answer. */
 async function masterPortOf(cluster: PrivateRedisCluster, key: string): Promise<number> {
   const probe = cluster.nodeClient(cluster.nodes[0]?.port ?? 0);
@@ -59,6 +68,18 @@ async function masterPortOf(cluster: PrivateRedisCluster, key: string): Promise<
   const range = ranges.find(([start, end]) => slot >= start && slot <= end);
   assert.ok(range, `slot ${slot} is served`);
   return range[2][1];
+}
+
+/** XREADGROUP calls served by every master so far (INFO commandstats). */
+async function xreadgroupCalls(cluster: PrivateRedisCluster): Promise<number> {
+  let total = 0;
+  for (const { port } of cluster.nodes) {
+    const node = cluster.nodeClient(port);
+    const role = (await node.call('ROLE')) as unknown[];
+    if (role[0] !== 'master') continue;
+    total += Number(/^cmdstat_xreadgroup:calls=(\d+)/m.exec(await node.info('commandstats'))?.[1] ?? 0);
+  }
+  return total;
 }
 
 /** Blocked clients (flag `b`) on every node: a finished read must leave none behind. */
@@ -157,7 +178,7 @@ describe('Redis Cluster', { timeout: 180_000 }, () => {
     test('one read over streams on every node: no CROSSSLOT, count per stream, append order kept', async () => {
       const bus = openBus();
       const prefix = randomKeyPrefix('read');
-      const streams = commandStreamKeys(prefix, 16);
+      const streams = streamsOnSlots(prefix, 16);
       for (const stream of streams) await bus.ensureGroup(stream, 'g');
       for (const stream of streams) for (let i = 0; i < 3; i += 1) await bus.append(stream, `${stream}#${i}`, { headers: { n: String(i) } });
       const first = await bus.read('g', 'c', streams, { count: 2, blockMs: 0 });
@@ -172,10 +193,30 @@ describe('Redis Cluster', { timeout: 180_000 }, () => {
       assert.deepEqual(await bus.read('g', 'c', streams, { count: 2, blockMs: 0 }), []);
     });
 
+    test('a worker owning 4 whole shard groups (32 shards) reads them with one XREADGROUP per group, blocking or not', async () => {
+      const bus = openBus();
+      const prefix = randomKeyPrefix('groups');
+      const streams = commandStreamKeys(prefix, 32);
+      for (const stream of streams) await bus.ensureGroup(stream, 'g');
+      for (const stream of streams) await bus.append(stream, stream);
+      const readsBefore = await xreadgroupCalls(cluster);
+      const entries = await bus.read('g', 'c', streams, { count: 10, blockMs: 0 });
+      assert.equal(entries.length, 32, 'an entry from each of the 32 streams');
+      assert.equal((await xreadgroupCalls(cluster)) - readsBefore, 4, 'one XREADGROUP per group (it was one per shard: 32)');
+      // Idle (another consumer: the first found entries and is remembered as busy), then one
+      // append: one blocking read per group's slot (4), not per shard.
+      const blockedBefore = await xreadgroupCalls(cluster);
+      const reading = bus.read('g', 'idle', streams, { count: 10, blockMs: 10_000 });
+      await eventually(async () => assert.equal(await blockedClients(cluster), 4), 5_000);
+      await bus.append(streams[17] ?? '', 'wake');
+      assert.deepEqual((await within(5_000, reading)).map((entry) => entry.payload), ['wake']);
+      assert.equal((await xreadgroupCalls(cluster)) - blockedBefore, 4);
+    });
+
     test('a blocking read over many slots wakes on an append to any of them, leaves no read blocked, reuses its connections', async () => {
       const bus = openBus();
       const prefix = randomKeyPrefix('wake');
-      const streams = commandStreamKeys(prefix, 16);
+      const streams = streamsOnSlots(prefix, 16);
       for (const stream of streams) await bus.ensureGroup(stream, 'g');
       let connectionsAfterFirstWake = 0;
       for (const [round, target] of [streams[5], streams[12], streams[0], streams[9]].entries()) {
@@ -201,7 +242,7 @@ describe('Redis Cluster', { timeout: 180_000 }, () => {
       const bus = openBus();
       const producer = openBus();
       const prefix = randomKeyPrefix('race');
-      const streams = commandStreamKeys(prefix, 16);
+      const streams = streamsOnSlots(prefix, 16);
       for (const stream of streams) await bus.ensureGroup(stream, 'g');
       const total = 400;
       const received: BusEntry[] = [];
@@ -237,7 +278,7 @@ describe('Redis Cluster', { timeout: 180_000 }, () => {
       const producer = openBus();
       const prefix = randomKeyPrefix('same-instant');
       // Two shard streams on two different masters.
-      const candidates = commandStreamKeys(prefix, 16);
+      const candidates = streamsOnSlots(prefix, 16);
       const ports = await Promise.all(candidates.map(async (stream) => masterPortOf(cluster, stream)));
       const first = candidates[0] ?? '';
       const second = candidates.find((_, index) => ports[index] !== ports[0]) ?? '';
@@ -267,7 +308,7 @@ describe('Redis Cluster', { timeout: 180_000 }, () => {
     test('an aborted or closed blocking read over many slots resolves empty at once', async () => {
       const bus = new RedisBus({ redis: cluster.url });
       const prefix = randomKeyPrefix('abort');
-      const streams = commandStreamKeys(prefix, 8);
+      const streams = streamsOnSlots(prefix, 8);
       for (const stream of streams) await bus.ensureGroup(stream, 'g');
       const abort = new AbortController();
       const reading = bus.read('g', 'c', streams, { count: 10, blockMs: 30_000, signal: abort.signal });
@@ -287,7 +328,7 @@ describe('Redis Cluster', { timeout: 180_000 }, () => {
     test('a read fails with no_group when a group is missing, blocking or not', async () => {
       const bus = openBus();
       const prefix = randomKeyPrefix('nogroup');
-      const streams = commandStreamKeys(prefix, 4);
+      const streams = streamsOnSlots(prefix, 4);
       for (const stream of streams) await bus.append(stream, 'x');
       const isNoGroup = (error: unknown): boolean => error instanceof BusError && error.code === 'no_group';
       await assert.rejects(bus.read('missing', 'c', streams, { count: 1, blockMs: 0 }), isNoGroup);
@@ -298,7 +339,7 @@ describe('Redis Cluster', { timeout: 180_000 }, () => {
     test('pending entries survive a restart and pass to another worker (scripts on the stream’s slot)', async () => {
       const bus = openBus();
       const prefix = randomKeyPrefix('pending');
-      const streams = commandStreamKeys(prefix, 6);
+      const streams = streamsOnSlots(prefix, 6);
       for (const stream of streams) {
         await bus.ensureGroup(stream, 'g');
         await bus.append(stream, `${stream}:a`);
@@ -322,7 +363,7 @@ describe('Redis Cluster', { timeout: 180_000 }, () => {
     test('request/reply: 300 concurrent requests over shards on every node each get their own reply', async () => {
       const bus = openBus();
       const prefix = randomKeyPrefix('rr');
-      const streams = commandStreamKeys(prefix, 12);
+      const streams = streamsOnSlots(prefix, 12);
       for (const stream of streams) await bus.ensureGroup(stream, 'workers');
       const stop = new AbortController();
       const worker = (async () => {
@@ -434,7 +475,8 @@ describe('Redis Cluster', { timeout: 180_000 }, () => {
   });
 
   describe('the actor system on the cluster', () => {
-    const shardCount = 16;
+    // 4 shard groups: their slots lie on all 3 masters (src/bus/shard-groups.ts); 2 whole groups each.
+    const shardCount = 32;
     const keyPrefix = randomKeyPrefix('actors');
     const dir = mkdtempSync(join(tmpdir(), 'cluster-actors-'));
     const store = new LmdbStore({ dir, readModelIndexes: [...defaultReadModelIndexes, ...runtimeReadModelIndexes] });
