@@ -167,8 +167,8 @@ export class ShardWorker {
 
   async start(): Promise<void> {
     this.running = true;
-    // Read before the first round lists the leases: a change after that listing (shards given
-    // back because we joined) starts a round at our first poll (untilNextRound).
+    // Read before the first round lists the leases: a change after that listing (shards given back
+    // because we joined, a worker joining just after us) starts a round at our first poll.
     this.lastLeaseChanges = await this.options.leases.changes().catch(() => null);
     await this.rebalance();
     await this.relay.relayPending();
@@ -263,7 +263,7 @@ export class ShardWorker {
    * round: a shard passes from its old owner to its new one in a fraction of a second instead of
    * waiting up to a third of the lease TTL unowned (test/integration/scaling.test.ts). The reading
    * compared with is taken before the round after it lists the leases (start() takes the first): a
-   * joiner that first read at its first poll missed the releases made for it (shard-handover.test.ts).
+   * first reading at the first poll hid what changed since start-up (shard-handover.test.ts).
    */
   private async untilNextRound(): Promise<void> {
     const deadlineMs = Date.now() + this.renewEveryMs;
