@@ -20,6 +20,8 @@ export interface ShardRoleOptions {
   readonly shardCount: number;
   readonly clock: { nowMs(): number };
   readonly leaseTtlMs?: number;
+  /** See ShardWorkerOptions.leaseChangesPollMs. */
+  readonly leaseChangesPollMs?: number;
   readonly readBlockMs?: number;
   /** See ShardWorkerOptions.stuckPendingMs. */
   readonly stuckPendingMs?: number;
@@ -83,6 +85,7 @@ export async function startShardRole(options: ShardRoleOptions): Promise<ShardRo
     group: commandGroup,
     clock: options.clock,
     ...(options.leaseTtlMs !== undefined ? { leaseTtlMs: options.leaseTtlMs } : {}),
+    ...(options.leaseChangesPollMs !== undefined ? { leaseChangesPollMs: options.leaseChangesPollMs } : {}),
     ...(options.readBlockMs !== undefined ? { readBlockMs: options.readBlockMs } : {}),
     ...(options.stuckPendingMs !== undefined ? { stuckPendingMs: options.stuckPendingMs } : {}),
     ...(options.batchesInFlightMax !== undefined ? { batchesInFlightMax: options.batchesInFlightMax } : {}),

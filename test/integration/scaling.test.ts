@@ -21,14 +21,12 @@ const shardCount = 12;
 /** What a partner would notice: a request held up by a hand-over for longer than this. */
 const handOverBoundMs = 1_000;
 /**
- * The fleet's short lease TTL (1.5 s: rounds every 0.5 s). On the production default (10 s, rounds
- * every 3.3 s) two of four scale-outs under heavy load (two test suites side by side) held
- * requests on moved shards for about one lease round (3.5–4.2 s, 16–31 client timeouts) while the
- * shards that stayed answered within 0.6 s: a hand-over step that waits for a round instead of a
- * poll. That is an open defect (docs/operations.md, "Scaling shard workers"); until it is found and
- * fixed this test runs the short rounds it was written with, where the same step costs under a second.
+ * The production default lease TTL (10 s, rounds every 3.3 s). Hand-overs do not wait for a round
+ * (the old owner releases, the taker hears of it within a poll); only the killed worker's shards do.
+ * On this TTL a joiner that missed the releases made for it waited a whole round (3.5–4.2 s on the
+ * moved shards under load, 2 of 4 runs), which the short 1.5 s TTL hid (test/integration/shard-handover.test.ts).
  */
-const workerEnv = { LEASE_TTL_MS: '1500' };
+const workerEnv = { LEASE_TTL_MS: '10000' };
 let fleet: WorkerFleet;
 
 before(async () => {
