@@ -130,7 +130,11 @@ export class RedisLeases implements Leases {
     const reply = await acquireScript.run(this.client, [this.leaseKey(name), this.tokenKey(name)], [owner, ttlMs]).catch(throwBusError);
     if (!Array.isArray(reply)) throw new Error(`unexpected acquire reply: ${JSON.stringify(reply)}`);
     if (toInteger(reply[0]) !== 1) return null;
-    await Promise.all([this.index(name, true), this.changed()]);
+    // Listed first, then the counter moved: a worker that sees the counter move lists the leases at
+    // once (src/actors/shard-worker.ts), and on a Redis Cluster the two keys may sit on different
+    // nodes, so sent together the counter could move before the name is listed.
+    await this.index(name, true);
+    await this.changed();
     return { name, owner, token: toInteger(reply[1]), ttlMs };
   }
 
