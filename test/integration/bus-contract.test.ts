@@ -27,11 +27,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MemoryLeases } from '../../src/bus/memory-leases.ts';
 import { ActorClient } from '../../src/actors/client.ts';
-import type { ActorBehavior } from '../../src/actors/envelope.ts';
 import { LmdbStore } from '../../src/store/lmdb-store.ts';
 import { serviceReadModelIndexes } from '../../src/service/context.ts';
-import { startShardRole, type ShardRole } from '../../src/service/shard-role.ts';
-import { tallyActorType, tallyBehavior, type TallyState } from '../support/tally-actor.ts';
+import type { ShardRole } from '../../src/service/shard-role.ts';
+import { startTallyShardRole, tallyActorType, type TallyState } from '../support/tally-actor.ts';
 import { teardown } from '../support/teardown.ts';
 import { memoryContractAdapter, type ContractHarness, redisContractAdapter, withHarness } from '../support/contract-adapters.ts';
 import { randomKeyPrefix } from '../support/redis-server.ts';
@@ -595,16 +594,13 @@ for (const adapter of adapters) {
           try {
             await store.init();
             let commits = 0;
-            role = await startShardRole({
+            role = await startTallyShardRole({
               bus,
               leases: new MemoryLeases(),
               store,
-              behaviors: [tallyBehavior()] as unknown as Array<ActorBehavior<unknown>>,
               workerId: 'w-batch',
               keyPrefix: prefix,
               shardCount: 1,
-              clock: { nowMs: () => Date.now() },
-              readBlockMs: 100,
               log: (_level, message) => logged.push(message),
               // The first durable write is followed by a failure before any reply or acknowledgement,
               // the window in which a crash leaves a written batch pending.

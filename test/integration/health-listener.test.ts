@@ -10,13 +10,12 @@ import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { RedisBus } from '../../src/bus/redis-bus.ts';
 import { RedisLeases } from '../../src/bus/redis-leases.ts';
-import type { ActorBehavior } from '../../src/actors/envelope.ts';
 import { LmdbStore } from '../../src/store/lmdb-store.ts';
 import { serviceReadModelIndexes } from '../../src/service/context.ts';
-import { startShardRole, type ShardRole } from '../../src/service/shard-role.ts';
+import type { ShardRole } from '../../src/service/shard-role.ts';
 import { startHealthListener, type HealthListener } from '../../src/service/health-listener.ts';
 import type { HealthReport } from '../../src/lifecycle/health.ts';
-import { tallyBehavior } from '../support/tally-actor.ts';
+import { startTallyShardRole } from '../support/tally-actor.ts';
 import { eventually } from '../support/eventually.ts';
 import { randomKeyPrefix, startRedis, type PrivateRedis } from '../support/redis-server.ts';
 import { teardown } from '../support/teardown.ts';
@@ -44,16 +43,13 @@ before(async () => {
   const keyPrefix = randomKeyPrefix('health');
   bus = new RedisBus({ redis: redis.url });
   leases = new RedisLeases({ redis: redis.url, keyPrefix });
-  role = await startShardRole({
+  role = await startTallyShardRole({
     bus,
     leases,
     store,
-    behaviors: [tallyBehavior()] as unknown as Array<ActorBehavior<unknown>>,
     workerId: `w-health-${randomUUID().slice(0, 8)}`,
     keyPrefix,
     shardCount,
-    clock: { nowMs: () => Date.now() },
-    readBlockMs: 100,
     leaseTtlMs,
   });
   listener = await startHealthListener({

@@ -18,8 +18,8 @@ import { actorId, type ActorBehavior } from '../../src/actors/envelope.ts';
 import { encodeEnvelope } from '../../src/actors/codec.ts';
 import { LmdbStore } from '../../src/store/lmdb-store.ts';
 import { serviceReadModelIndexes } from '../../src/service/context.ts';
-import { startShardRole, type ShardRole } from '../../src/service/shard-role.ts';
-import { tallyBehavior, type TallyState } from '../support/tally-actor.ts';
+import type { ShardRole } from '../../src/service/shard-role.ts';
+import { startTallyShardRole, type TallyState } from '../support/tally-actor.ts';
 import { eventually } from '../support/eventually.ts';
 import { randomKeyPrefix, startRedis, type PrivateRedis } from '../support/redis-server.ts';
 import { teardown } from '../support/teardown.ts';
@@ -57,16 +57,13 @@ async function startWorker(workerId: string): Promise<ShardRole> {
   buses.push(bus);
   const leases = new RedisLeases({ redis: redis.url, keyPrefix });
   leaseStores.push(leases);
-  const role = await startShardRole({
+  const role = await startTallyShardRole({
     bus,
     leases,
     store,
-    behaviors: [tallyBehavior()] as unknown as Array<ActorBehavior<unknown>>,
     workerId,
     keyPrefix,
     shardCount,
-    clock: { nowMs: () => Date.now() },
-    readBlockMs: 100,
     leaseTtlMs: 1_500,
     stuckPendingMs: 1_000,
   });

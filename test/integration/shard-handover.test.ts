@@ -17,11 +17,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RedisBus } from '../../src/bus/redis-bus.ts';
 import { RedisLeases } from '../../src/bus/redis-leases.ts';
-import type { ActorBehavior } from '../../src/actors/envelope.ts';
 import { LmdbStore } from '../../src/store/lmdb-store.ts';
 import { serviceReadModelIndexes } from '../../src/service/context.ts';
-import { startShardRole, type ShardRole, type ShardRoleOptions } from '../../src/service/shard-role.ts';
-import { tallyBehavior } from '../support/tally-actor.ts';
+import type { ShardRole } from '../../src/service/shard-role.ts';
+import { startTallyShardRole, type TallyShardRoleOptions } from '../support/tally-actor.ts';
 import { eventually } from '../support/eventually.ts';
 import { randomKeyPrefix, startRedis, type PrivateRedis } from '../support/redis-server.ts';
 import { teardown } from '../support/teardown.ts';
@@ -59,20 +58,17 @@ after(() => teardown(
 ));
 
 async function startWorker(workerId: string, leaseChangesPollMs: number): Promise<ShardRole> {
-  const options: ShardRoleOptions = {
+  const options: TallyShardRoleOptions = {
     bus,
     leases,
     store,
-    behaviors: [tallyBehavior()] as unknown as Array<ActorBehavior<unknown>>,
     workerId,
     keyPrefix,
     shardCount,
-    clock: { nowMs: () => Date.now() },
-    readBlockMs: 100,
     leaseTtlMs,
     leaseChangesPollMs,
   };
-  const role = await startShardRole(options);
+  const role = await startTallyShardRole(options);
   roles.push(role);
   return role;
 }

@@ -16,8 +16,8 @@ import { encodeEnvelope } from '../../src/actors/codec.ts';
 import { LmdbStore } from '../../src/store/lmdb-store.ts';
 import { serviceReadModelIndexes } from '../../src/service/context.ts';
 import { commandGroup } from '../../src/bus/shards.ts';
-import { startShardRole, type ShardRole } from '../../src/service/shard-role.ts';
-import { tallyBehavior, type TallyState } from '../support/tally-actor.ts';
+import type { ShardRole } from '../../src/service/shard-role.ts';
+import { startTallyShardRole, type TallyState } from '../support/tally-actor.ts';
 import { eventually } from '../support/eventually.ts';
 import { randomKeyPrefix, startRedis, type PrivateRedis } from '../support/redis-server.ts';
 import { teardown } from '../support/teardown.ts';
@@ -39,16 +39,13 @@ before(async () => {
   store = new LmdbStore({ dir, readModelIndexes: serviceReadModelIndexes });
   await store.init();
   bus = new RedisBus({ redis: redis.url });
-  role = await startShardRole({
+  role = await startTallyShardRole({
     bus,
     leases: new MemoryLeases(),
     store,
-    behaviors: [tallyBehavior()] as unknown as Array<ActorBehavior<unknown>>,
     workerId,
     keyPrefix,
     shardCount,
-    clock: { nowMs: () => Date.now() },
-    readBlockMs: 100,
     leaseTtlMs: 900,
     stuckPendingMs: 500,
   });

@@ -2,6 +2,7 @@
 // the runtime ever applied a command twice, the id would appear twice — so crash tests can compare
 // the command log with the final state exactly.
 import type { ActorBehavior } from '../../src/actors/envelope.ts';
+import { startShardRole, type ShardRole, type ShardRoleOptions } from '../../src/service/shard-role.ts';
 
 export interface TallyState {
   readonly count: number;
@@ -21,4 +22,17 @@ export function tallyBehavior(): ActorBehavior<TallyState> {
       return { state: next, reply: { count: next.count } };
     },
   };
+}
+
+/** What a test chooses of a tally shard role; the rest comes from `startTallyShardRole`. */
+export type TallyShardRoleOptions = Omit<ShardRoleOptions, 'behaviors' | 'clock' | 'readBlockMs'> & Partial<Pick<ShardRoleOptions, 'readBlockMs'>>;
+
+/** A shard role holding tally actors, on the wall clock, reading every 100 ms unless told otherwise. */
+export function startTallyShardRole(options: TallyShardRoleOptions): Promise<ShardRole> {
+  return startShardRole({
+    behaviors: [tallyBehavior()] as unknown as Array<ActorBehavior<unknown>>,
+    clock: { nowMs: () => Date.now() },
+    readBlockMs: 100,
+    ...options,
+  });
 }
