@@ -11,7 +11,7 @@ import { Redis } from 'ioredis';
 import { RedisBus } from '../../src/bus/redis-bus.ts';
 import { MemoryLeases } from '../../src/bus/memory-leases.ts';
 import { commandStreamKey, shardOf } from '../../src/bus/shards.ts';
-import { actorId, type ActorBehavior } from '../../src/actors/envelope.ts';
+import { actorId } from '../../src/actors/envelope.ts';
 import { encodeEnvelope } from '../../src/actors/codec.ts';
 import { LmdbStore } from '../../src/store/lmdb-store.ts';
 import { serviceReadModelIndexes } from '../../src/service/context.ts';
