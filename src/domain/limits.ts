@@ -5,7 +5,8 @@
 import type { FiatCurrency, Network, PaymentMethod } from './assets.ts';
 import { fiatDecimals, methodCurrency } from './assets.ts';
 import type { Decimal } from './money.ts';
-import { add, compare, subtract, toFixedString, toPlainString, zero } from './money.ts';
+import { add, compare, toFixedString, toPlainString } from './money.ts';
+import { assertAmount, reserve, type CounterState } from './counter.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Configuration (values come from src/config/limits.ts; nothing here is a default)
@@ -321,166 +322,23 @@ export function acceptanceCounterKeys(
 }
 
 // ---------------------------------------------------------------------------------------------
-// Reservation arithmetic of one counter
+// Reservation arithmetic of one counter: src/domain/counter.ts (re-exported here, where the
+// windows that use it are).
 
-/**
- * A transaction's place in one counter. `open`: reserved, in flight. `completed`: keeps its
- * reservation for good (release no longer applies). `released`: given back (expired, failed,
- * refused elsewhere); the entry stays as a tombstone so that a reserve of the same transaction
- * delivered late (a stream redelivery, an outbox row re-sent after a crash — possibly long after the
- * runtime's bounded dedupe log forgot it) can never count it again.
- */
-export type CounterEntryStatus = 'open' | 'completed' | 'released';
-
-export interface CounterEntry {
-  readonly amount: Decimal;
-  readonly status: CounterEntryStatus;
-}
-
-/** One counter (one window, one key). `reserved*` count the open and completed entries, not the released. */
-export interface CounterState {
-  readonly reservedAmount: Decimal;
-  readonly reservedCount: number;
-  readonly entries: Readonly<Record<string, CounterEntry>>;
-}
-
-export function emptyCounter(): CounterState {
-  return { reservedAmount: zero(0), reservedCount: 0, entries: {} };
-}
-
-export interface Reservation {
-  readonly transactionId: string;
-  readonly amount: Decimal;
-  /** Largest reservedAmount allowed after this reservation; null = unbounded. */
-  readonly cap: Decimal | null;
-  /** Largest reservedCount allowed after this reservation; null = unbounded. */
-  readonly countCap: number | null;
-}
-
-export type ReserveResult =
-  | { readonly ok: true; readonly state: CounterState }
-  | { readonly ok: false; readonly exceeded: 'count' | 'amount' };
-
-function assertAmount(amount: Decimal): void {
-  assert(amount.units >= 0n, `negative amount ${toFixedString(amount)}`);
-}
-
-function assertCounter(state: CounterState): void {
-  assertAmount(state.reservedAmount);
-  assert(Number.isSafeInteger(state.reservedCount) && state.reservedCount >= 0, `count ${state.reservedCount}`);
-}
-
-function entryOf(state: CounterState, transactionId: string): CounterEntry | undefined {
-  return Object.hasOwn(state.entries, transactionId) ? state.entries[transactionId] : undefined;
-}
-
-function assertSameAmount(entry: CounterEntry, amount: Decimal, transactionId: string): void {
-  // A transaction's amount never changes; a second, different amount for the same id is a bug.
-  assert(compare(entry.amount, amount) === 0, `transaction ${transactionId} counted with two amounts`);
-}
-
-/**
- * Count a transaction in this counter if the caps allow. Idempotent: a transaction already counted
- * is not counted again (and is not re-checked against the caps). The count cap is checked first.
- */
-export function reserve(state: CounterState, reservation: Reservation): ReserveResult {
-  const { transactionId, amount, cap, countCap } = reservation;
-  assertCounter(state);
-  assertAmount(amount);
-  assert(transactionId.length > 0, 'empty transaction id');
-  const existing = entryOf(state, transactionId);
-  if (existing !== undefined) {
-    // Counted already, or released already (then this reserve is a late duplicate of the one that
-    // was released; the transaction is over): either way nothing changes.
-    assertSameAmount(existing, amount, transactionId);
-    return { ok: true, state };
-  }
-  const reservedCount = state.reservedCount + 1;
-  const reservedAmount = add(state.reservedAmount, amount);
-  if (countCap !== null && reservedCount > countCap) return { ok: false, exceeded: 'count' };
-  if (cap !== null && compare(reservedAmount, cap) > 0) return { ok: false, exceeded: 'amount' };
-  const next: CounterState = {
-    reservedAmount,
-    reservedCount,
-    entries: { ...state.entries, [transactionId]: { amount, status: 'open' } },
-  };
-  assertCounter(next);
-  assert(cap === null || compare(next.reservedAmount, cap) <= 0, 'reserved above cap');
-  assert(countCap === null || next.reservedCount <= countCap, 'count above cap');
-  return { ok: true, state: next };
-}
-
-/**
- * Released entries (tombstones) a counter keeps. A window counter is retired with its window, but
- * the KYB counter lives as long as its partner, and every expired or refused acceptance of a partner
- * without KYB approval leaves a tombstone there: without a bound its snapshot (written whole on
- * every command) would grow for ever. Beyond the bound the oldest tombstones go. What that risks
- * is fail-safe: a reserve of such a transaction delivered later still (after its id also left the
- * store's dedupe log) would count it again and hold that amount for good — a stricter cap, never
- * a looser one.
- */
-export const releasedEntriesMax = 1_000;
-
-/** `entries` with only the newest `releasedEntriesMax` released ones (insertion order is age). */
-function boundTombstones(entries: Readonly<Record<string, CounterEntry>>): Readonly<Record<string, CounterEntry>> {
-  let released = 0;
-  for (const entry of Object.values(entries)) if (entry.status === 'released') released += 1;
-  if (released <= releasedEntriesMax) return entries;
-  let toDrop = released - releasedEntriesMax;
-  const kept: Array<[string, CounterEntry]> = [];
-  for (const [id, entry] of Object.entries(entries)) {
-    if (toDrop > 0 && entry.status === 'released') toDrop -= 1;
-    else kept.push([id, entry]);
-  }
-  // fromEntries defines own properties, so no id (not even `__proto__`) can touch the prototype.
-  return Object.fromEntries(kept);
-}
-
-/**
- * Give back an expired or failed transaction's reservation; the entry stays, marked released (up
- * to `releasedEntriesMax` of them). Idempotent: releasing an unknown id, releasing twice, or
- * releasing a completed transaction (which keeps its reservation) is a no-op.
- */
-export function release(state: CounterState, transactionId: string): CounterState {
-  assertCounter(state);
-  const existing = entryOf(state, transactionId);
-  if (existing === undefined || existing.status !== 'open') return state;
-  const next: CounterState = {
-    reservedAmount: subtract(state.reservedAmount, existing.amount),
-    reservedCount: state.reservedCount - 1,
-    entries: boundTombstones({ ...state.entries, [transactionId]: { amount: existing.amount, status: 'released' } }),
-  };
-  assertCounter(next);
-  return next;
-}
-
-/**
- * A transaction completed: it keeps its reservation for good. This marks the entry its acceptance
- * reserved; a transaction the counter does not hold gets a completed entry (a KYB counter written
- * before the KYB cap was reserved at acceptance held completions only, and its transactions
- * accepted then still complete this way). Idempotent; never capped, because completion is a fact
- * and the caps were checked at acceptance.
- */
-export function commit(state: CounterState, completion: { readonly transactionId: string; readonly amount: Decimal }): CounterState {
-  const { transactionId, amount } = completion;
-  assertCounter(state);
-  assertAmount(amount);
-  assert(transactionId.length > 0, 'empty transaction id');
-  const existing = entryOf(state, transactionId);
-  if (existing !== undefined) {
-    assertSameAmount(existing, amount, transactionId);
-    if (existing.status === 'completed') return state;
-    if (existing.status === 'open') return { ...state, entries: { ...state.entries, [transactionId]: { amount, status: 'completed' } } };
-    // Released, then completed after all: completion is a fact, so it counts again.
-  }
-  const next: CounterState = {
-    reservedAmount: add(state.reservedAmount, amount),
-    reservedCount: state.reservedCount + 1,
-    entries: { ...state.entries, [transactionId]: { amount, status: 'completed' } },
-  };
-  assertCounter(next);
-  return next;
-}
+export {
+  closedEntriesPerBucketMax,
+  commit,
+  counterEntries,
+  counterEntry,
+  emptyCounter,
+  release,
+  reserve,
+  type CounterEntry,
+  type CounterEntryStatus,
+  type CounterState,
+  type Reservation,
+  type ReserveResult,
+} from './counter.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Reservations per window, with the rejection each overrun means

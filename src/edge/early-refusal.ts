@@ -3,7 +3,7 @@
 // without asking the transaction actor. The decision is the saga's own code
 // (`earlyRefusalStage` in src/domain/acceptance.ts); this module only reads the counters.
 import { actorId } from '../actors/envelope.ts';
-import { counterActorType, decodeCounter } from '../actors/counter-actor.ts';
+import { counterActorType, counterDecodeMemo, decodeCounter, type CounterDecodeMemo } from '../actors/counter-actor.ts';
 import { answerReply, type AcceptPayload, type AcceptReply } from '../actors/transaction-actor.ts';
 import { earlyRefusalStage } from '../domain/acceptance.ts';
 import { emptyCounter, type CounterState, type LimitsConfig } from '../domain/limits.ts';
@@ -23,21 +23,23 @@ export interface EarlyRefusals {
 
 export function createEarlyRefusals(store: Pick<SnapshotStore, 'load'>, limits: () => LimitsConfig): EarlyRefusals {
   // A counter snapshot's version names its content for good (a version is committed once), so a
-  // counter is decoded again only when it changed: at a spent cap it no longer does.
-  const decoded = new Map<string, { readonly version: number; readonly state: CounterState }>();
+  // counter is decoded again only when it changed (at a spent cap it no longer does), and then
+  // only its changed buckets are parsed (the memo keeps the others).
+  const decoded = new Map<string, { readonly version: number; readonly state: CounterState; readonly memo: CounterDecodeMemo }>();
 
   async function committed(key: string): Promise<CounterState> {
     const snapshot = await store.load(actorId(counterActorType, key));
     if (snapshot === null || snapshot.state === null) return emptyCounter();
     const cached = decoded.get(key);
     if (cached !== undefined && cached.version === snapshot.version) return cached.state;
-    const state = decodeCounter(snapshot.state);
+    const memo = cached?.memo ?? counterDecodeMemo();
+    const state = decodeCounter(snapshot.state, memo);
     decoded.delete(key);
     if (decoded.size >= decodedCountersMax) {
       const oldest = decoded.keys().next();
       if (oldest.done !== true) decoded.delete(oldest.value);
     }
-    decoded.set(key, { version: snapshot.version, state });
+    decoded.set(key, { version: snapshot.version, state, memo });
     return state;
   }
 

@@ -20,7 +20,7 @@ import {
   type AcceptReply,
   type TransactionActorState,
 } from '../../src/actors/transaction-actor.ts';
-import { emptyCounter, kybCounterKey, type CounterState } from '../../src/domain/limits.ts';
+import { emptyCounter, kybCounterKey, release, reserve, type CounterState } from '../../src/domain/limits.ts';
 import { add, decimal, subtract, type Decimal } from '../../src/domain/money.ts';
 import type { Quote } from '../../src/domain/quote.ts';
 import { acceptPayload } from '../support/accept-payload.ts';
@@ -43,10 +43,15 @@ const quoteAmount = brebQuote.targetAmount;
 
 /** A counter holding one other transaction of `reserved`, plus `own` for this transaction. */
 function counterOf(reserved: Decimal, own?: 'open' | 'released'): CounterState {
-  const entries: Record<string, { amount: Decimal; status: 'open' | 'released' }> = { 'other-tx': { amount: reserved, status: 'open' } };
-  if (own !== undefined) entries[txId] = { amount: quoteAmount, status: own };
-  const counted = own === 'open';
-  return { reservedAmount: counted ? add(reserved, quoteAmount) : reserved, reservedCount: counted ? 2 : 1, entries };
+  const reserveOk = (state: CounterState, transactionId: string, amount: Decimal): CounterState => {
+    const result = reserve(state, { transactionId, amount, cap: null, countCap: null });
+    assert.ok(result.ok);
+    return result.state;
+  };
+  const other = reserveOk(emptyCounter(), 'other-tx', reserved);
+  if (own === undefined) return other;
+  const withOwn = reserveOk(other, txId, quoteAmount);
+  return own === 'open' ? withOwn : release(withOwn, txId);
 }
 
 let sequence = 0;

@@ -3,12 +3,13 @@
 // in place), and a refusal does not re-encode the counter.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { counterBehavior, decodeCounter, encodeCounter, reservationResultKind } from '../../src/actors/counter-actor.ts';
+import { counterBehavior, counterDecodeMemo, decodeCounter, encodeCounter, reservationResultKind } from '../../src/actors/counter-actor.ts';
 import type { CommandEnvelope, JsonValue } from '../../src/actors/envelope.ts';
 import { toJsonValue } from '../../src/actors/state-codec.ts';
 import { defaultLimitsConfig } from '../../src/config/limits.ts';
-import { commit, emptyCounter, release, reserve, type CounterState } from '../../src/domain/limits.ts';
-import { decimal, decimalFromString } from '../../src/domain/money.ts';
+import { commit, counterEntries, counterEntry, emptyCounter, release, reserve, type CounterState } from '../../src/domain/limits.ts';
+import { bucketIndexOf, counterBucketCount } from '../../src/domain/counter.ts';
+import { decimal, decimalFromString, toFixedString } from '../../src/domain/money.ts';
 import { handleCommand } from '../support/handle-command.ts';
 
 const cop = (text: string) => decimalFromString(text, 2);
@@ -40,42 +41,73 @@ test('a counter loads back exactly: totals, every entry, its amount with its sca
   const state = sample();
   const loaded = roundTrip(state);
   assert.deepEqual(loaded, state);
-  assert.equal(Object.getPrototypeOf(loaded.entries), Object.prototype, 'an id `__proto__` is an entry, not a prototype');
-  assert.ok(Object.hasOwn(loaded.entries, '__proto__'));
+  const protoBucket = loaded.buckets[bucketIndexOf('__proto__')];
+  assert.ok(protoBucket !== undefined);
+  assert.equal(Object.getPrototypeOf(protoBucket), Object.prototype, 'an id `__proto__` is an entry, not a prototype');
+  assert.deepEqual(counterEntry(loaded, '__proto__'), { amount: cop('2'), status: 'open' });
   assert.deepEqual(roundTrip(emptyCounter()), emptyCounter());
 });
 
-test('the snapshot keeps the totals readable and the entries in one string', () => {
-  const snapshot = encodeCounter(sample()) as { reservedCount: number; reservedAmount: { decimal__: string }; entryLines: unknown };
+test('the snapshot keeps the totals readable and the entries as one string per bucket', () => {
+  const snapshot = encodeCounter(sample()) as { reservedCount: number; reservedAmount: { decimal__: string }; foldedCount: number; bucketLines: unknown };
   assert.equal(snapshot.reservedCount, 5);
   assert.equal(snapshot.reservedAmount.decimal__, '4900029.0000000'); // 50,000 + 4,850,000.50 + 1 + 2 + 25.5
-  assert.equal(typeof snapshot.entryLines, 'string');
+  assert.equal(snapshot.foldedCount, 0);
+  assert.ok(Array.isArray(snapshot.bucketLines) && snapshot.bucketLines.length === counterBucketCount);
+  assert.ok(snapshot.bucketLines.every((text) => typeof text === 'string'));
+  assert.ok(snapshot.bucketLines.includes('o 4850000.50 a3d1c0de-0000-4000-8000-000000000002'));
 });
 
-test('a snapshot of the previous format (one object per entry) still loads, and is written anew in the current one', () => {
-  // What encode wrote before: the state as plain JSON (whose writer could not keep an id `__proto__`).
-  // That format deleted released entries and marked the others `completed: true | false`.
+test('snapshots of the two previous formats (one string of every entry; one object per entry) still load, and are written anew', () => {
   const current = sample({ protoId: false });
-  const kept = Object.entries(current.entries).filter(([, entry]) => entry.status !== 'released');
-  const previousFormat = toJsonValue({
-    ...current,
+  const listed = [...counterEntries(current)];
+  // Format 2: every entry as a line of one string.
+  const lines = listed.map(([id, entry]) => `${id.includes('\n') ? entry.status[0]?.toUpperCase() : entry.status[0]} ${toFixedString(entry.amount)} ${id.includes('\n') ? encodeURIComponent(id) : id}`);
+  const formatTwo = { reservedAmount: toJsonValue(current.reservedAmount), reservedCount: current.reservedCount, entryLines: lines.join('\n') };
+  assert.deepEqual(decodeCounter(formatTwo), current);
+  // Format 1 deleted released entries and marked the others `completed: true | false`
+  // (its writer could not keep an id `__proto__`).
+  const kept = listed.filter(([, entry]) => entry.status !== 'released');
+  const formatOne = toJsonValue({
+    reservedAmount: current.reservedAmount,
+    reservedCount: current.reservedCount,
     entries: Object.fromEntries(kept.map(([id, entry]) => [id, { amount: entry.amount, completed: entry.status === 'completed' }])),
   });
-  const state: CounterState = { ...current, entries: Object.fromEntries(kept) };
-  const loaded = decodeCounter(previousFormat);
-  assert.deepEqual(loaded, state);
-  assert.deepEqual(roundTrip(loaded), state);
+  const loaded = decodeCounter(formatOne);
+  assert.deepEqual(release(loaded, 'id with spaces and % signs'), loaded, 'the released entry was not kept by format 1');
+  assert.deepEqual([...counterEntries(loaded)], kept);
+  assert.deepEqual(roundTrip(loaded), loaded);
   // Its reservations still release and complete as before the upgrade.
   const released = release(loaded, 'a3d1c0de-0000-4000-8000-000000000002');
   assert.equal(released.reservedCount, 3);
   assert.equal(release(released, 'a3d1c0de-0000-4000-8000-000000000001'), released, 'a completed entry keeps its reservation');
 });
 
-test('a snapshot whose totals disagree with its entries is refused, not loaded', () => {
-  const snapshot = encodeCounter(sample()) as Record<string, JsonValue>;
+test('a snapshot whose totals disagree with its entries, or whose entry sits in another bucket, is refused, not loaded', () => {
+  const snapshot = encodeCounter(sample()) as Record<string, JsonValue> & { bucketLines: string[] };
   assert.throws(() => decodeCounter({ ...snapshot, reservedCount: 4 }), /disagree/);
   assert.throws(() => decodeCounter({ ...snapshot, reservedAmount: { decimal__: '1.00' } }), /disagree/);
-  assert.throws(() => decodeCounter({ ...snapshot, entryLines: 'x 1.00 id' }), /bad entry line/);
+  assert.throws(() => decodeCounter({ ...snapshot, foldedCount: 1 }), /disagree/);
+  const withLine = (index: number, text: string): JsonValue => ({ ...snapshot, bucketLines: snapshot.bucketLines.map((old, at) => (at === index ? text : old)) });
+  assert.throws(() => decodeCounter(withLine(0, 'x 1.00 id')), /bad entry line/);
+  const usdc = bucketIndexOf('usdc');
+  assert.throws(() => decodeCounter(withLine((usdc + 1) % counterBucketCount, 'r 1.00 usdc')), /belongs to another/);
+});
+
+test('reading a counter again after one reservation parses only the bucket that changed', () => {
+  let state = emptyCounter();
+  for (let index = 0; index < 500; index += 1) state = mustReserve(state, `tx-${index}`);
+  const memo = counterDecodeMemo();
+  const first = decodeCounter(JSON.parse(JSON.stringify(encodeCounter(state))) as JsonValue, memo);
+  assert.deepEqual(first, state);
+  const next = mustReserve(state, 'tx-new');
+  const second = decodeCounter(JSON.parse(JSON.stringify(encodeCounter(next))) as JsonValue, memo);
+  assert.deepEqual(second, next);
+  const changed = bucketIndexOf('tx-new');
+  second.buckets.forEach((bucket, index) => {
+    if (index === changed) assert.notEqual(bucket, first.buckets[index], 'the changed bucket is parsed again');
+    else assert.equal(bucket, first.buckets[index], `bucket ${index} is the one parsed before`);
+  });
 });
 
 test('a refusal keeps the state object, so its snapshot is not encoded again', () => {

@@ -17,8 +17,10 @@ import {
   kycMonthCounterKey,
   methodDayCounterKey,
   methodDayKey,
+  closedEntriesPerBucketMax,
+  counterEntries,
+  counterEntry,
   release,
-  releasedEntriesMax,
   reserve,
   reserveKyb,
   reserveKycMonth,
@@ -27,6 +29,7 @@ import {
   userDayCounterKey,
   utcMonthKey,
 } from '../../src/domain/limits.ts';
+import { bucketIndexOf } from '../../src/domain/counter.ts';
 import type {
   AcceptanceRejection,
   AcceptanceRejectionCode,
@@ -55,7 +58,7 @@ function mustReserve(result: { ok: true; state: CounterState } | { ok: false }, 
 
 /** Entries that count (released ones are tombstones). */
 function countedEntries(state: CounterState): CounterEntry[] {
-  return Object.values(state.entries).filter((entry) => entry.status !== 'released');
+  return [...counterEntries(state)].map(([, entry]) => entry).filter((entry) => entry.status !== 'released');
 }
 
 function sumOfEntries(state: CounterState): Decimal {
@@ -63,8 +66,8 @@ function sumOfEntries(state: CounterState): Decimal {
 }
 
 function assertConsistent(state: CounterState): void {
-  assert.equal(compare(state.reservedAmount, sumOfEntries(state)), 0, 'reservedAmount is the sum of the counted entries');
-  assert.equal(state.reservedCount, countedEntries(state).length, 'reservedCount is the number of counted entries');
+  assert.equal(compare(state.reservedAmount, add(state.foldedAmount, sumOfEntries(state))), 0, 'reservedAmount is the folded amount plus the counted entries');
+  assert.equal(state.reservedCount, state.foldedCount + countedEntries(state).length, 'reservedCount is the folded count plus the counted entries');
 }
 
 describe('configuration', () => {
@@ -288,7 +291,7 @@ describe('KYB cap (100 across completed and in-flight transactions)', () => {
         }
         assert.ok(result.ok);
         assert.deepEqual(result.state.reservedAmount, add(held, amount), 'the new amount is held at once');
-        assert.equal(result.state.entries['new']?.status, 'open');
+        assert.equal(counterEntry(result.state, 'new')?.status, 'open');
       });
     }
   }
@@ -330,28 +333,44 @@ describe('KYB cap (100 across completed and in-flight transactions)', () => {
   });
 });
 
-describe('released entries (tombstones)', () => {
-  test(`a counter keeps the newest ${releasedEntriesMax} released entries; the totals are untouched`, () => {
+describe('closed entries (tombstones and completions) are bounded per bucket', () => {
+  /** `count` distinct ids that all fall in one bucket. */
+  function idsOfOneBucket(count: number): string[] {
+    const bucket = bucketIndexOf('t0');
+    const ids: string[] = [];
+    for (let index = 0; ids.length < count; index += 1) if (bucketIndexOf(`t${index}`) === bucket) ids.push(`t${index}`);
+    return ids;
+  }
+  const uncapped = { cap: null, countCap: null };
+
+  test(`a bucket keeps its newest ${closedEntriesPerBucketMax} released entries; the totals are untouched`, () => {
+    const ids = idsOfOneBucket(closedEntriesPerBucketMax + 5);
     let state = emptyCounter();
-    const total = releasedEntriesMax + 5;
-    for (let index = 0; index < total; index += 1) {
-      const reserved = reserve(state, { transactionId: `t${index}`, amount: stellarUsdc('1'), cap: null, countCap: null });
-      assert.ok(reserved.ok);
-      state = release(reserved.state, `t${index}`);
-    }
-    const kept = reserve(state, { transactionId: 'open', amount: stellarUsdc('2'), cap: null, countCap: null });
-    assert.ok(kept.ok);
-    state = kept.state;
-    const released = Object.entries(state.entries).filter(([, entry]) => entry.status === 'released');
-    assert.equal(released.length, releasedEntriesMax);
-    assert.equal(released[0]?.[0], 't5', 'the five oldest went');
-    assert.equal(state.entries[`t${total - 1}`]?.status, 'released');
+    for (const id of ids) state = release(mustReserve(reserve(state, { transactionId: id, amount: stellarUsdc('1'), ...uncapped }), id), id);
+    state = mustReserve(reserve(state, { transactionId: 'open', amount: stellarUsdc('2'), ...uncapped }), 'open');
+    const released = [...counterEntries(state)].filter(([, entry]) => entry.status === 'released').map(([id]) => id);
+    assert.deepEqual(released, ids.slice(5), 'the five oldest went');
     assert.deepEqual(state.reservedAmount, stellarUsdc('2'));
     assert.equal(state.reservedCount, 1);
-    // A late reserve of a kept tombstone still counts nothing.
-    const late = reserve(state, { transactionId: `t${total - 1}`, amount: stellarUsdc('1'), cap: null, countCap: null });
-    assert.ok(late.ok);
-    assert.equal(late.state, state);
+    assertConsistent(state);
+    // A late reserve of a kept tombstone still counts nothing; of a forgotten one, it counts (stricter, never looser).
+    assert.equal(mustReserve(reserve(state, { transactionId: ids.at(-1) ?? '', amount: stellarUsdc('1'), ...uncapped }), 'kept'), state);
+    assert.equal(mustReserve(reserve(state, { transactionId: ids[0] ?? '', amount: stellarUsdc('1'), ...uncapped }), 'forgotten').reservedCount, 2);
+  });
+
+  test(`a bucket lists its newest ${closedEntriesPerBucketMax} completed entries; older ones stay in the totals as folded`, () => {
+    const ids = idsOfOneBucket(closedEntriesPerBucketMax + 3);
+    let state = emptyCounter();
+    for (const id of ids) state = commit(mustReserve(reserve(state, { transactionId: id, amount: stellarUsdc('1'), ...uncapped }), id), { transactionId: id, amount: stellarUsdc('1') });
+    assert.equal(state.reservedCount, ids.length, 'every completion still counts');
+    assert.deepEqual(state.reservedAmount, stellarUsdc(String(ids.length)));
+    assert.equal(state.foldedCount, 3);
+    assert.deepEqual(state.foldedAmount, stellarUsdc('3'));
+    assert.equal(counterEntry(state, ids[0] ?? ''), undefined, 'the oldest completion is no longer listed');
+    assert.equal(counterEntry(state, ids.at(-1) ?? '')?.status, 'completed');
+    assertConsistent(state);
+    // A late release of a folded completion gives nothing back.
+    assert.equal(release(state, ids[0] ?? ''), state);
   });
 });
 

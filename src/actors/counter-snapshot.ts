@@ -1,0 +1,195 @@
+// A limit counter's snapshot. A counter is written whole on every command that sends a result,
+// refusals included, and the edge reads the hot one (the service-wide method × day counter) for
+// its early refusal on every acceptance; both must cost what one command changed, not the day.
+//
+// Format 3 (this one): the totals, and per bucket of `src/domain/counter.ts` one string of lines,
+// a line per entry: `<flag> <amount as fixed text> <transaction id>`, flag `o` (open), `c`
+// (completed) or `r` (released: a tombstone, not in the totals); an id holding a newline is stored
+// percent-encoded with the flag in upper case (`O`, `C`, `R`). A string costs the store a copy,
+// not a walk, and a bucket's string is built again only when the bucket changed (the encoder keeps
+// it per bucket object; the edge's decoder keeps the buckets it parsed per string).
+//   { reservedAmount, reservedCount, foldedAmount, foldedCount, bucketLines: string[64] }
+// Earlier formats still load (a running service is upgraded in place) and are written anew in
+// this one: format 2 held every entry in one string `entryLines`, format 1 an object per entry
+// (`entries: { [id]: { amount: {decimal__}, completed } }`).
+import {
+  bucketIndexOf,
+  counterBucketCount,
+  type CounterBucket,
+  type CounterEntry,
+  type CounterEntryStatus,
+  type CounterState,
+} from '../domain/counter.ts';
+import { add, compare, decimal, decimalFromExactString, toFixedString, zero, type Decimal } from '../domain/money.ts';
+import type { JsonValue } from './envelope.ts';
+import { fromJsonValue, toJsonValue } from './state-codec.ts';
+
+const lineSeparator = '\n';
+const statusFlags: Readonly<Record<CounterEntryStatus, string>> = { open: 'o', completed: 'c', released: 'r' };
+const flagStatuses: Readonly<Record<string, CounterEntryStatus>> = { o: 'open', c: 'completed', r: 'released' };
+
+function entryLine(transactionId: string, entry: CounterEntry): string {
+  const escaped = transactionId.includes(lineSeparator);
+  const flag = statusFlags[entry.status];
+  const id = escaped ? encodeURIComponent(transactionId) : transactionId;
+  return `${escaped ? flag.toUpperCase() : flag} ${toFixedString(entry.amount)} ${id}`;
+}
+
+function parseEntryLine(line: string): [string, CounterEntry] {
+  const amountEnd = line.indexOf(' ', 2);
+  const flag = line[0];
+  const status = flag === undefined ? undefined : flagStatuses[flag.toLowerCase()];
+  if (line[1] !== ' ' || amountEnd < 0 || flag === undefined || status === undefined) {
+    throw new Error(`counter snapshot: bad entry line ${JSON.stringify(line.slice(0, 80))}`);
+  }
+  const parsed = decimalFromExactString(line.slice(2, amountEnd));
+  const rawId = line.slice(amountEnd + 1);
+  const transactionId = flag !== flag.toLowerCase() ? decodeURIComponent(rawId) : rawId;
+  return [transactionId, { amount: decimal(parsed.units, parsed.scale), status }];
+}
+
+function parseLines(text: string): Array<[string, CounterEntry]> {
+  return text === '' ? [] : text.split(lineSeparator).map(parseEntryLine);
+}
+
+interface CounterSnapshot {
+  readonly reservedAmount: JsonValue;
+  readonly reservedCount: number;
+  readonly foldedAmount: JsonValue;
+  readonly foldedCount: number;
+  readonly bucketLines: readonly string[];
+}
+
+// States and buckets are immutable, so an encoding is kept per object: a refusal re-uses the whole
+// snapshot, a change re-encodes its one bucket.
+const encodedCounters = new WeakMap<CounterState, JsonValue>();
+const encodedBuckets = new WeakMap<CounterBucket, string>();
+
+function bucketText(bucket: CounterBucket): string {
+  let text = encodedBuckets.get(bucket);
+  if (text === undefined) {
+    text = Object.entries(bucket)
+      .map(([transactionId, entry]) => entryLine(transactionId, entry))
+      .join(lineSeparator);
+    encodedBuckets.set(bucket, text);
+  }
+  return text;
+}
+
+export function encodeCounter(state: CounterState): JsonValue {
+  const cached = encodedCounters.get(state);
+  if (cached !== undefined) return cached;
+  const snapshot: CounterSnapshot = {
+    reservedAmount: toJsonValue(state.reservedAmount),
+    reservedCount: state.reservedCount,
+    foldedAmount: toJsonValue(state.foldedAmount),
+    foldedCount: state.foldedCount,
+    bucketLines: state.buckets.map(bucketText),
+  };
+  const json = snapshot as unknown as JsonValue;
+  encodedCounters.set(state, json);
+  return json;
+}
+
+/** One bucket as parsed, with what it adds to the totals. */
+interface DecodedBucket {
+  readonly text: string;
+  readonly bucket: CounterBucket;
+  readonly countedAmount: Decimal;
+  readonly countedCount: number;
+}
+
+/**
+ * What a reader of one counter's successive snapshots keeps between them (the edge's early
+ * refusal): per bucket index, the last bucket parsed and its text. A snapshot whose bucket has
+ * the same text re-uses it, so reading a counter one reservation changed parses one bucket.
+ */
+export type CounterDecodeMemo = Map<number, DecodedBucket>;
+
+export function counterDecodeMemo(): CounterDecodeMemo {
+  return new Map();
+}
+
+function decodedBucket(pairs: ReadonlyArray<[string, CounterEntry]>, text: string): DecodedBucket {
+  // fromEntries defines own properties, so no id (not even `__proto__`) can touch the prototype.
+  const bucket: CounterBucket = Object.fromEntries(pairs);
+  if (Object.keys(bucket).length !== pairs.length) throw new Error('counter snapshot: an id listed twice');
+  let countedAmount = zero(0);
+  let countedCount = 0;
+  for (const [, entry] of pairs) {
+    if (entry.status === 'released') continue;
+    countedAmount = add(countedAmount, entry.amount);
+    countedCount += 1;
+  }
+  return { text, bucket, countedAmount, countedCount };
+}
+
+function parsedBucket(index: number, text: string): DecodedBucket {
+  const pairs = parseLines(text);
+  for (const [transactionId] of pairs) {
+    if (bucketIndexOf(transactionId) !== index) throw new Error(`counter snapshot: an id in bucket ${index} belongs to another`);
+  }
+  const decoded = decodedBucket(pairs, text);
+  encodedBuckets.set(decoded.bucket, text);
+  return decoded;
+}
+
+/** Format 1: `entries` is an object of `{ amount: {decimal__}, completed }` per transaction id. */
+function legacyEntries(json: JsonValue | undefined): Array<[string, CounterEntry]> {
+  if (json === null || typeof json !== 'object' || Array.isArray(json)) throw new Error('counter snapshot: no entries');
+  return Object.entries(json).map(([transactionId, entry]) => {
+    const { amount, completed } = fromJsonValue<{ amount: Decimal; completed: boolean }>(entry);
+    return [transactionId, { amount, status: completed === true ? 'completed' : 'open' }];
+  });
+}
+
+/** Formats 1 and 2: every entry in one list, spread over the buckets in its order (its age). */
+function bucketsOfList(pairs: ReadonlyArray<[string, CounterEntry]>): DecodedBucket[] {
+  const lists = Array.from({ length: counterBucketCount }, (): Array<[string, CounterEntry]> => []);
+  for (const pair of pairs) lists[bucketIndexOf(pair[0])]?.push(pair);
+  const seen = new Set(pairs.map(([transactionId]) => transactionId));
+  if (seen.size !== pairs.length) throw new Error('counter snapshot: an id listed twice');
+  return lists.map((list) => decodedBucket(list, ''));
+}
+
+function currentFormatBuckets(bucketLines: readonly unknown[], memo: CounterDecodeMemo | undefined): DecodedBucket[] {
+  if (bucketLines.length !== counterBucketCount) throw new Error(`counter snapshot: ${bucketLines.length} buckets`);
+  return bucketLines.map((text, index) => {
+    if (typeof text !== 'string') throw new Error('counter snapshot: a bucket is not text');
+    const known = memo?.get(index);
+    if (known !== undefined && known.text === text) return known;
+    const decoded = parsedBucket(index, text);
+    memo?.set(index, decoded);
+    return decoded;
+  });
+}
+
+export function decodeCounter(json: JsonValue, memo?: CounterDecodeMemo): CounterState {
+  const snapshot = json as Partial<CounterSnapshot> & { readonly entries?: JsonValue; readonly entryLines?: unknown };
+  const current = Array.isArray(snapshot.bucketLines);
+  const buckets = Array.isArray(snapshot.bucketLines)
+    ? currentFormatBuckets(snapshot.bucketLines, memo)
+    : bucketsOfList(typeof snapshot.entryLines === 'string' ? parseLines(snapshot.entryLines) : legacyEntries(snapshot.entries));
+  const state: CounterState = {
+    reservedAmount: fromJsonValue<Decimal>(snapshot.reservedAmount ?? null),
+    reservedCount: Number(snapshot.reservedCount),
+    foldedAmount: current ? fromJsonValue<Decimal>(snapshot.foldedAmount ?? null) : zero(0),
+    foldedCount: current ? Number(snapshot.foldedCount) : 0,
+    buckets: buckets.map((decoded) => decoded.bucket),
+  };
+  // The totals are the folded ones plus the listed entries' (the domain keeps them so); a snapshot
+  // that disagrees is corrupt, and loading it would let the cap drift.
+  let countedAmount = state.foldedAmount;
+  let countedCount = state.foldedCount;
+  for (const decoded of buckets) {
+    countedAmount = add(countedAmount, decoded.countedAmount);
+    countedCount += decoded.countedCount;
+  }
+  if (!Number.isSafeInteger(state.foldedCount) || state.reservedCount !== countedCount || compare(countedAmount, state.reservedAmount) !== 0) {
+    throw new Error(
+      `counter snapshot: totals ${state.reservedCount} / ${toFixedString(state.reservedAmount)} disagree with ${countedCount} counted (folded and listed)`,
+    );
+  }
+  if (current) encodedCounters.set(state, json);
+  return state;
+}
