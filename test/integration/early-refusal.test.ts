@@ -96,7 +96,7 @@ describe('early refusal at a spent method cap, on the real runtime and store', (
     const key = methodDayCounterKey('BREB', methodDayKey(limits, 'BREB', Date.now()));
     const counter = await harness.store.load(`counter/${key}`);
     assert.ok(counter !== null);
-    const entryIds = [...String((counter.state as { entryLines: string }).entryLines).matchAll(/^o \S+ (\S+)$/gm)].map((match) => match[1] ?? '');
+    const entryIds = [...(counter.state as { bucketLines: string[] }).bucketLines.join('\n').matchAll(/^o \S+ (\S+)$/gm)].map((match) => match[1] ?? '');
     assert.equal(entryIds.length, 2, 'two open reservations');
     const holder = entryIds[0] ?? '';
     const quote = await newQuote();

@@ -85,7 +85,7 @@ test('a malformed relayed command (nobody waits) is dropped with a log line, and
   await eventually(async () => {
     const snapshot = await harness.store.load(`counter/${key}`);
     assert.ok(snapshot !== null && snapshot.state !== null, 'the good reserve is written');
-    const lines = String((snapshot.state as { entryLines?: string }).entryLines);
+    const lines = (snapshot.state as { bucketLines: string[] }).bucketLines.join('\n');
     assert.match(lines, /tx-good/);
     assert.doesNotMatch(lines, /tx-bad/, 'the malformed one counted nothing');
   });
