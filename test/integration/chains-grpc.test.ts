@@ -20,7 +20,7 @@ import type { Network } from '../../src/domain/assets.ts';
 import { createAdminClient } from '../../src/grpc/admin-client.ts';
 import { ChainsLinkClient, chainsProtoPath, LinkError } from '../../src/grpc/chains-link.ts';
 import { startService, type RunningService } from '../../src/service/service.ts';
-import { eventually } from '../support/eventually.ts';
+import { eventually, within } from '../support/eventually.ts';
 import { randomKeyPrefix, startRedis, type PrivateRedis } from '../support/redis-server.ts';
 import { runnerEnv, stopChild } from '../support/processes.ts';
 import { teardown } from '../support/teardown.ts';
@@ -247,15 +247,16 @@ describe('the chains link between an edge and a watcher started apart', () => {
   });
 
   test('the admin service started apart reconciles over the link too', async () => {
-    const admin = await startService(readEnv({ ...common, ...certs.adminServerEnv, ROLE: 'admin', GRPC_PORT: '0', CHAINS_GRPC_URL: `127.0.0.1:${linkPort}` }));
+    // Every step has a deadline that names it (this test once hung under heavy load, which step unknown).
+    const admin = await within('the admin service starts', 60_000, startService(readEnv({ ...common, ...certs.adminServerEnv, ROLE: 'admin', GRPC_PORT: '0', CHAINS_GRPC_URL: `127.0.0.1:${linkPort}` })));
     extraServices.push(admin);
     const client = createAdminClient(`127.0.0.1:${String(admin.adminPort)}`, opsKey, { transport: { kind: 'tls', caPem: certs.pem(certs.trusted.caFile) } });
     try {
-      const id = await accept('SOLANA');
-      const hash = await deposit(id);
-      const reply = await client.call('Reconcile', { blockchain: 'SOLANA', on_chain_tx: hash, transaction_id: id });
+      const id = await within('a SOLANA transaction is accepted', 60_000, accept('SOLANA'));
+      const hash = await within('its deposit is sent on the local chain', 60_000, deposit(id));
+      const reply = await within('the admin service answers Reconcile', 60_000, client.call('Reconcile', { blockchain: 'SOLANA', on_chain_tx: hash, transaction_id: id }));
       assert.deepEqual([reply.result, reply.transaction_id], ['enqueued', id]);
-      await untilStatus(id, 'PROCESSING_PAYMENT');
+      await within('the transaction reaches PROCESSING_PAYMENT', 90_000, untilStatus(id, 'PROCESSING_PAYMENT'));
     } finally {
       client.close();
     }
