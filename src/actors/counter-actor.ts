@@ -69,7 +69,7 @@ function resultTo(transactionId: string, payload: ReservationResultPayload): Com
   return { actorType: 'transaction', actorKey: transactionId, kind: reservationResultKind, payload: toJsonValue(payload) };
 }
 
-export { counterDecodeMemo, decodeCounter, encodeCounter, type CounterDecodeMemo } from './counter-snapshot.ts';
+export { counterDecodeMemo, decodeCounter, decodeCounterTotals, encodeCounter, type CounterDecodeMemo } from './counter-snapshot.ts';
 
 export function counterBehavior(deps: { limits(): LimitsConfig }): ActorBehavior<CounterState, CounterCommands> {
   return {

@@ -15,6 +15,7 @@
 import {
   bucketIndexOf,
   counterBucketCount,
+  emptyCounter,
   type CounterBucket,
   type CounterEntry,
   type CounterEntryStatus,
@@ -162,6 +163,24 @@ function currentFormatBuckets(bucketLines: readonly unknown[], memo: CounterDeco
     memo?.set(index, decoded);
     return decoded;
   });
+}
+
+/**
+ * The snapshot's totals alone, with no entry listed (not checked against the entries). Enough to
+ * know that a reservation is granted: `reserve` grants whatever the entries hold when the totals
+ * plus the amount fit the caps (a new transaction is counted, a counted one is granted again). A
+ * refusal on it is not certain (the transaction may be counted already): decode the entries then.
+ */
+export function decodeCounterTotals(json: JsonValue): CounterState {
+  const snapshot = json as Partial<CounterSnapshot>;
+  const current = Array.isArray(snapshot.bucketLines);
+  return {
+    ...emptyCounter(),
+    reservedAmount: fromJsonValue<Decimal>(snapshot.reservedAmount ?? null),
+    reservedCount: Number(snapshot.reservedCount),
+    foldedAmount: current ? fromJsonValue<Decimal>(snapshot.foldedAmount ?? null) : zero(0),
+    foldedCount: current ? Number(snapshot.foldedCount) : 0,
+  };
 }
 
 export function decodeCounter(json: JsonValue, memo?: CounterDecodeMemo): CounterState {

@@ -3,12 +3,12 @@
 // without asking the transaction actor. The decision is the saga's own code
 // (`earlyRefusalStage` in src/domain/acceptance.ts); this module only reads the counters.
 import { actorId } from '../actors/envelope.ts';
-import { counterActorType, counterDecodeMemo, decodeCounter, type CounterDecodeMemo } from '../actors/counter-actor.ts';
+import { counterActorType, counterDecodeMemo, decodeCounter, decodeCounterTotals, type CounterDecodeMemo } from '../actors/counter-actor.ts';
 import { answerReply, type AcceptPayload, type AcceptReply } from '../actors/transaction-actor.ts';
 import { earlyRefusalStage } from '../domain/acceptance.ts';
 import { emptyCounter, type CounterState, type LimitsConfig } from '../domain/limits.ts';
 import type { QuoteUse } from '../domain/quote-use.ts';
-import type { SnapshotStore } from '../store/store.ts';
+import type { ActorSnapshot, SnapshotStore } from '../store/store.ts';
 
 /** Counters kept decoded: a few method × day keys, and the KYB counters of recent partners. */
 const decodedCountersMax = 256;
@@ -27,9 +27,7 @@ export function createEarlyRefusals(store: Pick<SnapshotStore, 'load'>, limits: 
   // only its changed buckets are parsed (the memo keeps the others).
   const decoded = new Map<string, { readonly version: number; readonly state: CounterState; readonly memo: CounterDecodeMemo }>();
 
-  async function committed(key: string): Promise<CounterState> {
-    const snapshot = await store.load(actorId(counterActorType, key));
-    if (snapshot === null || snapshot.state === null) return emptyCounter();
+  function entriesOf(key: string, snapshot: ActorSnapshot): CounterState {
     const cached = decoded.get(key);
     if (cached !== undefined && cached.version === snapshot.version) return cached.state;
     const memo = cached?.memo ?? counterDecodeMemo();
@@ -47,8 +45,21 @@ export function createEarlyRefusals(store: Pick<SnapshotStore, 'load'>, limits: 
     async check(accept, transactionId, nowMs, quoteUse) {
       const stage = earlyRefusalStage(accept, limits(), nowMs, transactionId);
       if (stage === null) return null;
+      const snapshots = new Map<string, ActorSnapshot>();
+      for (const key of stage.counters) {
+        const snapshot = await store.load(actorId(counterActorType, key));
+        if (snapshot !== null && snapshot.state !== null) snapshots.set(key, snapshot);
+      }
+      // First on the totals alone: a grant there is a grant whatever the entries hold, and that is
+      // every acceptance below the caps (nothing parsed). Only a refusal needs the entries (this
+      // transaction may be counted already, and then it is granted again).
+      const totals = (key: string): CounterState => {
+        const snapshot = snapshots.get(key);
+        return snapshot === undefined ? emptyCounter() : decodeCounterTotals(snapshot.state);
+      };
+      if (stage.refusal(totals, quoteUse) === null) return null;
       const states = new Map<string, CounterState>();
-      for (const key of stage.counters) states.set(key, await committed(key));
+      for (const [key, snapshot] of snapshots) states.set(key, entriesOf(key, snapshot));
       const answer = stage.refusal((key) => states.get(key) ?? emptyCounter(), quoteUse);
       return answer === null ? null : answerReply(answer);
     },

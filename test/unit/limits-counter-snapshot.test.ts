@@ -3,7 +3,7 @@
 // in place), and a refusal does not re-encode the counter.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { counterBehavior, counterDecodeMemo, decodeCounter, encodeCounter, reservationResultKind } from '../../src/actors/counter-actor.ts';
+import { counterBehavior, counterDecodeMemo, decodeCounter, decodeCounterTotals, encodeCounter, reservationResultKind } from '../../src/actors/counter-actor.ts';
 import type { CommandEnvelope, JsonValue } from '../../src/actors/envelope.ts';
 import { toJsonValue } from '../../src/actors/state-codec.ts';
 import { defaultLimitsConfig } from '../../src/config/limits.ts';
@@ -128,4 +128,25 @@ test('a refusal keeps the state object, so its snapshot is not encoded again', (
   assert.equal(outcome.state, undefined, 'a refusal changes nothing');
   assert.equal(outcome.send?.[0]?.kind, reservationResultKind);
   assert.equal(behavior.encode(full), encoded, 'the same state encodes to the same snapshot object');
+});
+
+test('the totals alone decide a grant: whatever the entries hold, a reservation granted on them is granted on the whole counter', () => {
+  let state = emptyCounter();
+  for (let index = 0; index < 40; index += 1) state = mustReserve(state, `tx-${index}`, cop('1000'));
+  state = commit(release(state, 'tx-3'), { transactionId: 'tx-4', amount: cop('1000') });
+  const json = JSON.parse(JSON.stringify(encodeCounter(state))) as JsonValue;
+  const totals = decodeCounterTotals(json);
+  assert.deepEqual([totals.reservedAmount, totals.reservedCount], [state.reservedAmount, state.reservedCount]);
+  assert.equal([...counterEntries(totals)].length, 0, 'no entry is parsed');
+  for (const cap of ['38000', '39000', '39999.99', '40000']) {
+    for (const transactionId of ['tx-new', 'tx-7', 'tx-3']) {
+      const reservation = { transactionId, amount: cop('1000'), cap: cop(cap), countCap: null };
+      const onTotals = reserve(totals, reservation).ok;
+      const onWhole = reserve(state, reservation).ok;
+      if (onTotals) assert.equal(onWhole, true, `${transactionId} under a cap of ${cap}`);
+    }
+  }
+  // A counted transaction at a spent cap: refused on the totals, granted on the whole (which is why a refusal reads the entries).
+  const spent = { transactionId: 'tx-7', amount: cop('1000'), cap: state.reservedAmount, countCap: null };
+  assert.deepEqual([reserve(totals, spent).ok, reserve(state, spent).ok], [false, true]);
 });
