@@ -1,5 +1,5 @@
 // The transaction actor: one per transaction id. It runs the acceptance saga (claim the quote and
-// reserve in every limit counter the transaction falls in, the method × day counter first
+// reserve in every limit counter the transaction falls in, every step asked at once in one round
 // (`firstStage`), then create and mark the quote used; or give back what was claimed and reserved
 // and reject), then applies the pure transaction state
 // machine to every later fact (deposit, payout, expiry, refund), turning its events into
@@ -74,8 +74,10 @@ interface Reserving {
    */
   readonly windows: readonly AcceptanceStep[];
   /**
-   * The steps asked so far. Absent in snapshots written before the saga had stages, which
-   * asked every window at once: then it is all of `windows`.
+   * The steps asked so far: all of `windows` from the start (one round). Fewer in a saga an
+   * older two-stage release stored mid-way (the rest is asked once those grant). Absent in
+   * snapshots written before the saga had stages, which asked every window at once: then it is
+   * all of `windows`.
    */
   readonly sent?: readonly AcceptanceStep[];
   readonly results: Readonly<Partial<Record<AcceptanceStep, ReservationOutcome>>>;

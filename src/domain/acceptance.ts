@@ -4,10 +4,10 @@
 //
 // The saga: read checks first (`preChecks`, in the catalogue's order of precedence), then the
 // steps: the quote's single use (claimed in the quote actor) and every counter window the
-// transaction counts in (`acceptanceSteps`), asked in stages (`firstStage`). Once every step of a
-// stage answered: a refusal releases every granted step and answers with the refusal that ranks
-// first; otherwise the next stage is asked, or, all granted, the transaction is created and the
-// quote consumed. Invariants (asserted, a violation throws): a step is asked at most once, and a
+// transaction counts in (`acceptanceSteps`), all asked at once (`firstStage`). Once every step
+// asked answered: a refusal releases every granted step and answers with the refusal that ranks
+// first; otherwise any step not yet asked is asked (a saga an earlier release stored mid-way), or,
+// all granted, the transaction is created and the quote consumed. Invariants (asserted, a violation throws): a step is asked at most once, and a
 // refusal releases exactly the steps that were granted — no more (a release of what another
 // transaction holds is a no-op, but a release of what was never asked hides a bug), no less (a
 // granted window never released would hold the cap for good).
@@ -155,19 +155,27 @@ export function acceptanceSteps(request: Pick<AcceptanceRequest, 'kybApproved'>,
 }
 
 /**
- * The steps asked first. With a method × day counter: that one, the quote's claim, plus the
- * partner's KYB total when it is not KYB-approved (`kyb_cap` outranks the method cap, so it must be
- * asked no later). Once the method's cap is spent, every acceptance of the day is refused there,
- * and that load has no bound (acceptances do: the cap itself bounds them), so a refusal then costs
- * the method counter (and, for a partner without KYB approval, a KYB reservation given back) and
- * leaves nothing else to release; the edge's early refusal answers most of them before any
- * counter is asked. The others (user × day, KYC month) are asked only after the method counter
- * granted; their refusals rank after the method cap (`acceptanceCheckOrder`), so asking later
- * never changes the answer. The price is one more round trip on the success path. Without a
- * method counter (PIX) everything is asked at once.
+ * The steps asked first: all of them, in one round. A refusal ranks the answers of every step and
+ * gives back what was granted, so asking everything at once answers exactly as asking in stages
+ * would; what it changes is that a refused acceptance may hold a window it would not have reached
+ * (a user's day, a KYC month) until its release — a concurrent acceptance of the same user can
+ * then be refused there, never granted past a cap. What it saves is a round trip and a versioned
+ * transaction write on every accepted transaction: the success path (bench/README.md,
+ * "hot-accept": 1.3× the acceptances per second of the two-stage saga). The unbounded refusal load
+ * of a spent method cap is answered by the edge before any step is asked (`earlyRefusalStage`),
+ * and only the acceptances racing the cap's last units pay for the extra reservations. (Sagas
+ * stored by an earlier release mid-way through their first stage ask the rest when it answers:
+ * `recordStep` asks every step not yet sent.)
  */
 export function firstStage(steps: readonly AcceptanceStep[]): AcceptanceStep[] {
-  if (!steps.includes('methodDay')) return [...steps];
+  return [...steps];
+}
+
+/**
+ * The steps whose refusal outranks every other step's (the quote's claim, the KYB total, the
+ * method's day): when one of them refuses, nothing another step answers changes the answer.
+ */
+export function decisiveSteps(steps: readonly AcceptanceStep[]): AcceptanceStep[] {
   return steps.filter((step) => step === 'quote' || step === 'methodDay' || step === 'kyb');
 }
 
@@ -362,22 +370,22 @@ export function recordStep(progress: SagaProgress, step: AcceptanceStep, outcome
 // Early refusal (the edge, docs/decisions-limits.md "Early refusal at a spent method cap")
 //
 // Once a method's daily cap is spent, every acceptance of the day is refused by the method × day
-// counter, and that load has no bound. The edge reads the first stage's counters as last
-// committed and runs the saga's own steps on them (start, each counter's answer, the quote's
+// counter, and that load has no bound. The edge reads the decisive steps' counters
+// (`decisiveSteps`: the quote, the KYB total, the method's day) as last committed and runs the
+// saga's own steps on them (start, each counter's answer, the quote's
 // answer to the claim, the ranking of refusals): when the saga is certain to refuse, the edge
 // answers so at once, and neither the transaction, the quote nor the counters are written. The
 // answer is the actor's: for a transaction id no counter has seen, the saga's answer depends on
 // nothing else than those committed totals and the quote's committed use (a transaction a counter
 // has seen is counted already, and `reserve` grants it again, so it is never refused early; the
-// same holds for the quote's claim). A grant, or a stage that would go on, is left to the actor,
-// which decides.
+// same holds for the quote's claim). When the decisive steps all grant, the actor decides.
 
-/** The saga's first stage, as the edge runs it before asking (see above). */
+/** The saga's decisive steps, as the edge runs them before asking (see above). */
 export interface EarlyRefusalStage {
-  /** The counters to read: the first stage's. */
+  /** The counters to read: the decisive steps'. */
   readonly counters: readonly string[];
   /**
-   * The saga's answer when it would refuse in this stage, given each counter's committed state
+   * The saga's answer when a decisive step would refuse, given each counter's committed state
    * (`counterOf(key)`, the empty counter for one never written) and the quote's committed use
    * (null: unclaimed); null when it would not.
    */
@@ -385,19 +393,22 @@ export interface EarlyRefusalStage {
 }
 
 /**
- * The first stage of the saga, when it holds the method × day counter (the only unbounded refusal
- * load); null when no early refusal applies (no such counter, or a refusal before any counter,
+ * The decisive steps of the saga, when they hold the method × day counter (the only unbounded
+ * refusal load); null when no early refusal applies (no such counter, or a refusal before any counter,
  * which the actor answers itself).
  */
 export function earlyRefusalStage(request: AcceptanceRequest, limits: LimitsConfig, nowMs: number, transactionId: string): EarlyRefusalStage | null {
   const started = startAcceptance(request, limits, nowMs);
   if (started.kind !== 'ask' || !started.ask.includes('methodDay')) return null;
-  const { keys, ask } = started;
+  const { keys } = started;
+  const decisive = decisiveSteps(started.ask);
   return {
-    counters: counterWindows(ask).map((window) => counterKeyOf(keys, window)),
+    counters: counterWindows(decisive).map((window) => counterKeyOf(keys, window)),
     refusal(counterOf, quoteUse) {
-      let progress = started.progress;
-      for (const step of ask) {
+      // The saga over the decisive steps alone: a refusal among them is the saga's answer whatever
+      // the other steps answer (they rank after); all granted, the actor decides.
+      let progress: SagaProgress = { steps: decisive, sent: decisive, results: {} };
+      for (const step of decisive) {
         // The edge asks only for the partner's own quote, so the claim is answered by its use.
         const outcome =
           step === 'quote'

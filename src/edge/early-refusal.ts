@@ -1,7 +1,8 @@
 // Early refusal of an acceptance at a spent method cap (docs/decisions-limits.md): the edge reads
-// the first stage's counters as last committed and, when the saga is certain to refuse, answers
-// without asking the transaction actor. The decision is the saga's own code
-// (`earlyRefusalStage` in src/domain/acceptance.ts); this module only reads the counters.
+// the decisive steps' counters (the method day, the KYB total) as last committed and, when the
+// saga is certain to refuse, answers without asking the transaction actor. The decision is the
+// saga's own code (`earlyRefusalStage` in src/domain/acceptance.ts); this module only reads the
+// counters.
 import { actorId } from '../actors/envelope.ts';
 import { counterActorType, counterDecodeMemo, decodeCounter, decodeCounterTotals, type CounterDecodeMemo } from '../actors/counter-actor.ts';
 import { answerReply, type AcceptPayload, type AcceptReply } from '../actors/transaction-actor.ts';
@@ -15,8 +16,9 @@ const decodedCountersMax = 256;
 
 export interface EarlyRefusals {
   /**
-   * The saga's refusal, if it would refuse in its first stage on the committed counters and the
-   * quote's committed use (`quoteUse`, read with the quote); else null.
+   * The saga's refusal, if one of its decisive steps (the quote, the KYB total, the method day)
+   * would refuse on the committed counters and the quote's committed use (`quoteUse`, read with the
+   * quote); else null.
    */
   check(accept: AcceptPayload, transactionId: string, nowMs: number, quoteUse: QuoteUse | null): Promise<AcceptReply | null>;
 }

@@ -1,13 +1,15 @@
 // The acceptance saga's decisions (src/domain/acceptance.ts), pure: the read checks in the
-// catalogue's order, which steps are asked in which stage, which refusal answers, what is
-// released; then a property-style run over random requests, outcomes and delivery orders (with
-// duplicates and strays) checking the invariants: no step asked twice, a refusal releases exactly
-// the granted steps, a creation only when every step granted.
+// catalogue's order, which steps are asked (all of them, in one round; the rest of a saga an older
+// two-stage release stored mid-way), which refusal answers, what is released; then a
+// property-style run over random requests, outcomes and delivery orders (with duplicates and
+// strays) checking the invariants: no step asked twice, a refusal releases exactly the granted
+// steps, a creation only when every step granted.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { defaultLimitsConfig } from '../../src/config/limits.ts';
 import {
   acceptanceSteps,
+  decisiveSteps,
   firstStage,
   preChecks,
   recordStep,
@@ -74,76 +76,124 @@ describe('acceptance: read checks', () => {
 });
 
 /** Drives a saga from its start through `answers` (delivered in that order); returns every decision. */
-function drive(req: AcceptanceRequest, answers: ReadonlyArray<readonly [AcceptanceStep, ReservationOutcome]>): { asked: AcceptanceStep[][]; last: StepDecision | null } {
+function drive(
+  req: AcceptanceRequest,
+  answers: ReadonlyArray<readonly [AcceptanceStep, ReservationOutcome]>,
+): { asked: AcceptanceStep[][]; last: StepDecision | null; decisions: StepDecision['kind'][] } {
   const started = startAcceptance(req, limits, t0);
   assert.equal(started.kind, 'ask');
   if (started.kind !== 'ask') throw new Error('unreachable');
   const asked: AcceptanceStep[][] = [[...started.ask]];
   let progress = started.progress;
   let last: StepDecision | null = null;
+  const decisions: StepDecision['kind'][] = [];
   for (const [step, outcome] of answers) {
     last = recordStep(progress, step, outcome);
+    decisions.push(last.kind);
     if (last.kind === 'ask') asked.push([...last.ask]);
     if (last.kind === 'wait' || last.kind === 'ask') progress = last.progress;
     if (last.kind === 'refuse' || last.kind === 'create') break;
   }
-  return { asked, last };
+  return { asked, last, decisions };
 }
 
-describe('acceptance: stages and decisions', () => {
-  test('steps: the quote, each capped window, the KYC month, the KYB total unless approved', () => {
+/** One answer that must leave the saga waiting; its progress. */
+function recordStepWait(progress: SagaProgress, step: AcceptanceStep, outcome: ReservationOutcome): SagaProgress {
+  const decision = recordStep(progress, step, outcome);
+  assert.equal(decision.kind, 'wait', `${step}: still waiting`);
+  if (decision.kind !== 'wait') throw new Error('unreachable');
+  return decision.progress;
+}
+
+/** The answers of `drive` in a one-round saga: every step answered, in this order, until it settles. */
+const allSteps = (kybApproved: boolean): AcceptanceStep[] => (kybApproved ? ['quote', 'userDay', 'methodDay', 'kycMonth'] : ['quote', 'userDay', 'methodDay', 'kycMonth', 'kyb']);
+
+describe('acceptance: one round and decisions', () => {
+  test('steps: the quote, each capped window, the KYC month, the KYB total unless approved; all asked at once', () => {
     const keys = acceptanceCounterKeys(limits, { partnerId: 'acme', userId: 'user-1', method: 'BREB', nowMs: t0 });
     assert.deepEqual(acceptanceSteps({ kybApproved: true }, keys), ['quote', 'userDay', 'methodDay', 'kycMonth']);
     assert.deepEqual(acceptanceSteps({ kybApproved: false }, keys), ['quote', 'userDay', 'methodDay', 'kycMonth', 'kyb']);
-    assert.deepEqual(firstStage(['quote', 'userDay', 'methodDay', 'kycMonth', 'kyb']), ['quote', 'methodDay', 'kyb']);
+    assert.deepEqual(firstStage(['quote', 'userDay', 'methodDay', 'kycMonth', 'kyb']), ['quote', 'userDay', 'methodDay', 'kycMonth', 'kyb'], 'with a method counter: everything at once');
     assert.deepEqual(firstStage(['quote', 'kycMonth', 'kyb']), ['quote', 'kycMonth', 'kyb'], 'no method counter: everything at once');
+    assert.deepEqual(decisiveSteps(['quote', 'userDay', 'methodDay', 'kycMonth', 'kyb']), ['quote', 'methodDay', 'kyb'], 'the steps whose refusals outrank the rest');
+    for (const kybApproved of [true, false]) {
+      const started = startAcceptance(request(brebQuote, { kybApproved }), limits, t0);
+      assert.ok(started.kind === 'ask');
+      assert.deepEqual(started.ask, allSteps(kybApproved), 'a BREB acceptance asks every step at start');
+      assert.deepEqual(started.progress.sent, allSteps(kybApproved));
+    }
   });
 
   test('a failed read check asks nothing', () => {
     assert.deepEqual(startAcceptance(request(brebQuote, { railAvailable: false }), limits, t0), { kind: 'refuse', rejection: { code: 'rail_unavailable', method: 'BREB' } });
   });
 
-  test('the method cap refuses in the first stage: the claimed quote is released, nothing else was asked', () => {
-    const { asked, last } = drive(request(brebQuote), [['quote', granted], ['methodDay', methodCap]]);
-    assert.deepEqual(asked, [['quote', 'methodDay']]);
+  test('the method cap refuses once every step answered: the claimed quote, user day and KYC month are released', () => {
+    const { asked, last, decisions } = drive(request(brebQuote), [['methodDay', methodCap], ['quote', granted], ['userDay', granted], ['kycMonth', granted]]);
+    assert.deepEqual(asked, [['quote', 'userDay', 'methodDay', 'kycMonth']], 'one round: nothing asked after the start');
+    assert.deepEqual(decisions, ['wait', 'wait', 'wait', 'refuse'], 'no answer before the last step answered');
     assert.equal(last?.kind, 'refuse');
     if (last?.kind !== 'refuse') return;
     assert.deepEqual(last.answer, { kind: 'rejected', rejection: methodCap.ok ? null : methodCap.rejection });
-    assert.deepEqual(last.release, ['quote']);
+    assert.deepEqual(last.release, ['quote', 'userDay', 'kycMonth'], 'every granted step goes back, the refused method reservation does not');
   });
 
-  test('kyb_cap outranks the method cap; the quote in use outranks both', () => {
-    const kyb = drive(request(brebQuote, { kybApproved: false }), [['methodDay', methodCap], ['kyb', kybCap], ['quote', granted]]).last;
+  test('kyb_cap outranks the method cap; the quote in use outranks both; every granted step goes back', () => {
+    const kyb = drive(request(brebQuote, { kybApproved: false }), [['methodDay', methodCap], ['kyb', kybCap], ['quote', granted], ['userDay', granted], ['kycMonth', granted]]).last;
     assert.ok(kyb?.kind === 'refuse' && kyb.answer.kind === 'rejected' && kyb.answer.rejection.code === 'kyb_cap');
-    assert.deepEqual(kyb.release, ['quote']);
-    const inUse = drive(request(brebQuote, { kybApproved: false }), [['methodDay', methodCap], ['kyb', granted], ['quote', quoteInUse]]).last;
+    assert.deepEqual(kyb.release, ['quote', 'userDay', 'kycMonth']);
+    const inUse = drive(request(brebQuote, { kybApproved: false }), [['methodDay', methodCap], ['kyb', granted], ['quote', quoteInUse], ['userDay', granted], ['kycMonth', kycRequired]]).last;
     assert.ok(inUse?.kind === 'refuse' && inUse.answer.kind === 'rejected' && inUse.answer.rejection.code === 'quote_in_use');
-    assert.deepEqual(inUse.release, ['kyb'], 'the granted KYB reservation goes back, the refused quote claim does not');
+    assert.deepEqual(inUse.release, ['userDay', 'kyb'], 'the granted reservations go back; the refused quote claim, method and KYC month do not');
   });
 
-  test('the second stage: a user cap and KYC required, KYC ranks first; every granted window goes back', () => {
+  test('a user cap and KYC required in the same round: KYC ranks first; every granted step goes back', () => {
     const { asked, last } = drive(request(brebQuote), [['quote', granted], ['methodDay', granted], ['userDay', userCountCap], ['kycMonth', kycRequired]]);
-    assert.deepEqual(asked, [['quote', 'methodDay'], ['userDay', 'kycMonth']]);
+    assert.deepEqual(asked, [['quote', 'userDay', 'methodDay', 'kycMonth']]);
     assert.ok(last?.kind === 'refuse');
     assert.deepEqual(last.answer, { kind: 'kycRequired' });
     assert.deepEqual(last.release, ['quote', 'methodDay']);
   });
 
   test('everything granted: create, counting in every window, consuming the quote', () => {
-    const { last } = drive(request(brebQuote, { kybApproved: false }), [['quote', granted], ['methodDay', granted], ['kyb', granted], ['userDay', granted], ['kycMonth', granted]]);
+    const { asked, last } = drive(request(brebQuote, { kybApproved: false }), [['quote', granted], ['methodDay', granted], ['kyb', granted], ['userDay', granted], ['kycMonth', granted]]);
+    assert.deepEqual(asked, [allSteps(false)], 'one round');
     assert.ok(last?.kind === 'create');
     assert.deepEqual(last.counters, ['userDay', 'methodDay', 'kycMonth', 'kyb']);
     assert.equal(last.consumeQuote, true);
-    assert.deepEqual(last.release, ['quote', 'methodDay', 'kyb', 'userDay', 'kycMonth'], 'what goes back if it cannot be created after all');
+    assert.deepEqual(last.release, ['quote', 'userDay', 'methodDay', 'kycMonth', 'kyb'], 'what goes back if it cannot be created after all');
   });
 
   test('a duplicate or stray answer changes nothing', () => {
     const started = startAcceptance(request(brebQuote), limits, t0);
     assert.ok(started.kind === 'ask');
-    assert.deepEqual(recordStep(started.progress, 'userDay', granted), { kind: 'ignore' }, 'not asked yet');
+    assert.deepEqual(recordStep(started.progress, 'kyb', kybCap), { kind: 'ignore' }, 'not a step of a KYB-approved partner');
     const once = recordStep(started.progress, 'quote', granted);
     assert.ok(once.kind === 'wait');
     assert.deepEqual(recordStep(once.progress, 'quote', quoteInUse), { kind: 'ignore' }, 'answered already');
+    const midway: SagaProgress = { steps: allSteps(true), sent: ['quote', 'methodDay'], results: {} };
+    assert.deepEqual(recordStep(midway, 'userDay', userCountCap), { kind: 'ignore' }, 'a saga stored mid-way: not asked yet');
+  });
+
+  test('a saga stored mid-way by the two-stage release (only its first stage sent) asks the rest once that granted', () => {
+    const midway: SagaProgress = { steps: allSteps(false), sent: ['quote', 'methodDay', 'kyb'], results: {} };
+    let progress = midway;
+    for (const step of ['quote', 'methodDay'] as const) {
+      const waiting = recordStep(progress, step, granted);
+      assert.ok(waiting.kind === 'wait');
+      progress = waiting.progress;
+    }
+    const next = recordStep(progress, 'kyb', granted);
+    assert.ok(next.kind === 'ask');
+    assert.deepEqual(next.ask, ['userDay', 'kycMonth'], 'the steps it had not asked, once');
+    const gated = recordStep(recordStepWait(next.progress, 'userDay', granted), 'kycMonth', kycRequired);
+    assert.ok(gated.kind === 'refuse');
+    assert.deepEqual(gated.answer, { kind: 'kycRequired' });
+    assert.deepEqual(gated.release, ['quote', 'methodDay', 'kyb', 'userDay']);
+
+    const capped = recordStep(recordStepWait(recordStepWait(midway, 'quote', granted), 'kyb', granted), 'methodDay', methodCap);
+    assert.ok(capped.kind === 'refuse');
+    assert.deepEqual(capped.release, ['quote', 'kyb'], 'refused in its old first stage: the rest was never asked and holds nothing');
   });
 
   test('a saga stored before quotes were single-use (no quote step) consumes nothing', () => {
@@ -173,7 +223,7 @@ function prng(seed: number): () => number {
   };
 }
 
-/** Limits where PIX has a user cap but no method cap: a saga without stages but with a user counter. */
+/** Limits where PIX has a user cap but no method cap: a saga with a user counter but no method counter. */
 const pixUserCapped: LimitsConfig = {
   ...limits,
   methods: { ...limits.methods, PIX: { ...limits.methods.PIX, userDailyCountMax: 3 } },
@@ -194,15 +244,20 @@ describe('acceptance: invariants hold for random runs', () => {
     for (let run = 0; run < 2000; run += 1) {
       const config = pick([limits, pixUserCapped]);
       const req = request(pick([brebQuote, pixQuote]), { kybApproved: random() < 0.5, kycEnabled: random() < 0.5 });
-      const started = startAcceptance(req, config, t0);
-      assert.equal(started.kind, 'ask');
-      if (started.kind !== 'ask') continue;
+      const fresh = startAcceptance(req, config, t0);
+      assert.equal(fresh.kind, 'ask');
+      if (fresh.kind !== 'ask') continue;
+      assert.deepEqual(fresh.ask, fresh.progress.steps, `run ${run}: every step is asked at start`);
+      // A saga an older two-stage release stored mid-way had asked only its decisive steps (with a
+      // method counter); about one run in four starts from there instead.
+      const midway = fresh.progress.steps.includes('methodDay') && random() < 0.25;
+      const started = midway ? { ask: decisiveSteps(fresh.progress.steps), progress: { ...fresh.progress, sent: decisiveSteps(fresh.progress.steps) } } : fresh;
       // Each step's one true answer (a counter answers a reserve once; redeliveries repeat it).
       const truth = new Map<AcceptanceStep, ReservationOutcome>();
       for (const step of started.progress.steps) truth.set(step, random() < 0.75 ? granted : pick(refusalsOf[step]));
       const everAsked: AcceptanceStep[] = [...started.ask];
       let inFlight: AcceptanceStep[] = [...started.ask];
-      let progress = started.progress;
+      let progress: SagaProgress = started.progress;
       let final: StepDecision | null = null;
       for (let round = 0; round < 200 && final === null; round += 1) {
         // Deliver an asked answer, a duplicate of one, or a stray for a step never asked.
@@ -213,6 +268,7 @@ describe('acceptance: invariants hold for random runs', () => {
         inFlight = inFlight.filter((candidate) => candidate !== step);
         if (decision.kind === 'ignore') continue;
         if (decision.kind === 'ask') {
+          assert.ok(midway, `run ${run}: a one-round saga asks nothing after its start`);
           for (const asked of decision.ask) assert.ok(!everAsked.includes(asked), `run ${run}: ${asked} asked twice`);
           everAsked.push(...decision.ask);
           inFlight.push(...decision.ask);
@@ -239,8 +295,10 @@ describe('acceptance: invariants hold for random runs', () => {
         const best = Math.min(...refused.map(rank));
         const answerRank = final.answer.kind === 'kycRequired' ? checkPrecedence('kyc_required') : checkPrecedence(final.answer.rejection.code);
         assert.equal(answerRank, best, `run ${run}: the first-ranked refusal answers`);
-        // A first-stage refusal leaves the second stage unasked (it holds nothing).
-        if (refused.some((step) => started.ask.includes(step))) assert.deepEqual([...everAsked].sort(), [...started.ask].sort());
+        // One round: the answer ranks every step's, so every step was asked and answered. A saga
+        // stored mid-way and refused in its old first stage leaves the rest unasked (it holds nothing).
+        if (!midway) assert.deepEqual([...everAsked].sort(), [...started.progress.steps].sort(), `run ${run}: every step asked`);
+        else if (refused.some((step) => started.ask.includes(step))) assert.deepEqual([...everAsked].sort(), [...started.ask].sort());
       }
     }
   });

@@ -1,7 +1,7 @@
 // The acceptance saga of the transaction actor, driven command by command through its pure
-// `handle`: which counters (and the quote, claimed for its single use) are asked and when, which
-// answer wins, what is released (and what is not), and that a transaction releases its
-// reservations exactly once.
+// `handle`: which counters (and the quote, claimed for its single use) are asked — all at once, in
+// one round; the rest of a saga an older release stored mid-way — which answer wins, what is
+// released (and what is not), and that a transaction releases its reservations exactly once.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { defaultLimitsConfig } from '../../src/config/limits.ts';
@@ -120,17 +120,25 @@ const userCountCap: ReservationOutcome = { ok: false, rejection: { code: 'user_d
 const kybCap: ReservationOutcome = { ok: false, rejection: { code: 'kyb_cap', cap: defaultLimitsConfig.kybUnapprovedCompletedTotalMax } };
 const kycRequired: ReservationOutcome = { ok: false, kycRequired: true };
 
-describe('acceptance saga: the method × day counter is asked first', () => {
-  test('a BREB acceptance asks the method counter alone first (with the KYB total when not approved)', () => {
-    assert.deepEqual(asked(new Saga().accept(acceptPayload(brebQuote)), 'reserve'), ['methodDay']);
-    assert.deepEqual(asked(new Saga().accept(acceptPayload(brebQuote, { kybApproved: false })), 'reserve'), ['kyb', 'methodDay']);
+describe('acceptance saga: every step is asked at once, in one round', () => {
+  test('a BREB acceptance asks every counter at once (the KYB total too when not approved), with the quote\'s claim', () => {
+    const approved = new Saga().accept(acceptPayload(brebQuote), null);
+    assert.deepEqual(asked(approved, 'reserve'), ['kycMonth', 'methodDay', 'userDay']);
+    assert.deepEqual(quoteSends(approved), ['claim']);
+    assert.equal(approved.replies, undefined, 'no answer yet');
+    assert.deepEqual(asked(new Saga().accept(acceptPayload(brebQuote, { kybApproved: false })), 'reserve'), ['kyb', 'kycMonth', 'methodDay', 'userDay']);
   });
 
-  test('a refusal at the method cap answers at once, asks no other counter and releases nothing', () => {
+  test('a refusal at the method cap is answered once every asked step answered: nothing before, one answer after', () => {
     const saga = new Saga();
     saga.accept(acceptPayload(brebQuote));
-    const refused = saga.answer('methodDay', methodCap);
-    assert.deepEqual(counterSends(refused), [], 'nothing to release, nobody else to ask');
+    const capped = saga.answer('methodDay', methodCap);
+    assert.equal(capped.replies, undefined, 'waits for the other counters');
+    assert.equal(capped.send, undefined, 'nothing released, nothing asked');
+    const userDay = saga.answer('userDay', granted);
+    assert.equal(userDay.replies, undefined, 'waits for the KYC month counter');
+    assert.equal(userDay.send, undefined);
+    const refused = saga.answer('kycMonth', granted);
     const reply = answerOf(refused);
     assert.ok(!reply.ok);
     assert.equal(reply.code, 'method_daily_cap');
@@ -138,20 +146,43 @@ describe('acceptance saga: the method × day counter is asked first', () => {
     assert.equal(saga.state?.phase, 'rejected');
   });
 
-  test('the method cap answers before the KYC gate and the user caps: they are never asked', () => {
+  test('a method-cap refusal in one round releases the granted user-day and KYC-month reservations and the claimed quote: nothing stays held', () => {
     const saga = new Saga();
-    saga.accept(acceptPayload(brebQuote, { kycEnabled: true }));
-    const reply = answerOf(saga.answer('methodDay', methodCap));
-    assert.ok(!reply.ok && reply.code === 'method_daily_cap');
+    const started = saga.accept(acceptPayload(brebQuote));
+    const reserved = asked(started, 'reserve');
+    saga.answer('userDay', granted);
+    saga.answer('kycMonth', granted);
+    const refused = saga.answer('methodDay', methodCap);
+    assert.ok(!answerOf(refused).ok);
+    const released = asked(refused, 'release');
+    assert.deepEqual(released, ['kycMonth', 'userDay'], 'every granted counter gets its release');
+    assert.deepEqual(quoteSends(refused), ['release'], 'the claimed quote is given back');
+    assert.deepEqual(reserved.filter((window) => !released.includes(window)), ['methodDay'], 'only the refused method reservation, which holds nothing, is not released');
+    for (const send of counterSends(refused)) assert.deepEqual(send.command, { kind: 'release', transactionId: txId });
+    assert.equal(saga.state?.phase, 'rejected');
+    assert.deepEqual(saga.answer('userDay', granted), {}, 'a redelivered grant after the refusal reserves and releases nothing more');
   });
 
-  test('once the method counter grants, the user × day and KYC month counters are asked together', () => {
+  test('the method cap outranks the KYC gate and the user caps refusing in the same round', () => {
+    const saga = new Saga();
+    saga.accept(acceptPayload(brebQuote, { kycEnabled: true }));
+    saga.answer('userDay', userCountCap);
+    saga.answer('kycMonth', kycRequired);
+    const refused = saga.answer('methodDay', methodCap);
+    const reply = answerOf(refused);
+    assert.ok(!reply.ok && reply.code === 'method_daily_cap');
+    assert.deepEqual(counterSends(refused), [], 'no counter granted: nothing to release');
+    assert.deepEqual(quoteSends(refused), ['release']);
+  });
+
+  test('every counter granting, in any order: created when the last one answers, not before', () => {
     const saga = new Saga();
     saga.accept(acceptPayload(brebQuote));
-    const next = saga.answer('methodDay', granted);
-    assert.deepEqual(asked(next, 'reserve'), ['kycMonth', 'userDay']);
-    assert.equal(next.replies, undefined, 'no answer yet');
-    assert.deepEqual(counterSends(saga.answer('userDay', granted)), [], 'waits for the KYC month counter');
+    for (const window of ['methodDay', 'userDay'] as const) {
+      const waiting = saga.answer(window, granted);
+      assert.equal(waiting.replies, undefined, `${window}: no answer yet`);
+      assert.equal(waiting.send, undefined, `${window}: nothing else asked`);
+    }
     const created = saga.answer('kycMonth', granted);
     const reply = answerOf(created);
     assert.ok(reply.ok && !reply.kycRequired);
@@ -159,18 +190,19 @@ describe('acceptance saga: the method × day counter is asked first', () => {
     assert.equal(saga.state?.phase, 'live');
   });
 
-  test('a refusal in the second stage releases exactly the reservations that were granted', () => {
+  test('a refusal at the user cap releases exactly the reservations that were granted', () => {
     const saga = new Saga();
     saga.accept(acceptPayload(brebQuote));
     saga.answer('methodDay', granted);
     saga.answer('kycMonth', granted);
     const refused = saga.answer('userDay', userCountCap);
     assert.deepEqual(asked(refused, 'release'), ['kycMonth', 'methodDay']);
+    assert.deepEqual(quoteSends(refused), ['release']);
     const reply = answerOf(refused);
     assert.ok(!reply.ok && reply.code === 'user_daily_count_cap');
   });
 
-  test('kycRequired in the second stage releases the others and answers 200 with kycRequired', () => {
+  test('kycRequired releases the others and answers 200 with kycRequired', () => {
     const saga = new Saga();
     saga.accept(acceptPayload(brebQuote, { kycEnabled: true }));
     saga.answer('methodDay', granted);
@@ -180,20 +212,24 @@ describe('acceptance saga: the method × day counter is asked first', () => {
     assert.deepEqual(answerOf(gated), { ok: true, kycRequired: true });
   });
 
-  test('the KYB cap outranks the method cap; a granted method reservation is given back', () => {
+  test('the KYB cap outranks the method cap; every granted reservation is given back', () => {
     const both = new Saga();
     both.accept(acceptPayload(brebQuote, { kybApproved: false }));
     both.answer('methodDay', methodCap);
-    const bothRefused = both.answer('kyb', kybCap);
-    assert.deepEqual(counterSends(bothRefused), []);
+    both.answer('kyb', kybCap);
+    both.answer('userDay', granted);
+    const bothRefused = both.answer('kycMonth', granted);
+    assert.deepEqual(asked(bothRefused, 'release'), ['kycMonth', 'userDay'], 'the refused KYB and method reservations hold nothing');
     const first = answerOf(bothRefused);
     assert.ok(!first.ok && first.code === 'kyb_cap');
 
     const kybOnly = new Saga();
     kybOnly.accept(acceptPayload(brebQuote, { kybApproved: false }));
     kybOnly.answer('kyb', kybCap);
+    kybOnly.answer('userDay', granted);
+    kybOnly.answer('kycMonth', granted);
     const refused = kybOnly.answer('methodDay', granted);
-    assert.deepEqual(asked(refused, 'release'), ['methodDay'], 'the refused KYB reservation holds nothing');
+    assert.deepEqual(asked(refused, 'release'), ['kycMonth', 'methodDay', 'userDay'], 'the refused KYB reservation holds nothing');
     const second = answerOf(refused);
     assert.ok(!second.ok && second.code === 'kyb_cap');
   });
@@ -202,8 +238,10 @@ describe('acceptance saga: the method × day counter is asked first', () => {
     const saga = new Saga();
     saga.accept(acceptPayload(brebQuote, { kybApproved: false }));
     saga.answer('kyb', granted);
+    saga.answer('userDay', granted);
+    saga.answer('kycMonth', granted);
     const refused = saga.answer('methodDay', methodCap);
-    assert.deepEqual(asked(refused, 'release'), ['kyb']);
+    assert.deepEqual(asked(refused, 'release'), ['kyb', 'kycMonth', 'userDay']);
     const reply = answerOf(refused);
     assert.ok(!reply.ok && reply.code === 'method_daily_cap');
   });
@@ -225,7 +263,8 @@ describe('acceptance saga: the method × day counter is asked first', () => {
   test('duplicate and unasked results change nothing', () => {
     const saga = new Saga();
     saga.accept(acceptPayload(brebQuote));
-    assert.deepEqual(saga.answer('userDay', userCountCap), {}, 'userDay was not asked yet');
+    assert.deepEqual(saga.answer('kyb', kybCap), {}, 'the KYB total of a KYB-approved partner is never asked');
+    assert.deepEqual(saga.answer('quote', { ok: false, rejection: { code: 'quote_in_use' } }), {}, 'the quote already answered');
     saga.answer('methodDay', granted);
     assert.deepEqual(saga.answer('methodDay', methodCap), {}, 'the method counter already answered');
     saga.answer('userDay', granted);
@@ -240,7 +279,7 @@ describe('acceptance saga: the method × day counter is asked first', () => {
     saga.accept(acceptPayload(brebQuote), null);
     assert.ok(saga.state?.phase === 'reserving');
     const { sent, windows, ...legacy } = saga.state;
-    assert.deepEqual(sent, ['quote', 'methodDay']);
+    assert.deepEqual(sent, ['quote', 'userDay', 'methodDay', 'kycMonth'], 'every step sent at start');
     saga.state = behavior.decode(toJsonValue({ ...legacy, windows: windows.filter((window) => window !== 'quote') }));
     saga.answer('userDay', granted);
     saga.answer('methodDay', methodCap);
@@ -251,13 +290,50 @@ describe('acceptance saga: the method × day counter is asked first', () => {
     assert.ok(!reply.ok && reply.code === 'method_daily_cap');
   });
 
+  test('a saga stored mid-way by the two-stage release (only its first stage sent) asks the rest once that granted', () => {
+    const stored = (): Saga => {
+      const saga = new Saga();
+      saga.accept(acceptPayload(brebQuote, { kybApproved: false }), null);
+      assert.ok(saga.state?.phase === 'reserving');
+      // What the older release stored after asking its first stage: the quote, the method day, the KYB total.
+      saga.state = behavior.decode(toJsonValue({ ...saga.state, sent: ['quote', 'methodDay', 'kyb'] }));
+      return saga;
+    };
+    const saga = stored();
+    assert.deepEqual(saga.answer('userDay', granted), {}, 'not asked yet by that saga: ignored');
+    saga.answer('quote', granted);
+    saga.answer('kyb', granted);
+    const next = saga.answer('methodDay', granted);
+    assert.deepEqual(asked(next, 'reserve'), ['kycMonth', 'userDay'], 'the rest, asked once');
+    assert.deepEqual(quoteSends(next), []);
+    assert.equal(next.replies, undefined);
+    saga.answer('userDay', granted);
+    const created = saga.answer('kycMonth', granted);
+    assert.ok(answerOf(created).ok);
+    assert.deepEqual(quoteSends(created), ['consume']);
+    assert.equal(saga.state?.phase, 'live');
+
+    const capped = stored();
+    capped.answer('quote', granted);
+    capped.answer('kyb', granted);
+    const refused = capped.answer('methodDay', methodCap);
+    assert.deepEqual(asked(refused, 'release'), ['kyb'], 'the rest was never asked: only what it granted goes back');
+    assert.deepEqual(quoteSends(refused), ['release']);
+    const reply = answerOf(refused);
+    assert.ok(!reply.ok && reply.code === 'method_daily_cap');
+  });
+
   test('an accept sent again while the saga runs waits for the same answer; after it, gets it replayed', () => {
     const saga = new Saga();
     saga.accept(acceptPayload(brebQuote));
     const again = saga.apply('accept', toJsonValue(acceptPayload(brebQuote)), { replyTo: { stream: 'reply:edge-2', requestId: 'r-2' } });
     assert.deepEqual(counterSends(again), [], 'no second reservation');
-    const refused = saga.answer('methodDay', methodCap);
+    assert.deepEqual(quoteSends(again), [], 'no second claim');
+    saga.answer('methodDay', methodCap);
+    saga.answer('userDay', granted);
+    const refused = saga.answer('kycMonth', granted);
     assert.equal(refused.replies?.length, 2, 'both waiting edges are answered');
+    assert.ok(refused.replies?.every((answer) => (answer.payload as unknown as AcceptReply).ok === false && (answer.payload as unknown as { code: string }).code === 'method_daily_cap'));
     const later = saga.apply('accept', toJsonValue(acceptPayload(brebQuote)), { replyTo });
     assert.deepEqual(later.reply, refused.replies?.[0]?.payload);
   });
@@ -267,10 +343,10 @@ describe('acceptance saga: the quote is claimed once, used by a created transact
   const quoteUsed: ReservationOutcome = { ok: false, rejection: { code: 'quote_used', transactionId: 'the-winner' } };
   const quoteInUse: ReservationOutcome = { ok: false, rejection: { code: 'quote_in_use' } };
 
-  test('the quote is claimed in the first stage, with the method counter (BREB) or with every counter (PIX)', () => {
+  test('the quote is claimed in the same round as every counter (BREB and PIX)', () => {
     const breb = new Saga().accept(acceptPayload(brebQuote, { kybApproved: false }), null);
     assert.deepEqual(quoteSends(breb), ['claim']);
-    assert.deepEqual(asked(breb, 'reserve'), ['kyb', 'methodDay']);
+    assert.deepEqual(asked(breb, 'reserve'), ['kyb', 'kycMonth', 'methodDay', 'userDay']);
     const pix = new Saga().accept(acceptPayload(pixQuote), null);
     assert.deepEqual(quoteSends(pix), ['claim']);
     assert.deepEqual(asked(pix, 'reserve'), ['kycMonth']);
@@ -291,8 +367,10 @@ describe('acceptance saga: the quote is claimed once, used by a created transact
     const saga = new Saga();
     saga.accept(acceptPayload(brebQuote, { kybApproved: false }), quoteUsed);
     saga.answer('kyb', kybCap);
-    const refused = saga.answer('methodDay', granted);
-    assert.deepEqual(asked(refused, 'release'), ['methodDay']);
+    saga.answer('userDay', granted);
+    saga.answer('kycMonth', granted);
+    const refused = saga.answer('methodDay', methodCap);
+    assert.deepEqual(asked(refused, 'release'), ['kycMonth', 'userDay']);
     assert.deepEqual(quoteSends(refused), [], 'the quote was not claimed: nothing to give back');
     assert.deepEqual(answerOf(refused), {
       ok: false,
@@ -314,8 +392,11 @@ describe('acceptance saga: the quote is claimed once, used by a created transact
   test('refused elsewhere (a cap) or answered kycRequired: the claim is given back with the reservations', () => {
     const capped = new Saga();
     capped.accept(acceptPayload(brebQuote));
-    const refused = capped.answer('methodDay', methodCap);
+    capped.answer('methodDay', methodCap);
+    capped.answer('userDay', granted);
+    const refused = capped.answer('kycMonth', granted);
     assert.deepEqual(quoteSends(refused), ['release']);
+    assert.deepEqual(asked(refused, 'release'), ['kycMonth', 'userDay']);
     assert.ok(!answerOf(refused).ok);
 
     const gated = new Saga();
