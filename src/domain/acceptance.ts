@@ -142,7 +142,7 @@ export function preChecks(input: ReadCheckInput, limits: LimitsConfig, nowMs: nu
 }
 
 // ---------------------------------------------------------------------------------------------
-// Steps, stages and the reservation of each window
+// Steps and the reservation of each window
 
 /** The quote, and every window the transaction counts in (the partner's KYB total unless KYB-approved). */
 export function acceptanceSteps(request: Pick<AcceptanceRequest, 'kybApproved'>, keys: AcceptanceCounterKeys): AcceptanceStep[] {
@@ -270,9 +270,9 @@ export type StartDecision =
 export type StepDecision =
   /** A step not asked, or answered already (a duplicate): nothing changes. */
   | { readonly kind: 'ignore' }
-  /** The stage still waits for other steps. */
+  /** Steps asked are still to answer. */
   | { readonly kind: 'wait'; readonly progress: SagaProgress }
-  /** The stage granted everything: ask the next one. */
+  /** Every step asked granted, and some were not asked yet (a saga stored mid-way by the two-stage release): ask them. */
   | { readonly kind: 'ask'; readonly progress: SagaProgress; readonly ask: readonly AcceptanceStep[] }
   /** Refused: answer, and give back every granted step. */
   | { readonly kind: 'refuse'; readonly progress: SagaProgress; readonly answer: AcceptanceAnswer; readonly release: readonly AcceptanceStep[] }
@@ -317,7 +317,7 @@ function grantedSteps(progress: SagaProgress): AcceptanceStep[] {
   return progress.sent.filter((step) => progress.results[step]?.ok === true);
 }
 
-/** The refusal that answers among the stage's: the one ranked first in `acceptanceCheckOrder`. */
+/** The refusal that answers among the steps' answers: the one ranked first in `acceptanceCheckOrder`. */
 function firstRefusal(progress: SagaProgress): AcceptanceAnswer | null {
   let best: { readonly rank: number; readonly answer: AcceptanceAnswer } | null = null;
   for (const step of progress.sent) {
@@ -330,7 +330,7 @@ function firstRefusal(progress: SagaProgress): AcceptanceAnswer | null {
   return best?.answer ?? null;
 }
 
-/** Starts an acceptance: a read check refuses, or the first stage is asked. */
+/** Starts an acceptance: a read check refuses, or every step is asked (`firstStage`). */
 export function startAcceptance(request: AcceptanceRequest, limits: LimitsConfig, nowMs: number): StartDecision {
   const rejection = preChecks(request, limits, nowMs);
   if (rejection !== null) return { kind: 'refuse', rejection };
@@ -342,7 +342,7 @@ export function startAcceptance(request: AcceptanceRequest, limits: LimitsConfig
   return { kind: 'ask', keys, progress, ask };
 }
 
-/** One step answered: waits for the rest of its stage, then asks the next stage, refuses or creates. */
+/** One step answered: waits for the other steps asked, then refuses, creates, or asks any step not yet asked. */
 export function recordStep(progress: SagaProgress, step: AcceptanceStep, outcome: ReservationOutcome): StepDecision {
   assertProgress(progress);
   // Each step answers once per ask (commands dedupe by id); a step not asked, or asked and already
