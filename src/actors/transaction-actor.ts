@@ -32,8 +32,8 @@ import {
 } from '../domain/transaction.ts';
 import { depositActorKey, depositActorType, depositHandBackKind, handBackReasons, type HandBackReason } from './deposit-keys.ts';
 import { transactionReference } from '../domain/reference.ts';
-import { counterActorType, counterCommand, type CounterCommand } from './counter-actor.ts';
-import { quoteUseCommand } from './quote-actor.ts';
+import { counterActorType, counterCommand, reservationResultKind, type CounterCommand } from './counter-actor.ts';
+import { quoteClaimResultKind, quoteUseCommand } from './quote-actor.ts';
 import { transactionCommands, type AcceptPayload, type TransactionCommands } from './transaction-commands.ts';
 import type { ActorBehavior, CommandToSend, JsonValue, OutboxMessage, Outcome, ReadModelWrite, ReplyTarget } from './envelope.ts';
 import { timerCommandKind } from './envelope.ts';
@@ -439,6 +439,10 @@ export function transactionBehavior(deps: TransactionActorDeps): ActorBehavior<T
     // The saga answers `accept` once the counters have replied; a repeat (an Idempotency-Key retry
     // after a timeout or failover) joins those waiting, or gets the outcome once there is one.
     deferredReplyKinds: new Set(['accept']),
+    // A step's answer is recorded in the saga's results and ignored once recorded (or once the saga
+    // settled), so handled again it changes nothing and sends nothing: the dedupe log need keep no
+    // copy of it (four answers per acceptance: bench/README.md, "hot-accept").
+    dedupeByState: (kind) => kind === reservationResultKind || kind === quoteClaimResultKind,
     handle(state, command, ctx) {
       const transactionId = command.actorKey;
       if (command.kind === 'accept') {

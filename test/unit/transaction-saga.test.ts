@@ -459,3 +459,36 @@ describe('a live transaction gives its reservations back exactly once', () => {
     assert.deepEqual(counterSends(late), [], 'a completed transaction never expires');
   });
 });
+
+// The transaction actor declares its saga's answers `dedupeByState` (the runtime keeps no dedupe-log
+// copy of them): that is only right if an answer handled again, against the state its first
+// handling produced, changes nothing, sends nothing and answers nobody — at every point of a saga.
+describe('a step\'s answer handled again changes nothing (the dedupe log keeps no copy of it)', () => {
+  const kinds = behavior.dedupeByState;
+  test('the saga\'s answers are deduplicated by state, and nothing else of the transaction is', () => {
+    assert.ok(typeof kinds === 'function');
+    assert.deepEqual(['accept', reservationResultKind, quoteClaimResultKind, 'DepositDetected', timerCommandKind].map((kind) => kinds(kind)), [false, true, true, false, false]);
+  });
+
+  const unchanged = (outcome: Outcome<TransactionActorState>, what: string): void => {
+    assert.equal(outcome.state, undefined, `${what}: no new state`);
+    assert.deepEqual([outcome.send ?? [], outcome.replies ?? [], outcome.reply], [[], [], undefined], `${what}: nothing sent or answered`);
+  };
+
+  for (const [name, answers] of [
+    ['granted throughout', [['quote', granted], ['methodDay', granted], ['userDay', granted], ['kycMonth', granted]]],
+    ['refused at the method cap', [['quote', granted], ['methodDay', methodCap], ['userDay', granted], ['kycMonth', granted]]],
+    ['KYC required, the user capped', [['kycMonth', kycRequired], ['quote', granted], ['userDay', userCountCap], ['methodDay', granted]]],
+  ] as const) {
+    test(`${name}: each answer repeated right after it, and every answer repeated once the saga settled`, () => {
+      const saga = new Saga();
+      saga.accept(acceptPayload(brebQuote), null);
+      for (const [window, outcome] of answers) {
+        saga.answer(window, outcome);
+        unchanged(saga.answer(window, outcome), `${window} again`);
+      }
+      assert.notEqual(saga.state?.phase, 'reserving', 'settled');
+      for (const [window, outcome] of answers) unchanged(saga.answer(window, outcome), `${window} after the saga settled`);
+    });
+  }
+});
