@@ -5,7 +5,7 @@
 // snapshot); none opens a transaction itself.
 import type { Database, Key, RootDatabase } from 'lmdb';
 import { indexValuesOf, type IndexCatalog } from './store-checks.ts';
-import type { IndexValue, JsonObject, JsonValue, OutboxRow, ReadModelIndex } from './store.ts';
+import type { CommitWrite, IndexValue, JsonObject, JsonValue, OutboxRow, ReadModelIndex } from './store.ts';
 
 /**
  * How values are encoded (msgpack, lmdb-js's default). By default objects are written as msgpack
@@ -258,4 +258,70 @@ export function reconcileIndexes(dbs: SubDatabases, indexes: IndexCatalog): void
 function dropIndexEntries(dbs: SubDatabases, collection: string, name: string): void {
   const keys = [...dbs.docIndex.getKeys({ start: [collection, name], end: [collection, name, prefixEnd] })];
   for (const key of keys) dbs.docIndex.removeSync(key);
+}
+
+// ---- what one commit appends: its dedupe-log rows and its outbox rows (lmdb-store.ts `commitInTxn`) ----
+
+/**
+ * Dedupe log: applied[actor, commandId] → reply and appliedOrder[actor, seq] → commandId. Each
+ * applied command takes the next per-actor seq; entries older than the last
+ * appliedRepliesPerActorMax seqs are trimmed in the same transaction. A commandId that is still
+ * in the log keeps its first reply.
+ */
+export function appendApplied(dbs: SubDatabases, write: CommitWrite, appliedSeqBefore: number | null, appliedRepliesPerActorMax: number): number {
+  let seq = appliedSeqBefore ?? 0;
+  for (const command of write.appliedCommands) {
+    seq += 1;
+    const key = [write.actorKey, command.commandId];
+    // A new actor (no record: actor records are never deleted) has no dedupe rows, so the lookup
+    // is skipped on its first commit, which is most commits of short-lived actors like quotes.
+    if (appliedSeqBefore !== null && dbs.applied.get(key) !== undefined) continue;
+    dbs.applied.putSync(key, { seq, reply: command.reply });
+    dbs.appliedOrder.putSync([write.actorKey, seq], command.commandId);
+  }
+  const cutoff = seq - appliedRepliesPerActorMax; // seqs ≤ cutoff fall out of the window
+  if (cutoff > 0) {
+    const expired = [...dbs.appliedOrder.getRange({ start: [write.actorKey], end: [write.actorKey, cutoff + 1] })];
+    for (const { key, value: commandId } of expired) {
+      const [, entrySeq] = key as [string, number];
+      const applied = dbs.applied.get([write.actorKey, commandId]);
+      if (applied?.seq === entrySeq) dbs.applied.removeSync([write.actorKey, commandId]);
+      dbs.appliedOrder.removeSync(key);
+    }
+  }
+  return seq;
+}
+
+/** Outbox seq: one global counter in `meta`, taken from the write transaction's `sequence`. */
+export function appendOutbox(dbs: SubDatabases, write: CommitWrite, sequence: OutboxSequence): void {
+  for (const row of write.outbox) {
+    const seq = sequence.next();
+    const record: OutboxRecord = {
+      id: row.id, topic: row.topic, seq, actorKey: write.actorKey, version: write.newVersion,
+      payload: row.payload, claimOwner: null, claimExpiresAtMs: 0, createdAtMs: Date.now(),
+    };
+    if (row.partitionKey !== undefined) record.partitionKey = row.partitionKey;
+    if (dbs.outboxIds.get(row.id) !== undefined || dbs.outboxDeferredIds.get(row.id) !== undefined) throw new Error(`outbox id ${row.id} already exists`);
+    dbs.outbox.putSync([row.topic, seq], record);
+    dbs.outboxIds.putSync(row.id, [row.topic, seq]);
+  }
+}
+
+/** The outbox sequence within one write transaction: `meta` is read at the first row and written once, by `save`. */
+export interface OutboxSequence {
+  next(): number;
+  save(): void;
+}
+
+export function outboxSequence(dbs: SubDatabases): OutboxSequence {
+  let last: number | null = null;
+  return {
+    next() {
+      last = (last ?? Number(dbs.meta.get(outboxSeqKey) ?? 0)) + 1;
+      return last;
+    },
+    save() {
+      if (last !== null) dbs.meta.putSync(outboxSeqKey, last);
+    },
+  };
 }

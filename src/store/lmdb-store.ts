@@ -23,7 +23,8 @@ import {
   assertNonNegativeInteger, assertReadModelDoc, blobParts, deferredRow, partitionValidWrites, planList,
 } from './store-checks.ts';
 import {
-  prefixEnd, outboxSeqKey, removeBlob, removeStaging, locate, putLocated, moveToDeferred, removeLocated, mergeBySeq, orderedRange, openSubDatabases, upsertDoc, removeIndexEntries, reconcileIndexes,
+  prefixEnd, removeBlob, removeStaging, locate, putLocated, moveToDeferred, removeLocated, mergeBySeq, orderedRange, openSubDatabases, upsertDoc, removeIndexEntries, reconcileIndexes,
+  appendApplied, appendOutbox, outboxSequence, type OutboxSequence,
   type BlobManifest, type BlobStaging, type OutboxRecord, type OutboxKey, type LocatedRow, type SubDatabases,
 } from './lmdb-records.ts';
 import type {
@@ -118,7 +119,13 @@ export class LmdbStore implements SnapshotStore {
     const root = this.openRoot();
     const transact = <T>(action: () => T): Promise<T> => root.childTransaction(action);
     try {
-      const outcomes = await transact(() => valid.map(({ write }) => this.commitInTxn(dbs, write)));
+      const outcomes = await transact(() => {
+        // One read and one write of the outbox sequence for the whole batch, not per commit.
+        const sequence = outboxSequence(dbs);
+        const committed = valid.map(({ write }) => this.commitInTxn(dbs, write, sequence));
+        sequence.save();
+        return committed;
+      });
       valid.forEach(({ index }, position) => { results[index] = outcomes[position] ?? 'version_conflict'; });
     } catch (error) {
       if (valid.length === 1) {
@@ -127,7 +134,12 @@ export class LmdbStore implements SnapshotStore {
       }
       for (const { index, write } of valid) {
         try {
-          results[index] = await transact(() => this.commitInTxn(dbs, write));
+          results[index] = await transact(() => {
+            const sequence = outboxSequence(dbs);
+            const result = this.commitInTxn(dbs, write, sequence);
+            sequence.save();
+            return result;
+          });
         } catch (alone) {
           results[index] = { error: alone };
         }
@@ -181,7 +193,7 @@ export class LmdbStore implements SnapshotStore {
   // lmdb-js queues a plain `put` for its write thread as a write of its own, so it would not be in
   // this transaction, nor durable when the commit returns (checked: a process killed right after
   // such a commit loses it).
-  private commitInTxn(dbs: SubDatabases, write: CommitWrite): CommitResult {
+  private commitInTxn(dbs: SubDatabases, write: CommitWrite, sequence: OutboxSequence): CommitResult {
     // Both checks come before the first write, so a refusal writes nothing (not even the fence).
     const fenceToken = dbs.fences.get(write.fence.shard);
     if (fenceToken !== undefined && write.fence.token < fenceToken) return 'fenced';
@@ -189,10 +201,10 @@ export class LmdbStore implements SnapshotStore {
     if ((current?.version ?? 0) !== write.expectedVersion) return 'version_conflict';
 
     if (fenceToken === undefined || write.fence.token > fenceToken) dbs.fences.putSync(write.fence.shard, write.fence.token);
-    const appliedSeq = this.appendApplied(dbs, write, current === undefined ? null : current.appliedSeq);
+    const appliedSeq = appendApplied(dbs, write, current === undefined ? null : current.appliedSeq, this.appliedRepliesPerActorMax);
     dbs.actors.putSync(write.actorKey, { version: write.newVersion, state: write.state, appliedSeq });
     (write.events ?? []).forEach((event, index) => dbs.events.putSync([write.actorKey, write.newVersion, index], event));
-    this.appendOutbox(dbs, write);
+    appendOutbox(dbs, write, sequence);
     for (const model of write.readModels) {
       if (model.doc === null) this.removeDoc(dbs, model.collection, model.id);
       else upsertDoc(dbs, this.indexes, model.collection, model.id, model.doc);
@@ -205,54 +217,6 @@ export class LmdbStore implements SnapshotStore {
     if (stored !== undefined && token < stored) return false;
     if (stored === undefined || token > stored) dbs.fences.putSync(shard, token);
     return true;
-  }
-
-  /**
-   * Dedupe log: applied[actor, commandId] → reply and appliedOrder[actor, seq] → commandId. Each
-   * applied command takes the next per-actor seq; entries older than the last
-   * appliedRepliesPerActorMax seqs are trimmed in the same transaction. A commandId that is still
-   * in the log keeps its first reply.
-   */
-  private appendApplied(dbs: SubDatabases, write: CommitWrite, appliedSeqBefore: number | null): number {
-    let seq = appliedSeqBefore ?? 0;
-    for (const command of write.appliedCommands) {
-      seq += 1;
-      const key = [write.actorKey, command.commandId];
-      // A new actor (no record: actor records are never deleted) has no dedupe rows, so the lookup
-      // is skipped on its first commit, which is most commits of short-lived actors like quotes.
-      if (appliedSeqBefore !== null && dbs.applied.get(key) !== undefined) continue;
-      dbs.applied.putSync(key, { seq, reply: command.reply });
-      dbs.appliedOrder.putSync([write.actorKey, seq], command.commandId);
-    }
-    const cutoff = seq - this.appliedRepliesPerActorMax; // seqs ≤ cutoff fall out of the window
-    if (cutoff > 0) {
-      const expired = [...dbs.appliedOrder.getRange({ start: [write.actorKey], end: [write.actorKey, cutoff + 1] })];
-      for (const { key, value: commandId } of expired) {
-        const [, entrySeq] = key as [string, number];
-        const applied = dbs.applied.get([write.actorKey, commandId]);
-        if (applied?.seq === entrySeq) dbs.applied.removeSync([write.actorKey, commandId]);
-        dbs.appliedOrder.removeSync(key);
-      }
-    }
-    return seq;
-  }
-
-  /** Outbox seq: one global counter in `meta`, read and bumped inside the write transaction. */
-  private appendOutbox(dbs: SubDatabases, write: CommitWrite): void {
-    if (write.outbox.length === 0) return;
-    let seq = Number(dbs.meta.get(outboxSeqKey) ?? 0);
-    for (const row of write.outbox) {
-      seq += 1;
-      const record: OutboxRecord = {
-        id: row.id, topic: row.topic, seq, actorKey: write.actorKey, version: write.newVersion,
-        payload: row.payload, claimOwner: null, claimExpiresAtMs: 0, createdAtMs: Date.now(),
-      };
-      if (row.partitionKey !== undefined) record.partitionKey = row.partitionKey;
-      if (dbs.outboxIds.get(row.id) !== undefined || dbs.outboxDeferredIds.get(row.id) !== undefined) throw new Error(`outbox id ${row.id} already exists`);
-      dbs.outbox.putSync([row.topic, seq], record);
-      dbs.outboxIds.putSync(row.id, [row.topic, seq]);
-    }
-    dbs.meta.putSync(outboxSeqKey, seq);
   }
 
   // ---- outbox ----

@@ -303,6 +303,23 @@ function contract(adapter: Adapter): void {
       await assert.rejects(store.list('transactions', { limit: 0 }), StoreUsageError);
     }));
 
+    test('a batch\'s outbox rows come in its writes\' order, after the batch before and before the next; a refused write takes no place', () => withStore(adapter, {}, async (store) => {
+      // The sequence is taken once per batch (lmdb: one read and one write of it per transaction).
+      assert.deepEqual(await store.commitBatch([write('b1', 0, { topics: ['t', 't'] }), write('b2', 0, { topics: ['t'] })]), ['ok', 'ok']);
+      assert.deepEqual(
+        await store.commitBatch([write('b1', 0, { topics: ['t'] }), write('b3', 0, { topics: ['t', 't'] }), write('b2', 1, { topics: ['t'] })]),
+        ['version_conflict', 'ok', 'ok'],
+      );
+      assert.equal(await store.commit(write('b1', 1, { topics: ['t'] })), 'ok');
+      const rows = await allPending(store, 't');
+      assert.deepEqual(rows.map((row) => row.id), [
+        outboxRowId('b1', 1, 0), outboxRowId('b1', 1, 1), outboxRowId('b2', 1, 0),
+        outboxRowId('b3', 1, 0), outboxRowId('b3', 1, 1), outboxRowId('b2', 2, 0),
+        outboxRowId('b1', 2, 0),
+      ]);
+      assert.ok(rows.every((row, i) => i === 0 || row.seq > (rows[i - 1]?.seq ?? Infinity)));
+    }));
+
     test('outbox rows come back in commit order per topic; afterSeq pages', () => withStore(adapter, {}, async (store) => {
       const versions = new Map<string, number>();
       const expected: string[] = [];
