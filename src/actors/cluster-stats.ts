@@ -9,7 +9,7 @@ import type { Bus } from '../bus/bus.ts';
 import type { Leases } from '../bus/leases.ts';
 import { commandGroup, commandStreamKey, shardLeaseName, shardLeasePrefix } from '../bus/shards.ts';
 import { workerStatsCollection } from './store-adapter.ts';
-import { outboxTopicCommands } from './runtime.ts';
+import { outboxTopicCommandBatches, outboxTopicCommands } from './runtime.ts';
 import { chainSweepTopic } from './deposit-actor.ts';
 import {
   outboxTopicDeliveries, outboxTopicPayouts, outboxTopicRefundsChain, outboxTopicRefundsPix, outboxTopicWebhooks,
@@ -66,7 +66,7 @@ export interface ClusterStats {
 
 /** Every outbox topic the service writes (each one has a worker that empties it). */
 export const serviceOutboxTopics: readonly string[] = [
-  outboxTopicCommands, outboxTopicWebhooks, outboxTopicPayouts, outboxTopicRefundsPix, outboxTopicRefundsChain, outboxTopicDeliveries, chainSweepTopic,
+  outboxTopicCommandBatches, outboxTopicCommands, outboxTopicWebhooks, outboxTopicPayouts, outboxTopicRefundsPix, outboxTopicRefundsChain, outboxTopicDeliveries, chainSweepTopic,
 ];
 
 /** Rows counted per topic and reading: a backlog this deep is an incident whatever its size. */

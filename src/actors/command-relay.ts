@@ -1,6 +1,7 @@
 // Commands that actors send to each other travel through the store's outbox (topic
-// `outboxTopicCommands`): the sending actor's write holds the command row, so a command is sent if
-// and only if the write that decided it committed. The shard worker relays the rows of each of
+// `outboxTopicCommandBatches`, one row per write holding its commands; rows of the older
+// `outboxTopicCommands`, one command each, are still relayed): the sending actor's write holds the
+// command row, so a command is sent if and only if the write that decided it committed. The shard worker relays the rows of each of
 // its batches at once, and sweeps the outbox for rows nobody relayed (a worker died between its
 // write and the relay) in every lease round. Relaying twice is harmless: receivers dedupe by
 // commandId.
@@ -8,7 +9,33 @@ import type { OutboxRowWrite } from './actor-store.ts';
 import { outboxBatchMax } from '../store/store.ts';
 import { envelopeFromJson } from './codec.ts';
 import type { CommandEnvelope, LogLevel } from './envelope.ts';
-import { outboxTopicCommands, type ActorRuntime } from './runtime.ts';
+import { commandsPerRowMax, outboxTopicCommandBatches, outboxTopicCommands, type ActorRuntime } from './runtime.ts';
+
+/** Whether a row carries commands (either topic). */
+export function isCommandRow(row: OutboxRowWrite): boolean {
+  return row.topic === outboxTopicCommandBatches || row.topic === outboxTopicCommands;
+}
+
+/**
+ * The envelopes of a command row: its one envelope (`commands`), or its batch (`command-batches`:
+ * 1 to `commandsPerRowMax`). Null when the row holds anything else: written by the runtime itself,
+ * so only a corrupt row, which can never be delivered.
+ */
+export function envelopesOfRow(row: OutboxRowWrite): CommandEnvelope[] | null {
+  if (row.topic === outboxTopicCommands) {
+    const envelope = envelopeFromJson(row.payload);
+    return envelope === null ? null : [envelope];
+  }
+  const items = row.payload;
+  if (!Array.isArray(items) || items.length === 0 || items.length > commandsPerRowMax) return null;
+  const envelopes: CommandEnvelope[] = [];
+  for (const item of items) {
+    const envelope = envelopeFromJson(item);
+    if (envelope === null) return null;
+    envelopes.push(envelope);
+  }
+  return envelopes;
+}
 
 export interface CommandRelayOptions {
   readonly store: {
@@ -29,14 +56,14 @@ export class CommandRelay {
 
   /** Relays the command rows among `rows`, then marks them done. */
   async relay(rows: readonly OutboxRowWrite[]): Promise<void> {
-    const commandRows = rows.filter((row) => row.topic === outboxTopicCommands);
+    const commandRows = rows.filter(isCommandRow);
     if (commandRows.length === 0) return;
     const envelopes: CommandEnvelope[] = [];
     for (const row of commandRows) {
-      const envelope = envelopeFromJson(row.payload);
+      const carried = envelopesOfRow(row);
       // Written by the runtime itself, so only a corrupt row gets here: it can never be delivered.
-      if (envelope === null) this.options.log('error', 'an outbox command row is not a command envelope; dropped', { rowId: row.id });
-      else envelopes.push(envelope);
+      if (carried === null) this.options.log('error', 'an outbox command row holds no command envelopes; dropped', { rowId: row.id });
+      else envelopes.push(...carried);
     }
     // The commands of one batch for one shard go out in one entry (`ActorRuntime.sendAll`).
     await this.options.runtime.sendAll(envelopes);
@@ -49,7 +76,7 @@ export class CommandRelay {
     // Re-sending a row another worker is relaying right now is harmless: receivers dedupe by
     // commandId. Malformed rows cannot be relayed; they are marked done so they do not block.
     const rows = await this.options.store.pendingCommandRows(1_000);
-    const malformed = rows.filter((row) => envelopeFromJson(row.payload) === null);
+    const malformed = rows.filter((row) => envelopesOfRow(row) === null);
     if (malformed.length > 0) {
       this.options.log('error', 'dropping malformed command rows from the outbox', { count: malformed.length });
       await this.options.store.markOutboxDone(malformed.map((row) => row.id));

@@ -40,7 +40,7 @@ import { ResidentActors, type ResidentCaps } from './resident-actors.ts';
 import { getHeapStatistics } from 'node:v8';
 
 // Kept importable from here: the shard worker, the store adapter and tests name them so.
-export { outboxTopicCommands, timerCommandId } from './actor-step.ts';
+export { commandsPerRowMax, outboxTopicCommandBatches, outboxTopicCommands, timerCommandId } from './actor-step.ts';
 
 export interface RuntimeClock {
   nowMs(): number;

@@ -3,7 +3,7 @@
 import type { CommitWrite, JsonObject, ReadModelIndex, SnapshotStore } from '../store/store.ts';
 import type { ActorCommit, ActorStore, BatchCommitResult, CommitResult, OutboxRowWrite } from './actor-store.ts';
 import type { JsonValue } from './envelope.ts';
-import { outboxTopicCommands } from './runtime.ts';
+import { outboxTopicCommandBatches, outboxTopicCommands } from './runtime.ts';
 import type { WorkerStore } from './worker-store.ts';
 import { quarantineReadModelIndexes } from './quarantine.ts';
 
@@ -41,8 +41,10 @@ export function runtimeStore(store: SnapshotStore): RuntimeStore {
       return timers;
     },
     async pendingCommandRows(limit) {
-      const rows = await store.outboxPending(outboxTopicCommands, limit);
-      return rows.map((row): OutboxRowWrite => ({ id: row.id, topic: row.topic, payload: row.payload as JsonValue }));
+      // Both command topics, oldest first (the outbox seq is one sequence across topics).
+      const rows = [...(await store.outboxPending(outboxTopicCommandBatches, limit)), ...(await store.outboxPending(outboxTopicCommands, limit))];
+      rows.sort((a, b) => a.seq - b.seq);
+      return rows.slice(0, limit).map((row): OutboxRowWrite => ({ id: row.id, topic: row.topic, payload: row.payload as JsonValue }));
     },
     markOutboxDone: (ids) => store.outboxMarkDone(ids),
     reportWorkerStats: (stats) => store.put(workerStatsCollection, stats.workerId, { ...stats, ownedShards: [...stats.ownedShards] }),

@@ -143,7 +143,7 @@ test('the outbox backlog per topic: a payout held up by a rail outage shows as a
   const rail = service.rail ?? assert.fail('the harness runs the sandbox rail');
   const key = service.apiKeys[testPartners.kycOff] ?? '';
   const edgeSeries = async (): Promise<Map<string, number>> => parse((await call(service.baseUrl, 'GET', '/metrics', { ops: service.opsApiKey })).text);
-  for (const topic of ['commands', 'webhooks', 'payouts', 'refunds.pix', 'refunds.chain', 'deliveries', 'sweeps.chain']) {
+  for (const topic of ['commands', 'command-batches', 'webhooks', 'payouts', 'refunds.pix', 'refunds.chain', 'deliveries', 'sweeps.chain']) {
     assert.ok((await edgeSeries()).has(`outbox_rows{topic="${topic}"}`), topic);
   }
   const quote = await call(service.baseUrl, 'POST', '/quote', { key, body: payoutQuoteBody });

@@ -153,6 +153,7 @@ for (const busKind of ['memory', 'redis'] as BusKind[]) {
       // Rows are marked many relays per store write; a row left behind would be relayed again by
       // every sweep (harmless, receivers dedupe, but it would never leave the outbox).
       await eventually(async () => {
+        assert.deepEqual(await harness.store.outboxPending('command-batches', 10), []);
         assert.deepEqual(await harness.store.outboxPending('commands', 10), []);
       });
     });

@@ -12,7 +12,8 @@ import { MemoryLeases } from '../../src/bus/memory-leases.ts';
 import { Requester } from '../../src/bus/request-reply.ts';
 import { replyStreamKey, shardOf } from '../../src/bus/shards.ts';
 import { ActorClient } from '../../src/actors/client.ts';
-import type { ActorBehavior } from '../../src/actors/envelope.ts';
+import type { ActorBehavior, JsonValue } from '../../src/actors/envelope.ts';
+import { commandsPerRowMax, outboxTopicCommandBatches, outboxTopicCommands } from '../../src/actors/runtime.ts';
 import { LmdbStore } from '../../src/store/lmdb-store.ts';
 import { serviceReadModelIndexes } from '../../src/service/context.ts';
 import { startShardRole, type ShardRole } from '../../src/service/shard-role.ts';
@@ -60,6 +61,9 @@ function onceBehavior(): ActorBehavior<{ readonly createdBy: string }> {
  * its own (a counter's refusal is such a command: it answers the asking transaction and counts
  * nothing); `keep` counts. Its `decode` reads only states its `encode` wrote, as every real one does.
  */
+/** More than one command-batch row holds (`commandsPerRowMax`): the write's commands take two rows. */
+const fanOutCount = commandsPerRowMax + 6;
+
 function forwarderBehavior(): ActorBehavior<{ readonly kept: number }> {
   return {
     type: 'forwarder',
@@ -73,6 +77,10 @@ function forwarderBehavior(): ActorBehavior<{ readonly kept: number }> {
     handle(state, command) {
       if (command.kind === 'forward') {
         return { send: [{ actorType: 'tally', actorKey: `from-${command.actorKey}`, kind: 'add', payload: null }], reply: 'forwarded' };
+      }
+      if (command.kind === 'fan-out') {
+        const send = Array.from({ length: fanOutCount }, (_, index) => ({ actorType: 'tally', actorKey: `fan-${command.actorKey}-${index}`, kind: 'add', payload: null }));
+        return { send, reply: 'sent' };
       }
       const kept = (state?.kept ?? 0) + 1;
       return { state: { kept }, reply: { kept } };
@@ -236,4 +244,31 @@ test('a write refused for a stale version is retried against the reloaded state,
   });
   assert.equal(written, 'ok');
   assert.deepEqual(await client.ask('tally', 'conflict', 'add', null, { timeoutMs: 5_000 }), { count: 11 });
+});
+
+// An actor write's commands travel in command-batch rows (up to 64 envelopes each) instead of a
+// row per command; the relay delivers every envelope of a row, and its sweep still relays rows a
+// crashed worker left, of either topic (the older one-command rows included).
+test('a write that sends seventy commands: every one arrives (two batch rows), and rows left behind of either topic are swept', async () => {
+  assert.equal(await client.ask('forwarder', 'fan', 'fan-out', null), 'sent');
+  await eventually(async () => {
+    for (let index = 0; index < fanOutCount; index += 1) {
+      assert.equal(((await store.load(`tally/fan-fan-${index}`))?.state as unknown as TallyState | undefined)?.count, 1, `tally ${index}`);
+    }
+  }, 15_000);
+  const envelope = (target: string): JsonValue => ({ commandId: `left-${target}`, actorType: 'tally', actorKey: target, kind: 'add', payload: null, sentAtMs: Date.now() });
+  // As a worker that crashed between its write and the relay leaves them (fenced as a shard this role does not own).
+  assert.equal(await store.commit({
+    actorKey: 'leftover/w', expectedVersion: 0, newVersion: 1, state: null, fence: { shard: 999, token: 1 }, appliedCommands: [], readModels: [],
+    outbox: [
+      { id: 'leftover/w:1:0', topic: outboxTopicCommandBatches, payload: [envelope('left-a'), envelope('left-b'), envelope('left-c')] },
+      { id: 'leftover/w:1:1', topic: outboxTopicCommands, payload: envelope('left-d') },
+    ],
+  }), 'ok');
+  await eventually(async () => {
+    for (const target of ['left-a', 'left-b', 'left-c', 'left-d']) {
+      assert.equal(((await store.load(`tally/${target}`))?.state as unknown as TallyState | undefined)?.count, 1, target);
+    }
+    assert.deepEqual([...(await store.outboxPending(outboxTopicCommandBatches, 10)), ...(await store.outboxPending(outboxTopicCommands, 10))], [], 'swept rows are marked done');
+  }, 30_000);
 });

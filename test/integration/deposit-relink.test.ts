@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { depositActorKey, depositActorType, type ClaimedTransfer, type DepositReply } from '../../src/actors/deposit-actor.ts';
 import type { JsonValue } from '../../src/actors/envelope.ts';
-import { outboxTopicCommands } from '../../src/actors/runtime.ts';
+import { outboxTopicCommandBatches, outboxTopicCommands } from '../../src/actors/runtime.ts';
 import { toJsonValue } from '../../src/actors/state-codec.ts';
 import { outboxTopicPayouts, type AcceptReply, type DomainReply } from '../../src/actors/transaction-actor.ts';
 import type { Quote } from '../../src/domain/quote.ts';
@@ -52,8 +52,12 @@ for (const busKind of ['memory', 'redis'] as const satisfies readonly BusKind[])
      */
     async function relayedCommandsApplied(transactionId: string): Promise<DomainReply> {
       const deadlineMs = Date.now() + waitMsMax;
-      const pendingFor = async (): Promise<number> =>
-        (await harness.store.outboxPending(outboxTopicCommands, 1_000)).filter((row) => (row.payload as { actorKey?: JsonValue }).actorKey === transactionId).length;
+      const pendingFor = async (): Promise<number> => {
+        const rows = [...(await harness.store.outboxPending(outboxTopicCommands, 1_000)), ...(await harness.store.outboxPending(outboxTopicCommandBatches, 1_000))];
+        // A batch row holds several envelopes; a row of the older topic one.
+        const envelopes = rows.flatMap((row) => (Array.isArray(row.payload) ? row.payload : [row.payload])) as Array<{ actorKey?: JsonValue }>;
+        return envelopes.filter((envelope) => envelope.actorKey === transactionId).length;
+      };
       while ((await pendingFor()) > 0) {
         assert.ok(Date.now() < deadlineMs, 'the relay did not pass the notice on');
         await new Promise((wake) => setTimeout(wake, 20));
