@@ -161,7 +161,7 @@ export function acceptanceSteps(request: Pick<AcceptanceRequest, 'kybApproved'>,
  * (a user's day, a KYC month) until its release — a concurrent acceptance of the same user can
  * then be refused there, never granted past a cap. What it saves is a round trip and a versioned
  * transaction write on every accepted transaction: the success path (bench/README.md,
- * "hot-accept": 1.3× the acceptances per second of the two-stage saga). The unbounded refusal load
+ * "hot-accept": ≈ 1.25× the acceptances per second of the two-stage saga, same run conditions). The unbounded refusal load
  * of a spent method cap is answered by the edge before any step is asked (`earlyRefusalStage`),
  * and only the acceptances racing the cap's last units pay for the extra reservations. (Sagas
  * stored by an earlier release mid-way through their first stage ask the rest when it answers:
