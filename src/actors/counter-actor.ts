@@ -10,7 +10,7 @@
 import { answerReserve, type CounterWindow, type ReservationOutcome, type WindowReservation } from '../domain/acceptance.ts';
 import { commit, emptyCounter, release, type CounterState, type LimitsConfig } from '../domain/limits.ts';
 import type { Decimal } from '../domain/money.ts';
-import { decodeCounter, encodeCounter } from './counter-snapshot.ts';
+import { decodeCounter, encodeCounter, noteReserved } from './counter-snapshot.ts';
 import { z } from 'zod';
 import { amountSchema, decoderOf, idText, paymentMethodSchema } from './commands.ts';
 import type { ActorBehavior, CommandMap, CommandToSend, JsonValue } from './envelope.ts';
@@ -83,6 +83,7 @@ export function counterBehavior(deps: { limits(): LimitsConfig }): ActorBehavior
       switch (command.kind) {
         case 'reserve': {
           const answer = answerReserve(state, deps.limits(), command);
+          if (answer.state !== state) noteReserved(state, answer.state, command.transactionId);
           return {
             ...(answer.state !== state ? { state: answer.state } : {}),
             send: [resultTo(command.transactionId, { window: command.window, outcome: answer.outcome })],

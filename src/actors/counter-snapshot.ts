@@ -77,6 +77,26 @@ function bucketText(bucket: CounterBucket): string {
   return text;
 }
 
+/**
+ * Notes that `next` is `previous` with `transactionId` reserved, so that its bucket's text is the
+ * previous one plus a line, not every line again (a reservation in the hot counter's bucket of a
+ * busy day re-encoded hundreds of lines, each amount formatted anew). Only for a plain append: the
+ * bucket grew by exactly that entry, at its end (an id that is an array index is ordered first by
+ * the object, not last), and the previous text is known.
+ */
+export function noteReserved(previous: CounterState, next: CounterState, transactionId: string): void {
+  const index = bucketIndexOf(transactionId);
+  const before = previous.buckets[index];
+  const after = next.buckets[index];
+  if (before === undefined || after === undefined || before === after || encodedBuckets.has(after)) return;
+  const text = encodedBuckets.get(before);
+  const entry = Object.hasOwn(after, transactionId) ? after[transactionId] : undefined;
+  if (text === undefined || entry === undefined || /^(0|[1-9][0-9]*)$/.test(transactionId)) return;
+  if (Object.keys(after).length !== Object.keys(before).length + 1) return;
+  const line = entryLine(transactionId, entry);
+  encodedBuckets.set(after, text === '' ? line : `${text}${lineSeparator}${line}`);
+}
+
 export function encodeCounter(state: CounterState): JsonValue {
   const cached = encodedCounters.get(state);
   if (cached !== undefined) return cached;

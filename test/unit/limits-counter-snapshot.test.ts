@@ -150,3 +150,30 @@ test('the totals alone decide a grant: whatever the entries hold, a reservation 
   const spent = { transactionId: 'tx-7', amount: cop('1000'), cap: state.reservedAmount, countCap: null };
   assert.deepEqual([reserve(totals, spent).ok, reserve(state, spent).ok], [false, true]);
 });
+
+test('a reservation re-encodes its bucket by appending a line: the snapshot is the one a full encoding gives', () => {
+  const behavior = counterBehavior({ limits: () => defaultLimitsConfig });
+  let state: CounterState | null = null;
+  const ids = [...Array.from({ length: 300 }, (_, index) => `tx-${index}`), '42', '7', 'line\nbreak', '__proto__', 'tx-after-numbers'];
+  for (const [index, transactionId] of ids.entries()) {
+    const command: CommandEnvelope = {
+      commandId: `c-${index}`,
+      actorType: 'counter',
+      actorKey: 'limits:method-day:PIX:2026-01-01',
+      kind: 'reserve',
+      payload: toJsonValue({ kind: 'reserve', window: 'methodDay', transactionId, amount: cop('1.50'), method: 'PIX' }),
+      sentAtMs: 0,
+    };
+    const next: CounterState | undefined = handleCommand(behavior, state, command, { nowMs: 0, commandId: command.commandId }).state;
+    if (next !== undefined) state = next;
+    assert.ok(state !== null);
+    behavior.encode(state); // as the runtime does after every write: the next append builds on it
+    if (index === 150) state = release(state, 'tx-3');
+  }
+  assert.ok(state !== null);
+  const written = behavior.encode(state) as { bucketLines: string[] };
+  // The same entries in fresh bucket objects: nothing cached, every line formatted again.
+  const fresh = encodeCounter({ ...state, buckets: state.buckets.map((bucket) => ({ ...bucket })) }) as { bucketLines: string[] };
+  assert.deepEqual(written.bucketLines, fresh.bucketLines);
+  assert.deepEqual(decodeCounter(JSON.parse(JSON.stringify(written)) as JsonValue), state);
+});

@@ -1,0 +1,83 @@
+// The edge's early refusal reads the hot counter's totals at most every `totalsReuseMs` (its whole
+// snapshot holds every transaction of the day in flight), and that reuse never changes an answer:
+// totals that say "room" only let an acceptance through to the actors (which decide), and totals
+// that say "full" are read again, fresh, before anything is refused.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { defaultLimitsConfig } from '../../src/config/limits.ts';
+import { encodeCounter } from '../../src/actors/counter-actor.ts';
+import { actorId } from '../../src/actors/envelope.ts';
+import { createEarlyRefusals, totalsReuseMs } from '../../src/edge/early-refusal.ts';
+import { emptyCounter, methodDayCounterKey, methodDayKey, release, reserve, type CounterState } from '../../src/domain/limits.ts';
+import { decimal } from '../../src/domain/money.ts';
+import type { ActorSnapshot } from '../../src/store/store.ts';
+import { acceptPayload } from '../support/accept-payload.ts';
+import { brebPayoutQuote } from '../support/quotes.ts';
+
+const t0 = 1_700_000_000_000;
+const quote = brebPayoutQuote(t0);
+const counterId = actorId('counter', methodDayCounterKey('BREB', methodDayKey(defaultLimitsConfig, 'BREB', t0)));
+const cap = defaultLimitsConfig.methods.BREB.methodDailyAmountMax ?? decimal(0n, 2);
+
+/** A store holding one method-day counter, counting its reads. */
+function counterStore() {
+  let snapshot: ActorSnapshot | null = null;
+  let version = 0;
+  const store = {
+    loads: 0,
+    set(state: CounterState): void {
+      version += 1;
+      snapshot = { version, state: encodeCounter(state) };
+    },
+    async load(id: string): Promise<ActorSnapshot | null> {
+      if (id === counterId) store.loads += 1;
+      return id === counterId ? snapshot : null;
+    },
+  };
+  return store;
+}
+
+function holding(amount: typeof cap): CounterState {
+  const result = reserve(emptyCounter(), { transactionId: 'someone-else', amount, cap: null, countCap: null });
+  assert.ok(result.ok);
+  return result.state;
+}
+
+const ask = (refusals: ReturnType<typeof createEarlyRefusals>, nowMs: number, id = 'tx-1') => refusals.check(acceptPayload(quote), id, nowMs, null);
+
+test(`a counter with room is read once per ${totalsReuseMs} ms, and nothing is refused`, async () => {
+  const store = counterStore();
+  store.set(holding(decimal(100_000n, 2)));
+  const refusals = createEarlyRefusals(store, () => defaultLimitsConfig);
+  assert.equal(await ask(refusals, t0), null);
+  assert.equal(await ask(refusals, t0 + 10), null);
+  assert.equal(await ask(refusals, t0 + totalsReuseMs - 1), null);
+  assert.equal(store.loads, 1, 'the totals read at t0 are reused');
+  assert.equal(await ask(refusals, t0 + totalsReuseMs), null);
+  assert.equal(store.loads, 2, 'and read again once they are that old');
+});
+
+test('totals that said "room" and went stale let the acceptance through to the actors; fresh ones refuse', async () => {
+  const store = counterStore();
+  store.set(holding(decimal(100_000n, 2)));
+  const refusals = createEarlyRefusals(store, () => defaultLimitsConfig);
+  assert.equal(await ask(refusals, t0), null);
+  store.set(holding(cap)); // the cap is spent meanwhile
+  assert.equal(await ask(refusals, t0 + 10), null, 'not refused early: the actors decide');
+  const refused = await ask(refusals, t0 + totalsReuseMs);
+  assert.equal(refused?.ok, false);
+  assert.equal(refused !== null && !refused.ok ? refused.code : null, 'method_daily_cap');
+});
+
+test('totals that said "full" are read again before a refusal: a release made meanwhile is seen at once', async () => {
+  const store = counterStore();
+  const full = holding(cap);
+  store.set(full);
+  const refusals = createEarlyRefusals(store, () => defaultLimitsConfig);
+  const refused = await ask(refusals, t0);
+  assert.equal(refused?.ok, false);
+  store.set(release(full, 'someone-else'));
+  const loads = store.loads;
+  assert.equal(await ask(refusals, t0 + 1), null, 'the release is seen within the reuse window');
+  assert.equal(store.loads, loads + 1, 'by a fresh read');
+});
