@@ -716,7 +716,6 @@ async function runClusterComparison(context: SweepContext): Promise<void> {
   }
 }
 
-/** A point of the `system` baseline (its own scenario) at `connections`. */
 /** 2xx answers per second of the measured phase. */
 export function successfulPerSecond(point: HttpPoint): number {
   let successes = 0;
@@ -724,6 +723,7 @@ export function successfulPerSecond(point: HttpPoint): number {
   return point.durationS > 0 ? successes / point.durationS : 0;
 }
 
+/** A point of the `system` baseline (its own scenario) at `connections`. */
 function isBaselinePoint(point: HttpPoint, system: string, connections: number): boolean {
   return point.system === system && point.scenario === baselineScenario[system] && point.connections === connections;
 }

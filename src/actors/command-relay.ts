@@ -18,23 +18,24 @@ export function isCommandRow(row: OutboxRowWrite): boolean {
 
 /**
  * The envelopes of a command row: its one envelope (`commands`), or its batch (`command-batches`:
- * 1 to `commandsPerRowMax`). Null when the row holds anything else: written by the runtime itself,
- * so only a corrupt row, which can never be delivered.
+ * 1 to `commandsPerRowMax`), and how many of its items are not envelopes. Written by the runtime
+ * itself, so only corruption makes an item unreadable: such an item can never be delivered, and it
+ * must not take the other commands of its row with it (a refusal's releases travel together).
+ * A row that is not a list at all, or of the wrong size, carries nothing that can be delivered.
  */
-export function envelopesOfRow(row: OutboxRowWrite): CommandEnvelope[] | null {
-  if (row.topic === outboxTopicCommands) {
-    const envelope = envelopeFromJson(row.payload);
-    return envelope === null ? null : [envelope];
-  }
-  const items = row.payload;
-  if (!Array.isArray(items) || items.length === 0 || items.length > commandsPerRowMax) return null;
+export function envelopesOfRow(row: OutboxRowWrite): { readonly envelopes: CommandEnvelope[]; readonly unreadable: number } {
+  const items: readonly unknown[] =
+    row.topic === outboxTopicCommands
+      ? [row.payload]
+      : Array.isArray(row.payload) && row.payload.length > 0 && row.payload.length <= commandsPerRowMax
+        ? row.payload
+        : [];
   const envelopes: CommandEnvelope[] = [];
   for (const item of items) {
     const envelope = envelopeFromJson(item);
-    if (envelope === null) return null;
-    envelopes.push(envelope);
+    if (envelope !== null) envelopes.push(envelope);
   }
-  return envelopes;
+  return { envelopes, unreadable: items.length === 0 ? 1 : items.length - envelopes.length };
 }
 
 export interface CommandRelayOptions {
@@ -61,9 +62,8 @@ export class CommandRelay {
     const envelopes: CommandEnvelope[] = [];
     for (const row of commandRows) {
       const carried = envelopesOfRow(row);
-      // Written by the runtime itself, so only a corrupt row gets here: it can never be delivered.
-      if (carried === null) this.options.log('error', 'an outbox command row holds no command envelopes; dropped', { rowId: row.id });
-      else envelopes.push(...carried);
+      if (carried.unreadable > 0) this.options.log('error', 'an outbox command row holds items that are not command envelopes; those are dropped', { rowId: row.id, unreadable: carried.unreadable, delivered: carried.envelopes.length });
+      envelopes.push(...carried.envelopes);
     }
     // The commands of one batch for one shard go out in one entry (`ActorRuntime.sendAll`).
     await this.options.runtime.sendAll(envelopes);
@@ -74,14 +74,9 @@ export class CommandRelay {
   /** The sweep: rows still pending in the outbox (up to 1,000), relayed again. */
   async relayPending(): Promise<void> {
     // Re-sending a row another worker is relaying right now is harmless: receivers dedupe by
-    // commandId. Malformed rows cannot be relayed; they are marked done so they do not block.
-    const rows = await this.options.store.pendingCommandRows(1_000);
-    const malformed = rows.filter((row) => envelopesOfRow(row) === null);
-    if (malformed.length > 0) {
-      this.options.log('error', 'dropping malformed command rows from the outbox', { count: malformed.length });
-      await this.options.store.markOutboxDone(malformed.map((row) => row.id));
-    }
-    await this.relay(rows.filter((row) => !malformed.includes(row)));
+    // commandId. A row's unreadable items are logged and dropped by `relay`, its readable ones
+    // delivered, and the row marked done either way, so it does not block.
+    await this.relay(await this.options.store.pendingCommandRows(1_000));
   }
 
   /** Resolves once the rows relayed so far are marked done (or that write failed). */

@@ -44,6 +44,8 @@ function parseEntryLine(line: string): [string, CounterEntry] {
     throw new Error(`counter snapshot: bad entry line ${JSON.stringify(line.slice(0, 80))}`);
   }
   const parsed = decimalFromExactString(line.slice(2, amountEnd));
+  // A negative entry would hold an amount against the cap's totals while counting less: refused.
+  if (parsed.units < 0n) throw new Error(`counter snapshot: negative amount in ${JSON.stringify(line.slice(0, 80))}`);
   const rawId = line.slice(amountEnd + 1);
   const transactionId = flag !== flag.toLowerCase() ? decodeURIComponent(rawId) : rawId;
   return [transactionId, { amount: decimal(parsed.units, parsed.scale), status }];
@@ -224,7 +226,8 @@ export function decodeCounter(json: JsonValue, memo?: CounterDecodeMemo): Counte
     countedAmount = add(countedAmount, decoded.countedAmount);
     countedCount += decoded.countedCount;
   }
-  if (!Number.isSafeInteger(state.foldedCount) || state.reservedCount !== countedCount || compare(countedAmount, state.reservedAmount) !== 0) {
+  const foldedSound = Number.isSafeInteger(state.foldedCount) && state.foldedCount >= 0 && state.foldedAmount.units >= 0n;
+  if (!foldedSound || state.reservedCount !== countedCount || compare(countedAmount, state.reservedAmount) !== 0) {
     throw new Error(
       `counter snapshot: totals ${state.reservedCount} / ${toFixedString(state.reservedAmount)} disagree with ${countedCount} counted (folded and listed)`,
     );

@@ -23,14 +23,20 @@ test(`more than ${commandsPerRowMax} commands take as many rows as needed, none 
   assert.deepEqual(rows.flatMap((row) => row.payload as JsonValue[]), Array.from({ length: commandsPerRowMax * 2 + 1 }, (_, index) => envelope(index)));
 });
 
-test('the relay reads a batch row and an older one-command row, and refuses what holds anything else', () => {
+test('the relay reads a batch row and an older one-command row; an unreadable item is dropped alone, never with its row', () => {
   const batch = { id: 'a:1:0', topic: outboxTopicCommandBatches, payload: [envelope(0), envelope(1)] };
   const single = { id: 'a:2:0', topic: outboxTopicCommands, payload: envelope(2) };
   assert.deepEqual([isCommandRow(batch), isCommandRow(single), isCommandRow({ id: 'a:3:0', topic: 'webhooks', payload: null })], [true, true, false]);
-  assert.deepEqual(envelopesOfRow(batch)?.map((item) => item.commandId), ['c>0', 'c>1']);
-  assert.deepEqual(envelopesOfRow(single)?.map((item) => item.commandId), ['c>2']);
-  for (const payload of [[], [envelope(0), { not: 'an envelope' }], envelope(0), Array.from({ length: commandsPerRowMax + 1 }, (_, index) => envelope(index))]) {
-    assert.equal(envelopesOfRow({ id: 'bad', topic: outboxTopicCommandBatches, payload }), null, JSON.stringify(payload).slice(0, 60));
+  const ids = (row: Parameters<typeof envelopesOfRow>[0]) => {
+    const carried = envelopesOfRow(row);
+    return [carried.envelopes.map((item) => item.commandId), carried.unreadable];
+  };
+  assert.deepEqual(ids(batch), [['c>0', 'c>1'], 0]);
+  assert.deepEqual(ids(single), [['c>2'], 0]);
+  // One corrupt item among a refusal's releases: the others still go out.
+  assert.deepEqual(ids({ id: 'b', topic: outboxTopicCommandBatches, payload: [envelope(0), { not: 'an envelope' }, envelope(2)] }), [['c>0', 'c>2'], 1]);
+  for (const payload of [[], envelope(0), Array.from({ length: commandsPerRowMax + 1 }, (_, index) => envelope(index))]) {
+    assert.deepEqual(ids({ id: 'bad', topic: outboxTopicCommandBatches, payload }), [[], 1], JSON.stringify(payload).slice(0, 60));
   }
-  assert.equal(envelopesOfRow({ id: 'bad', topic: outboxTopicCommands, payload: [envelope(0)] }), null, 'a one-command row holds one envelope');
+  assert.deepEqual(ids({ id: 'bad', topic: outboxTopicCommands, payload: [envelope(0)] }), [[], 1], 'a one-command row holds one envelope');
 });

@@ -92,6 +92,14 @@ test('a snapshot whose totals disagree with its entries, or whose entry sits in 
   assert.throws(() => decodeCounter(withLine(0, 'x 1.00 id')), /bad entry line/);
   const usdc = bucketIndexOf('usdc');
   assert.throws(() => decodeCounter(withLine((usdc + 1) % counterBucketCount, 'r 1.00 usdc')), /belongs to another/);
+  // A negative entry next to a positive one keeps the totals right while holding more than they say.
+  const evil = bucketIndexOf('evil');
+  const good = bucketIndexOf('good');
+  const pair = { reservedAmount: { decimal__: '0.00' }, reservedCount: 2, foldedAmount: { decimal__: '0' }, foldedCount: 0 };
+  const lines = Array.from({ length: counterBucketCount }, (_, index) => [index === evil ? 'o -100.00 evil' : '', index === good ? 'o 100.00 good' : ''].filter((line) => line !== '').join('\n'));
+  assert.throws(() => decodeCounter({ ...pair, bucketLines: lines }), /negative amount/);
+  assert.throws(() => decodeCounter({ ...snapshot, foldedCount: -1, reservedCount: 4 }), /disagree/);
+  assert.throws(() => decodeCounter({ ...snapshot, foldedAmount: { decimal__: '-1.00' } }), /disagree/);
 });
 
 test('reading a counter again after one reservation parses only the bucket that changed', () => {
