@@ -17,7 +17,7 @@ import { PartnerDirectory, type Partner } from '../../src/ports/partners.ts';
 import { createWebhookServices, webhookReadModelIndexes, type WebhookOptions, type WebhookServices } from '../../src/webhooks/index.ts';
 import { sendWebhook } from '../../src/webhooks/transport.ts';
 import type { MetricFamily } from '../../src/lifecycle/metrics.ts';
-import { eventually } from '../support/eventually.ts';
+import { eventually, within } from '../support/eventually.ts';
 import { collectingLogger, commitWebhooks, newTransaction, startTarpit, startWebhookReceiver, type FedTransaction, type WebhookReceiver } from '../support/webhook-receiver.ts';
 import { teardown } from '../support/teardown.ts';
 
@@ -33,19 +33,6 @@ function partner(id: string, url: string): Partner {
 function manualClock(startMs: number): { now: number; nowMs(): number } {
   const clock = { now: startMs, nowMs: () => clock.now };
   return clock;
-}
-
-/** `promise`, or a failure once `boundMs` has passed (the bound the behaviour promises, not a timing). */
-async function within<T>(boundMs: number, promise: Promise<T>, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: not done within ${boundMs} ms`)), boundMs);
-  });
-  try {
-    return await Promise.race([promise, late]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 function sample(families: readonly MetricFamily[], name: string, labels: Readonly<Record<string, string>>): number | undefined {
@@ -87,16 +74,16 @@ describe('fair webhook delivery', () => {
     try {
       const request = { url: tarpit.url, headers: { 'content-type': 'application/json' }, body: '{}' };
       const slowAnswer = await within(
+        'an attempt on a silent endpoint',
         5_000,
         sendWebhook(request, { sandbox: true }, { attemptTimeoutMs: 60_000, connectTimeoutMs: 60_000, firstByteTimeoutMs: 200, responseBytesMax: 4 * 1_024 }),
-        'an attempt on a silent endpoint',
       );
       assert.deepEqual(slowAnswer.result, { kind: 'error', error: 'timeout' });
       // Over https the tarpit never finishes the TLS handshake: the connection never gets ready.
       const slowConnect = await within(
+        'an attempt whose handshake hangs',
         5_000,
         sendWebhook({ ...request, url: tarpit.httpsUrl }, { sandbox: true }, { attemptTimeoutMs: 60_000, connectTimeoutMs: 200, firstByteTimeoutMs: 60_000, responseBytesMax: 4 * 1_024 }),
-        'an attempt whose handshake hangs',
       );
       assert.deepEqual(slowConnect.result, { kind: 'error', error: 'timeout' });
       assert.equal(tarpit.connections(), 2, 'each attempt reached the endpoint once');
@@ -324,7 +311,7 @@ describe('fair webhook delivery', () => {
 
       for (const id of ['acme', 'other']) {
         assert.ok((await webhooks.destinations.stageDraft(id, `${receiver.origin}/draft-${id}`)).ok);
-        const tested = await within(2_000, webhooks.destinations.testDraft(id), `the test delivery of ${id}`);
+        const tested = await within(`the test delivery of ${id}`, 2_000, webhooks.destinations.testDraft(id));
         assert.ok(tested.ok && tested.test.ok, `${id}: ${JSON.stringify(tested)}`);
         assert.equal(receiver.requestsTo(`/draft-${id}`).length, 1);
       }
@@ -345,13 +332,13 @@ describe('fair webhook delivery', () => {
     try {
       assert.ok((await webhooks.destinations.stageDraft('acme', tarpit.url)).ok);
       const running = Array.from({ length: 5 }, () => webhooks.destinations.testDraft('acme'));
-      const refused = await within(2_000, webhooks.destinations.testDraft('acme'), 'a test beyond the pool');
+      const refused = await within('a test beyond the pool', 2_000, webhooks.destinations.testDraft('acme'));
       assert.equal(refused.ok, false);
       assert.equal(!refused.ok && refused.code, 'test_busy');
       await eventually(() => assert.equal(tarpit.open(), 2));
       assert.equal(tarpit.maxOpen(), 2, 'at most the pool size of tests in flight');
       await tarpit.close();
-      const results = await within(5_000, Promise.all(running), 'the queued tests');
+      const results = await within('the queued tests', 5_000, Promise.all(running));
       assert.ok(results.every((result) => result.ok && !result.test.ok), 'each queued test ran and reported the failure');
       assert.equal(tarpit.connections(), 2, 'the queued tests ran after the tarpit closed: refused connections, not new ones');
     } finally {
