@@ -211,13 +211,7 @@ export function decodeCounter(json: JsonValue, memo?: CounterDecodeMemo): Counte
   const buckets = Array.isArray(snapshot.bucketLines)
     ? currentFormatBuckets(snapshot.bucketLines, memo)
     : bucketsOfList(typeof snapshot.entryLines === 'string' ? parseLines(snapshot.entryLines) : legacyEntries(snapshot.entries));
-  const state: CounterState = {
-    reservedAmount: fromJsonValue<Decimal>(snapshot.reservedAmount ?? null),
-    reservedCount: Number(snapshot.reservedCount),
-    foldedAmount: current ? fromJsonValue<Decimal>(snapshot.foldedAmount ?? null) : zero(0),
-    foldedCount: current ? Number(snapshot.foldedCount) : 0,
-    buckets: buckets.map((decoded) => decoded.bucket),
-  };
+  const state: CounterState = { ...decodeCounterTotals(json), buckets: buckets.map((decoded) => decoded.bucket) };
   // The totals are the folded ones plus the listed entries' (the domain keeps them so); a snapshot
   // that disagrees is corrupt, and loading it would let the cap drift.
   let countedAmount = state.foldedAmount;

@@ -26,6 +26,16 @@ export interface EarlyRefusals {
   check(accept: AcceptPayload, transactionId: string, nowMs: number, quoteUse: QuoteUse | null): Promise<AcceptReply | null>;
 }
 
+/** Sets `key` as the newest of `map`, forgetting the oldest beyond `decodedCountersMax` (insertion order is age). */
+function setNewest<V>(map: Map<string, V>, key: string, value: V): void {
+  map.delete(key);
+  if (map.size >= decodedCountersMax) {
+    const oldest = map.keys().next();
+    if (oldest.done !== true) map.delete(oldest.value);
+  }
+  map.set(key, value);
+}
+
 export function createEarlyRefusals(store: Pick<SnapshotStore, 'load'>, limits: () => LimitsConfig): EarlyRefusals {
   // A counter snapshot's version names its content for good (a version is committed once), so a
   // counter is decoded again only when it changed (at a spent cap it no longer does), and then
@@ -37,12 +47,7 @@ export function createEarlyRefusals(store: Pick<SnapshotStore, 'load'>, limits: 
     if (cached !== undefined && cached.version === snapshot.version) return cached.state;
     const memo = cached?.memo ?? counterDecodeMemo();
     const state = decodeCounter(snapshot.state, memo);
-    decoded.delete(key);
-    if (decoded.size >= decodedCountersMax) {
-      const oldest = decoded.keys().next();
-      if (oldest.done !== true) decoded.delete(oldest.value);
-    }
-    decoded.set(key, { version: snapshot.version, state, memo });
+    setNewest(decoded, key, { version: snapshot.version, state, memo });
     return state;
   }
 
@@ -64,12 +69,7 @@ export function createEarlyRefusals(store: Pick<SnapshotStore, 'load'>, limits: 
 
   function remember(key: string, nowMs: number, snapshot: ActorSnapshot | undefined): CounterState {
     const totals = snapshot === undefined ? emptyCounter() : decodeCounterTotals(snapshot.state);
-    totalsRead.delete(key);
-    if (totalsRead.size >= decodedCountersMax) {
-      const oldest = totalsRead.keys().next();
-      if (oldest.done !== true) totalsRead.delete(oldest.value);
-    }
-    totalsRead.set(key, { atMs: nowMs, totals });
+    setNewest(totalsRead, key, { atMs: nowMs, totals });
     return totals;
   }
 

@@ -119,13 +119,7 @@ export class LmdbStore implements SnapshotStore {
     const root = this.openRoot();
     const transact = <T>(action: () => T): Promise<T> => root.childTransaction(action);
     try {
-      const outcomes = await transact(() => {
-        // One read and one write of the outbox sequence for the whole batch, not per commit.
-        const sequence = outboxSequence(dbs);
-        const committed = valid.map(({ write }) => this.commitInTxn(dbs, write, sequence));
-        sequence.save();
-        return committed;
-      });
+      const outcomes = await transact(() => this.commitAllInTxn(dbs, valid.map(({ write }) => write)));
       valid.forEach(({ index }, position) => { results[index] = outcomes[position] ?? 'version_conflict'; });
     } catch (error) {
       if (valid.length === 1) {
@@ -134,12 +128,7 @@ export class LmdbStore implements SnapshotStore {
       }
       for (const { index, write } of valid) {
         try {
-          results[index] = await transact(() => {
-            const sequence = outboxSequence(dbs);
-            const result = this.commitInTxn(dbs, write, sequence);
-            sequence.save();
-            return result;
-          });
+          results[index] = (await transact(() => this.commitAllInTxn(dbs, [write])))[0] ?? 'version_conflict';
         } catch (alone) {
           results[index] = { error: alone };
         }
@@ -193,6 +182,14 @@ export class LmdbStore implements SnapshotStore {
   // lmdb-js queues a plain `put` for its write thread as a write of its own, so it would not be in
   // this transaction, nor durable when the commit returns (checked: a process killed right after
   // such a commit loses it).
+  /** `writes` in one write transaction: one read and one write of the outbox sequence for all of them, not per commit. */
+  private commitAllInTxn(dbs: SubDatabases, writes: readonly CommitWrite[]): CommitResult[] {
+    const sequence = outboxSequence(dbs);
+    const results = writes.map((write) => this.commitInTxn(dbs, write, sequence));
+    sequence.save();
+    return results;
+  }
+
   private commitInTxn(dbs: SubDatabases, write: CommitWrite, sequence: OutboxSequence): CommitResult {
     // Both checks come before the first write, so a refusal writes nothing (not even the fence).
     const fenceToken = dbs.fences.get(write.fence.shard);
