@@ -16,6 +16,7 @@ import {
   type ReplyTarget,
 } from './envelope.ts';
 import type { ActorCommit, OutboxRowWrite } from './actor-store.ts';
+import { actorPartId, partText, partWrites, partsArray, type PartDoc } from './actor-parts.ts';
 import { ActorFault } from './quarantine.ts';
 import { actorOverheadBytes, estimateJsonBytes, rememberedCommandBytes } from './actor-memory.ts';
 
@@ -43,6 +44,19 @@ export function timerCommandId(id: string, dueAtMs: number, attempt = 0): string
   return attempt === 0 ? `${id}:timer:${dueAtMs}` : `${id}:timer:${dueAtMs}:retry:${attempt}`;
 }
 
+/** The command that fires an actor's timer (`attempt` ≥ 1: armed again after a refusal). */
+export function timerCommand(id: string, dueAtMs: number, attempt: number, nowMs: number): CommandEnvelope {
+  const slash = id.indexOf('/');
+  return {
+    commandId: timerCommandId(id, dueAtMs, attempt),
+    actorType: id.slice(0, slash),
+    actorKey: id.slice(slash + 1),
+    kind: timerCommandKind,
+    payload: { dueAtMs },
+    sentAtMs: nowMs,
+  };
+}
+
 export interface ActiveActor {
   readonly id: string;
   readonly behavior: AnyActorBehavior;
@@ -62,6 +76,11 @@ export interface ActiveActor {
    * undefined when not known (activated from a snapshot). A write that leaves it unchanged skips it.
    */
   storedTimerAtMs: number | null | undefined;
+  /**
+   * The actor's parts as of `version` (src/actors/actor-parts.ts), by index ('' where none); null
+   * for an actor type without parts. A write writes only the parts that differ from these.
+   */
+  storedParts: readonly string[] | null;
   /** Estimated bytes this actor holds in memory (src/actors/actor-memory.ts), as of its last load or write. */
   approxBytes: number;
 }
@@ -96,6 +115,8 @@ export interface PreparedWrite {
   readonly refusedTimerAtMs: number | null;
   readonly replies: PendingReply[];
   readonly outboxRows: OutboxRowWrite[];
+  /** The actor's parts once the write is durable (undefined: it has none, or wrote no state). */
+  readonly parts: readonly string[] | undefined;
   /** Set when this write applies a quarantined actor's dead letters: it is released once durable. */
   readonly releases?: true;
 }
@@ -110,30 +131,53 @@ export function firedDueAtMs(command: CommandEnvelope): number | null {
   return typeof dueAtMs === 'number' && Number.isSafeInteger(dueAtMs) ? dueAtMs : null;
 }
 
-/** An actor as its snapshot (or none: a new actor) leaves it, at `nowMs`. */
-export function activeActor(id: string, behavior: AnyActorBehavior, snapshot: ActorSnapshot | null, nowMs: number): ActiveActor {
+/** An actor as its snapshot (or none: a new actor) and the part records it names leave it, at `nowMs`. */
+export function activeActor(
+  id: string,
+  behavior: AnyActorBehavior,
+  snapshot: ActorSnapshot | null,
+  nowMs: number,
+  partDocs: ReadonlyMap<number, PartDoc> = new Map(),
+): ActiveActor {
+  const { state, storedParts } = decodedState(behavior, id, snapshot, partDocs);
   return {
     id,
     behavior,
-    // A snapshot may hold no state: an actor that had none yet and did something durable all the
-    // same (a counter refusing a first reservation sends its answer, and that send is written
-    // with the actor) is written with `state: null`. That means "no state yet", exactly as no
-    // snapshot does, and is never handed to `decode`: a behavior decodes only what its own
-    // `encode` wrote (docs/actors.md, "Snapshots without a state").
-    state: snapshot === null || snapshot.state === null ? null : decodeOrFault(behavior, id, snapshot.state),
+    state,
     version: snapshot?.version ?? 0,
     lastUsedMs: nowMs,
     recentCommandIds: new Set(),
     unwrittenReplies: new Map(),
     // A never-written actor has no timer row; one loaded from a snapshot may have one.
     storedTimerAtMs: snapshot === null ? null : undefined,
-    approxBytes: actorBytes(snapshot?.state ?? null, 0),
+    storedParts,
+    approxBytes: actorBytes(snapshot?.state ?? null, 0, storedParts),
   };
 }
 
-/** An actor's estimated bytes in memory from its encoded state and how many command ids it remembers. */
-export function actorBytes(encodedState: JsonValue | null, rememberedCommands: number): number {
-  return actorOverheadBytes + estimateJsonBytes(encodedState) + rememberedCommands * rememberedCommandBytes;
+/**
+ * The state a snapshot holds, decoded with its parts. A snapshot may hold no state: an actor that
+ * had none yet and did something durable all the same (a counter refusing a first reservation
+ * sends its answer, and that send is written with the actor) is written with `state: null`. That
+ * means "no state yet", exactly as no snapshot does, and is never handed to `decode`: a behavior
+ * decodes only what its own `encode` wrote (docs/actors.md, "Snapshots without a state").
+ */
+function decodedState(behavior: AnyActorBehavior, id: string, snapshot: ActorSnapshot | null, partDocs: ReadonlyMap<number, PartDoc>): { state: unknown; storedParts: readonly string[] | null } {
+  const parts = behavior.parts;
+  if (snapshot === null || snapshot.state === null) return { state: null, storedParts: parts === undefined ? null : [] };
+  if (parts === undefined) return { state: decodeOrFault(behavior, id, snapshot.state), storedParts: null };
+  try {
+    const texts = new Map<number, string>();
+    for (const [index, doc] of partDocs) texts.set(index, partText(doc, actorPartId(id, index)));
+    return { state: parts.decode(snapshot.state, texts), storedParts: partsArray(texts) };
+  } catch (error) {
+    throw new ActorFault('decode', id, error);
+  }
+}
+
+/** An actor's estimated bytes in memory from its encoded state, its parts and how many command ids it remembers. */
+export function actorBytes(encodedState: JsonValue | null, rememberedCommands: number, parts: readonly string[] | null = null): number {
+  return actorOverheadBytes + estimateJsonBytes(encodedState) + (parts === null ? 0 : estimateJsonBytes(parts)) + rememberedCommands * rememberedCommandBytes;
 }
 
 /**
@@ -209,6 +253,9 @@ export function buildWrite(handled: HandledCommands): PreparedWrite {
     payload: message.payload,
     ...(message.partitionKey !== undefined ? { partitionKey: message.partitionKey } : {}),
   }));
+  // Only the parts that changed since the last durable write are written (src/actors/actor-parts.ts).
+  const parts = behavior.parts !== undefined && state !== null ? behavior.parts.of(state) : undefined;
+  const partModels = parts === undefined ? [] : partWrites(id, actor.storedParts ?? [], parts);
   const wantedTimerAtMs = changed && state !== null && behavior.timerAtMs ? behavior.timerAtMs(state) : undefined;
   // Most writes (a saga step, a refusal) leave the timer as it was: no read-model write for it.
   const timerAtMs = wantedTimerAtMs === actor.storedTimerAtMs ? undefined : wantedTimerAtMs;
@@ -222,6 +269,7 @@ export function buildWrite(handled: HandledCommands): PreparedWrite {
     outbox: outboxRows,
     readModels: [
       ...readModels,
+      ...partModels,
       ...(timerAtMs === undefined
         ? []
         : [
@@ -233,7 +281,7 @@ export function buildWrite(handled: HandledCommands): PreparedWrite {
           ]),
     ],
   };
-  return { kind: 'write', actor, commit, state, timerAtMs, refusedTimerAtMs, replies, outboxRows };
+  return { kind: 'write', actor, commit, state, timerAtMs, refusedTimerAtMs, replies, outboxRows, parts };
 }
 
 export function decodeOrFault(behavior: AnyActorBehavior, id: string, json: JsonValue): unknown {

@@ -32,6 +32,8 @@ export interface ActorStore {
   load(actorId: string): Promise<{ version: number; state: JsonValue } | null>;
   /** The stored reply of an applied command (null if it had none), or undefined if never applied. */
   getAppliedReply(actorId: string, commandId: string): Promise<JsonValue | undefined>;
+  /** A record of an actor's parts (src/actors/actor-parts.ts) by its id; null when there is none. */
+  loadPart(partId: string): Promise<{ [key: string]: JsonValue } | null>;
   commit(write: ActorCommit): Promise<CommitResult>;
   /**
    * The writes of one batch (different actors, or one actor's writes in order), durable together;

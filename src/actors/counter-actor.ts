@@ -5,12 +5,13 @@
 // saga runs in the transaction actor).
 //
 // The method × day counter is one key for the whole service, so its snapshot is written on every
-// command it answers, refusals included: the snapshot format (counter-snapshot.ts) and the
-// counter's buckets (src/domain/counter.ts) keep that write to what the command changed.
+// command it answers, refusals included: the snapshot format (counter-snapshot.ts: totals in the
+// snapshot, each bucket of src/domain/counter.ts a part of its own, src/actors/actor-parts.ts)
+// keeps that write to what the command changed.
 import { answerReserve, type CounterWindow, type ReservationOutcome, type WindowReservation } from '../domain/acceptance.ts';
 import { commit, emptyCounter, release, type CounterState, type LimitsConfig } from '../domain/limits.ts';
 import type { Decimal } from '../domain/money.ts';
-import { decodeCounter, encodeCounter, noteReserved } from './counter-snapshot.ts';
+import { counterPartNames, counterParts, decodeCounter, encodeCounter, noteReserved } from './counter-snapshot.ts';
 import { z } from 'zod';
 import { amountSchema, decoderOf, idText, paymentMethodSchema } from './commands.ts';
 import type { ActorBehavior, CommandMap, CommandToSend, JsonValue } from './envelope.ts';
@@ -69,13 +70,26 @@ function resultTo(transactionId: string, payload: ReservationResultPayload): Com
   return { actorType: 'transaction', actorKey: transactionId, kind: reservationResultKind, payload: toJsonValue(payload) };
 }
 
-export { counterDecodeMemo, decodeCounter, decodeCounterTotals, encodeCounter, type CounterDecodeMemo } from './counter-snapshot.ts';
+export {
+  counterDecodeMemo,
+  counterPartNames,
+  counterPartToRead,
+  counterParts,
+  decodeCounter,
+  decodeCounterForTransaction,
+  decodeCounterTotals,
+  encodeCounter,
+  type CounterDecodeMemo,
+} from './counter-snapshot.ts';
 
 export function counterBehavior(deps: { limits(): LimitsConfig }): ActorBehavior<CounterState, CounterCommands> {
   return {
     type: counterActorType,
     encode: encodeCounter,
-    decode: decodeCounter,
+    // A snapshot of the current format names its buckets as parts: the runtime loads them and
+    // decodes through `parts`; `decode` alone reads the earlier formats, which hold their entries.
+    decode: (json) => decodeCounter(json),
+    parts: { of: counterParts, named: counterPartNames, decode: (json, parts) => decodeCounter(json, parts) },
     commands: counterCommands,
     handle(current, envelope) {
       const state = current ?? emptyCounter();

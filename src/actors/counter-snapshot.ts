@@ -1,17 +1,22 @@
-// A limit counter's snapshot. A counter is written whole on every command that sends a result,
+// A limit counter's snapshot. A counter is written on every command that sends a result,
 // refusals included, and the edge reads the hot one (the service-wide method × day counter) for
 // its early refusal on every acceptance; both must cost what one command changed, not the day.
 //
-// Format 3 (this one): the totals, and per bucket of `src/domain/counter.ts` one string of lines,
-// a line per entry: `<flag> <amount as fixed text> <transaction id>`, flag `o` (open), `c`
-// (completed) or `r` (released: a tombstone, not in the totals); an id holding a newline is stored
-// percent-encoded with the flag in upper case (`O`, `C`, `R`). A string costs the store a copy,
-// not a walk, and a bucket's string is built again only when the bucket changed (the encoder keeps
-// it per bucket object; the edge's decoder keeps the buckets it parsed per string).
-//   { reservedAmount, reservedCount, foldedAmount, foldedCount, bucketLines: string[64] }
+// Format 4 (this one): the snapshot holds the totals and, per bucket of `src/domain/counter.ts`,
+// how many entries it lists; each non-empty bucket's entries are a part of the actor, a record of
+// its own written in the same commit only when the bucket changed (src/actors/actor-parts.ts):
+//   { reservedAmount, reservedCount, foldedAmount, foldedCount, bucketSizes: number[64] }
+// A bucket's part is one string of lines, a line per entry: `<flag> <amount as fixed text>
+// <transaction id>`, flag `o` (open), `c` (completed) or `r` (released: a tombstone, not in the
+// totals); an id holding a newline is stored percent-encoded with the flag in upper case (`O`,
+// `C`, `R`). A string costs the store a copy, not a walk, and a bucket's string is built again only
+// when the bucket changed (kept per bucket object; the edge's decoder keeps the buckets it parsed
+// per string). A reservation thus writes a snapshot of a few hundred bytes and one bucket, where
+// format 3 wrote every bucket's lines in the snapshot (≈ 50 bytes per transaction in flight).
 // Earlier formats still load (a running service is upgraded in place) and are written anew in
-// this one: format 2 held every entry in one string `entryLines`, format 1 an object per entry
-// (`entries: { [id]: { amount: {decimal__}, completed } }`).
+// this one (every non-empty bucket then becomes a part): format 3 held the lines in the snapshot
+// (`bucketLines: string[64]`), format 2 every entry in one string `entryLines`, format 1 an object
+// per entry (`entries: { [id]: { amount: {decimal__}, completed } }`).
 import {
   bucketIndexOf,
   counterBucketCount,
@@ -60,23 +65,29 @@ interface CounterSnapshot {
   readonly reservedCount: number;
   readonly foldedAmount: JsonValue;
   readonly foldedCount: number;
-  readonly bucketLines: readonly string[];
+  readonly bucketSizes: readonly number[];
+}
+
+/** A bucket's part: its lines, and how many. */
+interface EncodedBucket {
+  readonly text: string;
+  readonly lines: number;
 }
 
 // States and buckets are immutable, so an encoding is kept per object: a refusal re-uses the whole
 // snapshot, a change re-encodes its one bucket.
 const encodedCounters = new WeakMap<CounterState, JsonValue>();
-const encodedBuckets = new WeakMap<CounterBucket, string>();
+const encodedParts = new WeakMap<CounterState, readonly string[]>();
+const encodedBuckets = new WeakMap<CounterBucket, EncodedBucket>();
 
-function bucketText(bucket: CounterBucket): string {
-  let text = encodedBuckets.get(bucket);
-  if (text === undefined) {
-    text = Object.entries(bucket)
-      .map(([transactionId, entry]) => entryLine(transactionId, entry))
-      .join(lineSeparator);
-    encodedBuckets.set(bucket, text);
+function bucketEncoding(bucket: CounterBucket): EncodedBucket {
+  let encoded = encodedBuckets.get(bucket);
+  if (encoded === undefined) {
+    const lines = Object.entries(bucket).map(([transactionId, entry]) => entryLine(transactionId, entry));
+    encoded = { text: lines.join(lineSeparator), lines: lines.length };
+    encodedBuckets.set(bucket, encoded);
   }
-  return text;
+  return encoded;
 }
 
 /**
@@ -91,14 +102,15 @@ export function noteReserved(previous: CounterState, next: CounterState, transac
   const before = previous.buckets[index];
   const after = next.buckets[index];
   if (before === undefined || after === undefined || before === after || encodedBuckets.has(after)) return;
-  const text = encodedBuckets.get(before);
+  const known = encodedBuckets.get(before);
   const entry = Object.hasOwn(after, transactionId) ? after[transactionId] : undefined;
-  if (text === undefined || entry === undefined || /^(0|[1-9][0-9]*)$/.test(transactionId)) return;
-  if (Object.keys(after).length !== Object.keys(before).length + 1) return;
+  if (known === undefined || entry === undefined || /^(0|[1-9][0-9]*)$/.test(transactionId)) return;
+  if (Object.keys(after).length !== known.lines + 1) return;
   const line = entryLine(transactionId, entry);
-  encodedBuckets.set(after, text === '' ? line : `${text}${lineSeparator}${line}`);
+  encodedBuckets.set(after, { text: known.text === '' ? line : `${known.text}${lineSeparator}${line}`, lines: known.lines + 1 });
 }
 
+/** The counter's snapshot (its parts apart: `counterParts`). */
 export function encodeCounter(state: CounterState): JsonValue {
   const cached = encodedCounters.get(state);
   if (cached !== undefined) return cached;
@@ -107,11 +119,41 @@ export function encodeCounter(state: CounterState): JsonValue {
     reservedCount: state.reservedCount,
     foldedAmount: toJsonValue(state.foldedAmount),
     foldedCount: state.foldedCount,
-    bucketLines: state.buckets.map(bucketText),
+    bucketSizes: state.buckets.map((bucket) => bucketEncoding(bucket).lines),
   };
   const json = snapshot as unknown as JsonValue;
   encodedCounters.set(state, json);
   return json;
+}
+
+/** The counter's parts: per bucket, its lines ('' for an empty bucket). */
+export function counterParts(state: CounterState): readonly string[] {
+  let parts = encodedParts.get(state);
+  if (parts === undefined) {
+    parts = state.buckets.map((bucket) => bucketEncoding(bucket).text);
+    encodedParts.set(state, parts);
+  }
+  return parts;
+}
+
+/** The bucket sizes of a format-4 snapshot (checked), or null for an earlier format. */
+function bucketSizesOf(json: JsonValue): readonly number[] | null {
+  const sizes = (json as Partial<CounterSnapshot> | null)?.bucketSizes;
+  if (sizes === undefined) return null;
+  if (!Array.isArray(sizes) || sizes.length !== counterBucketCount || !sizes.every((size) => Number.isSafeInteger(size) && size >= 0)) {
+    throw new Error('counter snapshot: bad bucket sizes');
+  }
+  return sizes;
+}
+
+/** The buckets a snapshot names as parts (those listing entries); none for an earlier format. */
+export function counterPartNames(json: JsonValue): number[] {
+  const sizes = bucketSizesOf(json);
+  const names: number[] = [];
+  sizes?.forEach((size, index) => {
+    if (size > 0) names.push(index);
+  });
+  return names;
 }
 
 /** One bucket as parsed, with what it adds to the totals. */
@@ -153,8 +195,30 @@ function parsedBucket(index: number, text: string): DecodedBucket {
     if (bucketIndexOf(transactionId) !== index) throw new Error(`counter snapshot: an id in bucket ${index} belongs to another`);
   }
   const decoded = decodedBucket(pairs, text);
-  encodedBuckets.set(decoded.bucket, text);
+  encodedBuckets.set(decoded.bucket, { text, lines: pairs.length });
   return decoded;
+}
+
+/** Bucket `index` from its text, re-using the memo's when the text is the same. */
+function memoBucket(index: number, text: string, memo: CounterDecodeMemo | undefined): DecodedBucket {
+  const known = memo?.get(index);
+  if (known !== undefined && known.text === text) return known;
+  const decoded = parsedBucket(index, text);
+  memo?.set(index, decoded);
+  return decoded;
+}
+
+/** Format 4: each bucket from its part, which must list as many entries as the snapshot says. */
+function bucketsOfParts(sizes: readonly number[], parts: ReadonlyMap<number, string>, memo: CounterDecodeMemo | undefined): DecodedBucket[] {
+  return sizes.map((size, index) => {
+    const text = size === 0 ? '' : parts.get(index);
+    if (text === undefined) throw new Error(`counter snapshot: bucket ${index} has no part`);
+    const decoded = memoBucket(index, text, memo);
+    if (Object.keys(decoded.bucket).length !== size) {
+      throw new Error(`counter snapshot: bucket ${index} lists ${Object.keys(decoded.bucket).length} entries, the snapshot says ${size}`);
+    }
+    return decoded;
+  });
 }
 
 /** Format 1: `entries` is an object of `{ amount: {decimal__}, completed }` per transaction id. */
@@ -175,15 +239,12 @@ function bucketsOfList(pairs: ReadonlyArray<[string, CounterEntry]>): DecodedBuc
   return lists.map((list) => decodedBucket(list, ''));
 }
 
+/** Format 3: every bucket's lines in the snapshot. */
 function currentFormatBuckets(bucketLines: readonly unknown[], memo: CounterDecodeMemo | undefined): DecodedBucket[] {
   if (bucketLines.length !== counterBucketCount) throw new Error(`counter snapshot: ${bucketLines.length} buckets`);
   return bucketLines.map((text, index) => {
     if (typeof text !== 'string') throw new Error('counter snapshot: a bucket is not text');
-    const known = memo?.get(index);
-    if (known !== undefined && known.text === text) return known;
-    const decoded = parsedBucket(index, text);
-    memo?.set(index, decoded);
-    return decoded;
+    return memoBucket(index, text, memo);
   });
 }
 
@@ -194,8 +255,9 @@ function currentFormatBuckets(bucketLines: readonly unknown[], memo: CounterDeco
  * refusal on it is not certain (the transaction may be counted already): decode the entries then.
  */
 export function decodeCounterTotals(json: JsonValue): CounterState {
-  const snapshot = json as Partial<CounterSnapshot>;
-  const current = Array.isArray(snapshot.bucketLines);
+  const snapshot = json as Partial<CounterSnapshot> & { readonly bucketLines?: unknown };
+  // Formats 3 and 4 keep folded totals; earlier ones had none.
+  const current = Array.isArray(snapshot.bucketSizes) || Array.isArray(snapshot.bucketLines);
   return {
     ...emptyCounter(),
     reservedAmount: fromJsonValue<Decimal>(snapshot.reservedAmount ?? null),
@@ -205,12 +267,20 @@ export function decodeCounterTotals(json: JsonValue): CounterState {
   };
 }
 
-export function decodeCounter(json: JsonValue, memo?: CounterDecodeMemo): CounterState {
-  const snapshot = json as Partial<CounterSnapshot> & { readonly entries?: JsonValue; readonly entryLines?: unknown };
-  const current = Array.isArray(snapshot.bucketLines);
-  const buckets = Array.isArray(snapshot.bucketLines)
-    ? currentFormatBuckets(snapshot.bucketLines, memo)
-    : bucketsOfList(typeof snapshot.entryLines === 'string' ? parseLines(snapshot.entryLines) : legacyEntries(snapshot.entries));
+/**
+ * A counter from its snapshot and its parts (by bucket index; format 4), checked: the totals must
+ * be what the listed entries and the folded totals add up to.
+ */
+export function decodeCounter(json: JsonValue, parts: ReadonlyMap<number, string> = new Map(), memo?: CounterDecodeMemo): CounterState {
+  const snapshot = json as Partial<CounterSnapshot> & { readonly bucketLines?: unknown; readonly entries?: JsonValue; readonly entryLines?: unknown };
+  const sizes = bucketSizesOf(json);
+  const current = sizes !== null;
+  const buckets =
+    sizes !== null
+      ? bucketsOfParts(sizes, parts, memo)
+      : Array.isArray(snapshot.bucketLines)
+        ? currentFormatBuckets(snapshot.bucketLines, memo)
+        : bucketsOfList(typeof snapshot.entryLines === 'string' ? parseLines(snapshot.entryLines) : legacyEntries(snapshot.entries));
   const state: CounterState = { ...decodeCounterTotals(json), buckets: buckets.map((decoded) => decoded.bucket) };
   // The totals are the folded ones plus the listed entries' (the domain keeps them so); a snapshot
   // that disagrees is corrupt, and loading it would let the cap drift.
@@ -228,4 +298,33 @@ export function decodeCounter(json: JsonValue, memo?: CounterDecodeMemo): Counte
   }
   if (current) encodedCounters.set(state, json);
   return state;
+}
+
+/**
+ * The bucket whose part a reader must read to check `transactionId` against a format-4 snapshot:
+ * its bucket, when the snapshot lists entries there; null when there is nothing to read (an empty
+ * bucket, or an earlier format, which holds its entries).
+ */
+export function counterPartToRead(json: JsonValue, transactionId: string): number | null {
+  const sizes = bucketSizesOf(json);
+  if (sizes === null) return null;
+  const index = bucketIndexOf(transactionId);
+  return (sizes[index] ?? 0) > 0 ? index : null;
+}
+
+/**
+ * The counter as a check of one transaction needs it (the edge's early refusal): the snapshot's
+ * totals and that transaction's bucket, from `part` (its text as read after the snapshot, or null
+ * when `counterPartToRead` named none or the record is gone). The other buckets are left empty and
+ * nothing is checked against the totals: `reserve` reads only the totals and the transaction's
+ * own entry. An earlier format holds every entry and is decoded whole (checked).
+ */
+export function decodeCounterForTransaction(json: JsonValue, transactionId: string, part: string | null, memo?: CounterDecodeMemo): CounterState {
+  if (bucketSizesOf(json) === null) return decodeCounter(json, new Map(), memo);
+  const totals = decodeCounterTotals(json);
+  if (part === null) return totals;
+  const index = bucketIndexOf(transactionId);
+  const buckets = totals.buckets.slice();
+  buckets[index] = memoBucket(index, part, memo).bucket;
+  return { ...totals, buckets };
 }

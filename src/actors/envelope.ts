@@ -108,6 +108,21 @@ export interface MalformedCommandReply {
 export const malformedCommandCode = 'malformed_command';
 
 /**
+ * What an actor whose state is kept partly in records of its own declares (`ActorBehavior.parts`;
+ * src/actors/actor-parts.ts). `of` must give, for a part that did
+ * not change, the same string it gave before (or the one `decode` was handed): the runtime compares
+ * parts by identity first, so an unchanged part costs no comparison of its text.
+ */
+export interface ActorParts<State> {
+  /** The state's parts by index; '' for an empty part. */
+  of(state: State): readonly string[];
+  /** The indexes of the non-empty parts an encoded snapshot was written with (none: an older format). */
+  named(encoded: JsonValue): readonly number[];
+  /** The state from its snapshot and the parts it names (loaded by index). */
+  decode(encoded: JsonValue, parts: ReadonlyMap<number, string>): State;
+}
+
+/**
  * An actor type: pure handling of one command at a time. The runtime loads the state, calls
  * `handle`, persists the outcome atomically, and only then replies and runs effects. `Commands`:
  * per kind, the payload `handle` receives, decoded by `commands` on arrival. Without a map (test
@@ -138,6 +153,12 @@ export interface ActorBehavior<State, Commands extends CommandPayloads = Record<
    * those waiting) and change nothing else.
    */
   readonly deferredReplyKinds?: ReadonlySet<string>;
+  /**
+   * State kept in records of its own beside the snapshot (src/actors/actor-parts.ts): set by an
+   * actor whose state grows with its traffic. The runtime then decodes with `parts.decode` (never
+   * `decode`) and writes only the parts that changed.
+   */
+  readonly parts?: ActorParts<State>;
 }
 
 /** The kind of the command the runtime sends when an actor's timer is due. */

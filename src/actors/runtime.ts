@@ -25,17 +25,18 @@
 import type { Bus, BusEntry } from '../bus/bus.ts';
 import { headerBatchCount, replyBatches } from '../bus/request-reply.ts';
 import { shardOf, commandStreamKey } from '../bus/shards.ts';
-import { actorId, timerCommandKind, type AnyActorBehavior, type CommandEnvelope, type Decoded, type JsonValue, type LogLevel, type OutboxMessage, type ReadModelWrite } from './envelope.ts';
+import { actorId, type AnyActorBehavior, type CommandEnvelope, type Decoded, type JsonValue, type LogLevel, type OutboxMessage, type ReadModelWrite } from './envelope.ts';
 import { commandEntries } from './codec.ts';
 import { decodeCommand, malformedReply, sortArrivals, type ArrivedCommand } from './command-arrival.ts';
 import type { ActorStore, BatchCommitResult, OutboxRowWrite } from './actor-store.ts';
 import { ActorFault, errorText, releaseWrites, replayCommandKind, replayDeadLettersMax, type DeadLetter, type QuarantineRecord, type QuarantineStore } from './quarantine.ts';
 import {
-  activeActor, actorBytes, asksAgain, buildWrite, dedupesByState, fencesAtRead, firedDueAtMs, handleOrFault, isRefusal, rememberCommand, sentCommands, timerCommandId,
+  activeActor, actorBytes, asksAgain, buildWrite, dedupesByState, fencesAtRead, firedDueAtMs, handleOrFault, isRefusal, rememberCommand, sentCommands, timerCommand,
   type ActiveActor, type ActorOutcome, type PendingReply, type PreparedStep, type PreparedWrite,
 } from './actor-step.ts';
 
 import { actorBytesCap } from './actor-memory.ts';
+import { namedPartDocs } from './actor-parts.ts';
 import { ResidentActors, type ResidentCaps } from './resident-actors.ts';
 import { getHeapStatistics } from 'node:v8';
 
@@ -438,7 +439,8 @@ export class ActorRuntime {
       return cached;
     }
     const snapshot = await this.options.store.load(id);
-    const actor = activeActor(id, behavior, snapshot, this.options.clock.nowMs());
+    const parts = await namedPartDocs((partId) => this.options.store.loadPart(partId), id, behavior, snapshot);
+    const actor = activeActor(id, behavior, snapshot, this.options.clock.nowMs(), parts);
     this.actors.set(actor);
     return actor;
   }
@@ -554,7 +556,8 @@ export class ActorRuntime {
     actor.version = commit.newVersion;
     actor.lastUsedMs = this.options.clock.nowMs();
     for (const appliedCommand of commit.appliedCommands) rememberCommand(actor, appliedCommand.commandId);
-    this.actors.resize(actor, actorBytes(commit.state, actor.recentCommandIds.size));
+    if (step.parts !== undefined) actor.storedParts = step.parts;
+    this.actors.resize(actor, actorBytes(commit.state, actor.recentCommandIds.size, actor.storedParts));
     if (step.timerAtMs !== undefined) actor.storedTimerAtMs = step.timerAtMs;
     // A refused timer is re-armed under a new command id (the first one is remembered by the
     // actor); arming it as a plain timer would fire that remembered id again and be skipped.
@@ -577,15 +580,7 @@ export class ActorRuntime {
 
   /** Builds the command that fires an actor's timer (`attempt` ≥ 1: armed again after a refusal). */
   timerCommand(id: string, dueAtMs: number, attempt = 0): CommandEnvelope {
-    const slash = id.indexOf('/');
-    return {
-      commandId: timerCommandId(id, dueAtMs, attempt),
-      actorType: id.slice(0, slash),
-      actorKey: id.slice(slash + 1),
-      kind: timerCommandKind,
-      payload: { dueAtMs },
-      sentAtMs: this.options.clock.nowMs(),
-    };
+    return timerCommand(id, dueAtMs, attempt, this.options.clock.nowMs());
   }
 
   /** Idle passivation: actors unused for `idleMs` leave memory (their snapshots are the truth). */

@@ -6,6 +6,7 @@ import type { JsonValue } from './envelope.ts';
 import { outboxTopicCommandBatches, outboxTopicCommands } from './runtime.ts';
 import type { WorkerStore } from './worker-store.ts';
 import { quarantineReadModelIndexes } from './quarantine.ts';
+import { actorPartsCollection } from './actor-parts.ts';
 
 export const timersCollection = 'timers';
 /** One document per shard worker, refreshed every lease round (admin: ListWorkers). */
@@ -28,6 +29,7 @@ export function runtimeStore(store: SnapshotStore): RuntimeStore {
       const applied = await store.getAppliedReply(actorId, commandId);
       return applied === null ? undefined : applied.reply;
     },
+    loadPart: (partId) => store.get(actorPartsCollection, partId),
     commit: (write: ActorCommit): Promise<CommitResult> => store.commit(toStoreWrite(write)),
     commitBatch: (writes: readonly ActorCommit[]): Promise<BatchCommitResult[]> => store.commitBatch(writes.map(toStoreWrite)),
     raiseFence: (shard, token) => store.raiseFence(shard, token),

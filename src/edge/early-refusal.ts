@@ -4,7 +4,15 @@
 // saga's own code (`earlyRefusalStage` in src/domain/acceptance.ts); this module only reads the
 // counters.
 import { actorId } from '../actors/envelope.ts';
-import { counterActorType, counterDecodeMemo, decodeCounter, decodeCounterTotals, type CounterDecodeMemo } from '../actors/counter-actor.ts';
+import { actorPartId, actorPartsCollection, partText } from '../actors/actor-parts.ts';
+import {
+  counterActorType,
+  counterDecodeMemo,
+  counterPartToRead,
+  decodeCounterForTransaction,
+  decodeCounterTotals,
+  type CounterDecodeMemo,
+} from '../actors/counter-actor.ts';
 import { answerReply, type AcceptPayload, type AcceptReply } from '../actors/transaction-actor.ts';
 import { earlyRefusalStage } from '../domain/acceptance.ts';
 import { emptyCounter, type CounterState, type LimitsConfig } from '../domain/limits.ts';
@@ -36,26 +44,28 @@ function setNewest<V>(map: Map<string, V>, key: string, value: V): void {
   map.set(key, value);
 }
 
-export function createEarlyRefusals(store: Pick<SnapshotStore, 'load'>, limits: () => LimitsConfig): EarlyRefusals {
-  // A counter snapshot's version names its content for good (a version is committed once), so a
-  // counter is decoded again only when it changed (at a spent cap it no longer does), and then
-  // only its changed buckets are parsed (the memo keeps the others).
-  const decoded = new Map<string, { readonly version: number; readonly state: CounterState; readonly memo: CounterDecodeMemo }>();
+export function createEarlyRefusals(store: Pick<SnapshotStore, 'load' | 'get'>, limits: () => LimitsConfig): EarlyRefusals {
+  // Per counter, the buckets parsed last (a bucket is parsed again only when its text changed).
+  const memos = new Map<string, CounterDecodeMemo>();
 
-  function entriesOf(key: string, snapshot: ActorSnapshot): CounterState {
-    const cached = decoded.get(key);
-    if (cached !== undefined && cached.version === snapshot.version) return cached.state;
-    const memo = cached?.memo ?? counterDecodeMemo();
-    const state = decodeCounter(snapshot.state, memo);
-    setNewest(decoded, key, { version: snapshot.version, state, memo });
-    return state;
+  /**
+   * The counter as the check of `transactionId` needs it: the snapshot's totals and that
+   * transaction's bucket, whose part is read after the snapshot (so it is at least as new: a
+   * reservation of this transaction committed before the snapshot was read is in it).
+   */
+  async function counterFor(key: string, snapshot: ActorSnapshot, transactionId: string): Promise<CounterState> {
+    const memo = memos.get(key) ?? counterDecodeMemo();
+    setNewest(memos, key, memo);
+    const index = counterPartToRead(snapshot.state, transactionId);
+    const partId = index === null ? null : actorPartId(actorId(counterActorType, key), index);
+    const doc = partId === null ? null : await store.get(actorPartsCollection, partId);
+    const part = partId === null || doc === null ? null : partText(doc, partId);
+    return decodeCounterForTransaction(snapshot.state, transactionId, part, memo);
   }
 
   // The totals the first pass reads, per counter, reused for `totalsReuseMs`. Safe at any age: the
   // first pass never refuses on its own (a refusal there is checked again on a fresh read), and
-  // what it lets through goes to the actors, which decide. What the reuse saves: reading and
-  // decoding the hot counter's whole snapshot (every transaction of the day in flight) on every
-  // acceptance (bench/README.md, "hot-accept").
+  // what it lets through goes to the actors, which decide.
   const totalsRead = new Map<string, { readonly atMs: number; readonly totals: CounterState }>();
 
   async function freshSnapshots(keys: readonly string[]): Promise<Map<string, ActorSnapshot>> {
@@ -93,7 +103,7 @@ export function createEarlyRefusals(store: Pick<SnapshotStore, 'load'>, limits: 
       for (const key of stage.counters) {
         const snapshot = snapshots.get(key);
         remember(key, nowMs, snapshot);
-        if (snapshot !== undefined) states.set(key, entriesOf(key, snapshot));
+        if (snapshot !== undefined) states.set(key, await counterFor(key, snapshot, transactionId));
       }
       const answer = stage.refusal((key) => states.get(key) ?? emptyCounter(), quoteUse);
       return answer === null ? null : answerReply(answer);

@@ -17,6 +17,7 @@ import type { Quote } from '../../src/domain/quote.ts';
 import { acceptPayload } from '../support/accept-payload.ts';
 import { startActorHarness, type ActorHarness } from '../support/actor-harness.ts';
 import { eventually } from '../support/eventually.ts';
+import { storedCounterLines } from '../support/counter-snapshots.ts';
 
 // A small method cap: two 50,000 COP payouts fill the day.
 const limits = parseLimitsConfig({
@@ -100,9 +101,9 @@ describe('early refusal at a spent method cap, on the real runtime and store', (
     // ids), a holder must reach its actor, which answers with the accepted transaction.
     const held = randomUUID();
     const key = methodDayCounterKey('BREB', methodDayKey(limits, 'BREB', Date.now()));
-    const counter = await harness.store.load(`counter/${key}`);
-    assert.ok(counter !== null);
-    const entryIds = [...(counter.state as { bucketLines: string[] }).bucketLines.join('\n').matchAll(/^o \S+ (\S+)$/gm)].map((match) => match[1] ?? '');
+    const lines = await storedCounterLines(harness.store, `counter/${key}`);
+    assert.ok(lines !== null);
+    const entryIds = [...lines.matchAll(/^o \S+ (\S+)$/gm)].map((match) => match[1] ?? '');
     assert.equal(entryIds.length, 2, 'two open reservations');
     const holder = entryIds[0] ?? '';
     const quote = await newQuote();

@@ -18,6 +18,7 @@ import type { Quote } from '../../src/domain/quote.ts';
 import { startActorHarness, type ActorHarness } from '../support/actor-harness.ts';
 import { acceptPayload } from '../support/accept-payload.ts';
 import { eventually } from '../support/eventually.ts';
+import { storedCounterLines } from '../support/counter-snapshots.ts';
 
 const askTimeoutMs = 20_000;
 let harness: ActorHarness;
@@ -83,9 +84,8 @@ test('a malformed relayed command (nobody waits) is dropped with a log line, and
   const good = randomUUID();
   await harness.client.tell('counter', key, 'reserve', toJsonValue({ kind: 'reserve', window: 'kyb', transactionId: 'tx-good', amount: decimal(5n, 0), method: 'PIX', kybApproved: false }), good);
   await eventually(async () => {
-    const snapshot = await harness.store.load(`counter/${key}`);
-    assert.ok(snapshot !== null && snapshot.state !== null, 'the good reserve is written');
-    const lines = (snapshot.state as { bucketLines: string[] }).bucketLines.join('\n');
+    const lines = await storedCounterLines(harness.store, `counter/${key}`);
+    assert.ok(lines !== null, 'the good reserve is written');
     assert.match(lines, /tx-good/);
     assert.doesNotMatch(lines, /tx-bad/, 'the malformed one counted nothing');
   });

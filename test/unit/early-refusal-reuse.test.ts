@@ -5,12 +5,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { defaultLimitsConfig } from '../../src/config/limits.ts';
-import { encodeCounter } from '../../src/actors/counter-actor.ts';
+import { actorPartId, actorPartsCollection } from '../../src/actors/actor-parts.ts';
 import { actorId } from '../../src/actors/envelope.ts';
 import { createEarlyRefusals, totalsReuseMs } from '../../src/edge/early-refusal.ts';
 import { emptyCounter, methodDayCounterKey, methodDayKey, release, reserve, type CounterState } from '../../src/domain/limits.ts';
 import { decimal } from '../../src/domain/money.ts';
-import type { ActorSnapshot } from '../../src/store/store.ts';
+import { windowAmount } from '../../src/domain/acceptance.ts';
+import type { ActorSnapshot, JsonObject } from '../../src/store/store.ts';
+import { storedCounter } from '../support/counter-snapshots.ts';
 import { acceptPayload } from '../support/accept-payload.ts';
 import { brebPayoutQuote } from '../support/quotes.ts';
 
@@ -19,19 +21,25 @@ const quote = brebPayoutQuote(t0);
 const counterId = actorId('counter', methodDayCounterKey('BREB', methodDayKey(defaultLimitsConfig, 'BREB', t0)));
 const cap = defaultLimitsConfig.methods.BREB.methodDailyAmountMax ?? decimal(0n, 2);
 
-/** A store holding one method-day counter, counting its reads. */
+/** A store holding one method-day counter (its snapshot and parts), counting its snapshot's reads. */
 function counterStore() {
   let snapshot: ActorSnapshot | null = null;
+  let parts = new Map<string, JsonObject>();
   let version = 0;
   const store = {
     loads: 0,
     set(state: CounterState): void {
       version += 1;
-      snapshot = { version, state: encodeCounter(state) };
+      const stored = storedCounter(state);
+      snapshot = { version, state: stored.head };
+      parts = new Map([...stored.parts].map(([index, text]) => [actorPartId(counterId, index), { text }]));
     },
     async load(id: string): Promise<ActorSnapshot | null> {
       if (id === counterId) store.loads += 1;
       return id === counterId ? snapshot : null;
+    },
+    async get(collection: string, id: string): Promise<JsonObject | null> {
+      return collection === actorPartsCollection ? (parts.get(id) ?? null) : null;
     },
   };
   return store;
@@ -80,4 +88,18 @@ test('totals that said "full" are read again before a refusal: a release made me
   const loads = store.loads;
   assert.equal(await ask(refusals, t0 + 1), null, 'the release is seen within the reuse window');
   assert.equal(store.loads, loads + 1, 'by a fresh read');
+});
+
+test('a transaction counted already is not refused at a spent cap: its bucket is read from its part', async () => {
+  const store = counterStore();
+  // The cap is spent, and tx-1 is among those holding it (a retry of its acceptance).
+  let full = reserve(emptyCounter(), { transactionId: 'tx-1', amount: windowAmount(quote, 'methodDay'), cap: null, countCap: null });
+  assert.ok(full.ok);
+  full = reserve(full.state, { transactionId: 'someone-else', amount: cap, cap: null, countCap: null });
+  assert.ok(full.ok);
+  store.set(full.state);
+  const refusals = createEarlyRefusals(store, () => defaultLimitsConfig);
+  assert.equal(await ask(refusals, t0, 'tx-1'), null, 'granted again by its actor, not refused here');
+  const refused = await ask(refusals, t0, 'tx-2');
+  assert.equal(refused !== null && !refused.ok ? refused.code : null, 'method_daily_cap');
 });

@@ -1,9 +1,20 @@
-// The limit counter's snapshot: what a counter writes on every command must load back to the same
-// state, snapshots written by the previous format must still load (a running service is upgraded
-// in place), and a refusal does not re-encode the counter.
+// The limit counter's snapshot and parts: what a counter writes on every command must load back to
+// the same state, snapshots written by the previous formats must still load (a running service is
+// upgraded in place), a change touches one part, and a refusal does not re-encode the counter.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { counterBehavior, counterDecodeMemo, decodeCounter, decodeCounterTotals, encodeCounter, reservationResultKind } from '../../src/actors/counter-actor.ts';
+import {
+  counterBehavior,
+  counterDecodeMemo,
+  counterPartNames,
+  counterPartToRead,
+  counterParts,
+  decodeCounter,
+  decodeCounterForTransaction,
+  decodeCounterTotals,
+  encodeCounter,
+  reservationResultKind,
+} from '../../src/actors/counter-actor.ts';
 import type { CommandEnvelope, JsonValue } from '../../src/actors/envelope.ts';
 import { toJsonValue } from '../../src/actors/state-codec.ts';
 import { defaultLimitsConfig } from '../../src/config/limits.ts';
@@ -11,6 +22,7 @@ import { commit, counterEntries, counterEntry, emptyCounter, release, reserve, t
 import { bucketIndexOf, counterBucketCount } from '../../src/domain/counter.ts';
 import { decimal, decimalFromString, toFixedString } from '../../src/domain/money.ts';
 import { handleCommand } from '../support/handle-command.ts';
+import { formatThree, loadCounter, storedCounter } from '../support/counter-snapshots.ts';
 
 const cop = (text: string) => decimalFromString(text, 2);
 
@@ -34,7 +46,7 @@ function sample(options: { protoId: boolean } = { protoId: true }): CounterState
 
 function roundTrip(state: CounterState): CounterState {
   // Through JSON text, as a store would keep it.
-  return decodeCounter(JSON.parse(JSON.stringify(encodeCounter(state))) as JsonValue);
+  return loadCounter(storedCounter(state));
 }
 
 test('a counter loads back exactly: totals, every entry, its amount with its scale, completed or not', () => {
@@ -48,14 +60,38 @@ test('a counter loads back exactly: totals, every entry, its amount with its sca
   assert.deepEqual(roundTrip(emptyCounter()), emptyCounter());
 });
 
-test('the snapshot keeps the totals readable and the entries as one string per bucket', () => {
-  const snapshot = encodeCounter(sample()) as { reservedCount: number; reservedAmount: { decimal__: string }; foldedCount: number; bucketLines: unknown };
+test('the snapshot keeps the totals and each bucket\'s size; each non-empty bucket is a part of its own, one string', () => {
+  const state = sample();
+  const snapshot = encodeCounter(state) as { reservedCount: number; reservedAmount: { decimal__: string }; foldedCount: number; bucketSizes: unknown };
   assert.equal(snapshot.reservedCount, 5);
   assert.equal(snapshot.reservedAmount.decimal__, '4900029.0000000'); // 50,000 + 4,850,000.50 + 1 + 2 + 25.5
   assert.equal(snapshot.foldedCount, 0);
-  assert.ok(Array.isArray(snapshot.bucketLines) && snapshot.bucketLines.length === counterBucketCount);
-  assert.ok(snapshot.bucketLines.every((text) => typeof text === 'string'));
-  assert.ok(snapshot.bucketLines.includes('o 4850000.50 a3d1c0de-0000-4000-8000-000000000002'));
+  assert.ok(Array.isArray(snapshot.bucketSizes) && snapshot.bucketSizes.length === counterBucketCount);
+  assert.equal((snapshot.bucketSizes as number[]).reduce((sum, size) => sum + size, 0), 6, 'six entries listed (the released one too)');
+  const { parts } = storedCounter(state);
+  assert.deepEqual([...parts.keys()], counterPartNames(snapshot as unknown as JsonValue));
+  assert.ok([...parts.values()].includes('o 4850000.50 a3d1c0de-0000-4000-8000-000000000002'));
+  assert.ok(JSON.stringify(snapshot).length < 1_000, 'the snapshot holds no entry');
+});
+
+test('a reservation changes one part; every other part is the same string as before (nothing to compare, nothing to write)', () => {
+  let state = emptyCounter();
+  for (let index = 0; index < 500; index += 1) state = mustReserve(state, `tx-${index}`);
+  const before = counterParts(state);
+  const next = mustReserve(state, 'tx-new');
+  const after = counterParts(next);
+  const changed = after.map((text, index) => (text === before[index] ? null : index)).filter((index) => index !== null);
+  assert.deepEqual(changed, [bucketIndexOf('tx-new')]);
+  assert.equal(after[bucketIndexOf('tx-new')], `${before[bucketIndexOf('tx-new')]}\no 50000.00 tx-new`);
+  assert.equal(counterParts(next), after, 'kept per state');
+});
+
+test('a format-3 snapshot (every bucket\'s lines in it) loads with no parts, and names none', () => {
+  const state = sample();
+  const json = formatThree(state);
+  assert.deepEqual(counterPartNames(json), []);
+  assert.deepEqual(decodeCounter(json), state);
+  assert.deepEqual(decodeCounterTotals(json).foldedCount, state.foldedCount);
 });
 
 test('snapshots of the two previous formats (one string of every entry; one object per entry) still load, and are written anew', () => {
@@ -84,32 +120,61 @@ test('snapshots of the two previous formats (one string of every entry; one obje
 });
 
 test('a snapshot whose totals disagree with its entries, or whose entry sits in another bucket, is refused, not loaded', () => {
-  const snapshot = encodeCounter(sample()) as Record<string, JsonValue> & { bucketLines: string[] };
-  assert.throws(() => decodeCounter({ ...snapshot, reservedCount: 4 }), /disagree/);
-  assert.throws(() => decodeCounter({ ...snapshot, reservedAmount: { decimal__: '1.00' } }), /disagree/);
-  assert.throws(() => decodeCounter({ ...snapshot, foldedCount: 1 }), /disagree/);
-  const withLine = (index: number, text: string): JsonValue => ({ ...snapshot, bucketLines: snapshot.bucketLines.map((old, at) => (at === index ? text : old)) });
-  assert.throws(() => decodeCounter(withLine(0, 'x 1.00 id')), /bad entry line/);
+  const stored = storedCounter(sample());
+  const head = stored.head as Record<string, JsonValue> & { bucketSizes: number[] };
+  const load = (snapshot: JsonValue, parts = stored.parts): CounterState => decodeCounter(snapshot, parts);
+  assert.throws(() => load({ ...head, reservedCount: 4 }), /disagree/);
+  assert.throws(() => load({ ...head, reservedAmount: { decimal__: '1.00' } }), /disagree/);
+  assert.throws(() => load({ ...head, foldedCount: 1 }), /disagree/);
+  const withPart = (index: number, text: string): Map<number, string> => new Map([...stored.parts, [index, text]]);
+  const named = counterPartNames(head)[0] ?? 0;
+  assert.throws(() => load(head, withPart(named, 'x 1.00 id')), /bad entry line/);
   const usdc = bucketIndexOf('usdc');
-  assert.throws(() => decodeCounter(withLine((usdc + 1) % counterBucketCount, 'r 1.00 usdc')), /belongs to another/);
+  const other = counterPartNames(head).find((index) => index !== usdc && (head.bucketSizes[index] ?? 0) === 1) ?? 0;
+  assert.throws(() => load(head, withPart(other, 'r 1.00 usdc')), /belongs to another/);
+  // A part that lists more (or fewer) entries than the snapshot says is not the one written with it.
+  assert.throws(() => load(head, withPart(usdc, `${stored.parts.get(usdc) ?? ''}\nr 1.00 usdc-2`.replace(/^\n/, ''))), /lists|belongs/);
+  const missing = new Map(stored.parts);
+  missing.delete(named);
+  assert.throws(() => load(head, missing), /has no part/);
+  assert.throws(() => load({ ...head, bucketSizes: head.bucketSizes.slice(1) }), /bad bucket sizes/);
+  assert.throws(() => load({ ...head, bucketSizes: head.bucketSizes.map((size) => -size) }), /bad bucket sizes/);
   // A negative entry next to a positive one keeps the totals right while holding more than they say.
   const evil = bucketIndexOf('evil');
   const good = bucketIndexOf('good');
   const pair = { reservedAmount: { decimal__: '0.00' }, reservedCount: 2, foldedAmount: { decimal__: '0' }, foldedCount: 0 };
-  const lines = Array.from({ length: counterBucketCount }, (_, index) => [index === evil ? 'o -100.00 evil' : '', index === good ? 'o 100.00 good' : ''].filter((line) => line !== '').join('\n'));
-  assert.throws(() => decodeCounter({ ...pair, bucketLines: lines }), /negative amount/);
-  assert.throws(() => decodeCounter({ ...snapshot, foldedCount: -1, reservedCount: 4 }), /disagree/);
-  assert.throws(() => decodeCounter({ ...snapshot, foldedAmount: { decimal__: '-1.00' } }), /disagree/);
+  const sizes = Array.from({ length: counterBucketCount }, (_, index) => (index === evil || index === good ? 1 : 0));
+  assert.throws(() => load({ ...pair, bucketSizes: sizes }, new Map([[evil, 'o -100.00 evil'], [good, 'o 100.00 good']])), /negative amount/);
+  assert.throws(() => load({ ...head, foldedCount: -1, reservedCount: 4 }), /disagree/);
+  assert.throws(() => load({ ...head, foldedAmount: { decimal__: '-1.00' } }), /disagree/);
+});
+
+test('a check of one transaction reads its bucket only: the totals, and that bucket as its part says', () => {
+  let state = emptyCounter();
+  for (let index = 0; index < 200; index += 1) state = mustReserve(state, `tx-${index}`);
+  const stored = storedCounter(state);
+  const index = counterPartToRead(stored.head, 'tx-7');
+  assert.equal(index, bucketIndexOf('tx-7'));
+  const checked = decodeCounterForTransaction(stored.head, 'tx-7', stored.parts.get(bucketIndexOf('tx-7')) ?? null);
+  assert.deepEqual(counterEntry(checked, 'tx-7'), counterEntry(state, 'tx-7'));
+  assert.equal(checked.reservedCount, 200);
+  assert.equal(checked.buckets.filter((bucket) => Object.keys(bucket).length > 0).length, 1, 'no other bucket read');
+  // An empty bucket has no part to read; an earlier format is decoded whole.
+  const lone = mustReserve(emptyCounter(), 'tx-alone');
+  const unread = [...Array(1_000).keys()].map((n) => `probe-${n}`).find((id) => bucketIndexOf(id) !== bucketIndexOf('tx-alone')) ?? '';
+  assert.equal(counterPartToRead(storedCounter(lone).head, unread), null);
+  assert.equal(counterPartToRead(formatThree(lone), 'tx-alone'), null);
+  assert.deepEqual(decodeCounterForTransaction(formatThree(state), 'tx-7', null), state);
 });
 
 test('reading a counter again after one reservation parses only the bucket that changed', () => {
   let state = emptyCounter();
   for (let index = 0; index < 500; index += 1) state = mustReserve(state, `tx-${index}`);
   const memo = counterDecodeMemo();
-  const first = decodeCounter(JSON.parse(JSON.stringify(encodeCounter(state))) as JsonValue, memo);
+  const first = loadCounter(storedCounter(state), memo);
   assert.deepEqual(first, state);
   const next = mustReserve(state, 'tx-new');
-  const second = decodeCounter(JSON.parse(JSON.stringify(encodeCounter(next))) as JsonValue, memo);
+  const second = loadCounter(storedCounter(next), memo);
   assert.deepEqual(second, next);
   const changed = bucketIndexOf('tx-new');
   second.buckets.forEach((bucket, index) => {
@@ -159,7 +224,7 @@ test('the totals alone decide a grant: whatever the entries hold, a reservation 
   assert.deepEqual([reserve(totals, spent).ok, reserve(state, spent).ok], [false, true]);
 });
 
-test('a reservation re-encodes its bucket by appending a line: the snapshot is the one a full encoding gives', () => {
+test('a reservation re-encodes its bucket by appending a line: the parts are the ones a full encoding gives', () => {
   const behavior = counterBehavior({ limits: () => defaultLimitsConfig });
   let state: CounterState | null = null;
   const ids = [...Array.from({ length: 300 }, (_, index) => `tx-${index}`), '42', '7', 'line\nbreak', '__proto__', 'tx-after-numbers'];
@@ -175,13 +240,16 @@ test('a reservation re-encodes its bucket by appending a line: the snapshot is t
     const next: CounterState | undefined = handleCommand(behavior, state, command, { nowMs: 0, commandId: command.commandId }).state;
     if (next !== undefined) state = next;
     assert.ok(state !== null);
-    behavior.encode(state); // as the runtime does after every write: the next append builds on it
+    // As the runtime does after every write: the next append builds on it.
+    behavior.encode(state);
+    behavior.parts?.of(state);
     if (index === 150) state = release(state, 'tx-3');
   }
   assert.ok(state !== null);
-  const written = behavior.encode(state) as { bucketLines: string[] };
+  const written = behavior.parts?.of(state);
   // The same entries in fresh bucket objects: nothing cached, every line formatted again.
-  const fresh = encodeCounter({ ...state, buckets: state.buckets.map((bucket) => ({ ...bucket })) }) as { bucketLines: string[] };
-  assert.deepEqual(written.bucketLines, fresh.bucketLines);
-  assert.deepEqual(decodeCounter(JSON.parse(JSON.stringify(written)) as JsonValue), state);
+  const fresh = { ...state, buckets: state.buckets.map((bucket) => ({ ...bucket })) };
+  assert.deepEqual(written, counterParts(fresh));
+  assert.deepEqual(behavior.encode(state), encodeCounter(fresh));
+  assert.deepEqual(loadCounter(storedCounter(state)), state);
 });
