@@ -378,7 +378,8 @@ export function recordStep(progress: SagaProgress, step: AcceptanceStep, outcome
 // answer is the actor's: for a transaction id no counter has seen, the saga's answer depends on
 // nothing else than those committed totals and the quote's committed use (a transaction a counter
 // has seen is counted already, and `reserve` grants it again, so it is never refused early; the
-// same holds for the quote's claim). When the decisive steps all grant, the actor decides.
+// same holds for the quote's claim, and a transaction that used its quote is never refused early
+// at all: its actor answers a retry). When the decisive steps all grant, the actor decides.
 
 /** The saga's decisive steps, as the edge runs them before asking (see above). */
 export interface EarlyRefusalStage {
@@ -405,6 +406,11 @@ export function earlyRefusalStage(request: AcceptanceRequest, limits: LimitsConf
   return {
     counters: counterWindows(decisive).map((window) => counterKeyOf(keys, window)),
     refusal(counterOf, quoteUse) {
+      // The quote was used by this very transaction: it was accepted, and a retry with the same
+      // ids is its actor's to answer, from its state. The counters may no longer list it (a
+      // completed entry is folded into the totals after a while: src/domain/counter.ts). (A quote
+      // it only holds is an acceptance still running: its counter entries are open, never folded.)
+      if (quoteUse?.transactionId === transactionId && quoteUse.status === 'used') return null;
       // The saga over the decisive steps alone: a refusal among them is the saga's answer whatever
       // the other steps answer (they rank after); all granted, the actor decides.
       let progress: SagaProgress = { steps: decisive, sent: decisive, results: {} };

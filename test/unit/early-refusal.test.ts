@@ -166,6 +166,16 @@ describe('early refusal at a spent method cap', () => {
     assert.ok(saga.answer !== null && saga.answer.ok, JSON.stringify(saga.answer));
   });
 
+  test('a retry of a transaction that used the quote goes to its actor, though the counter no longer lists it (a completed entry folded)', () => {
+    // The counter folds old completed entries into its totals (src/domain/counter.ts): the cap is
+    // spent and this transaction's id is gone from the entries. Its actor answers a retry (the same
+    // ids) from its own state; the edge must not answer method_daily_cap in its place.
+    const { early } = both(acceptPayload(brebQuote), (window) => (window === 'methodDay' ? counterOf(methodCap) : undefined), { transactionId: txId, status: 'used' });
+    assert.equal(early, null, 'quote used by this transaction');
+    const other = both(acceptPayload(brebQuote), (window) => (window === 'methodDay' ? counterOf(methodCap) : undefined), { transactionId: 'another-tx', status: 'used' });
+    assert.ok(other.early !== null && !other.early.ok && other.early.code === 'quote_used', 'a quote another transaction used is still refused early');
+  });
+
   test('a transaction the counter holds already is never refused early, even with the cap spent', () => {
     for (const own of ['open', 'released'] as const) {
       const full = subtract(methodCap, own === 'open' ? quoteAmount : decimal(1n, 2));
