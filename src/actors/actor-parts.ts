@@ -11,7 +11,8 @@
 // A part that is empty ('') has no record: a part that becomes empty is deleted. Retention never
 // deletes an actor with parts (only quotes are deleted); an actor deleted and written anew would
 // start from no parts and write every part it names, so an orphaned record is never read.
-import type { ActorSnapshot } from '../store/store.ts';
+import { createHash } from 'node:crypto';
+import { identifierBytesMax, type ActorSnapshot } from '../store/store.ts';
 import type { AnyActorBehavior, JsonValue, ReadModelWrite } from './envelope.ts';
 import { ActorFault } from './quarantine.ts';
 
@@ -24,9 +25,16 @@ export type PartDoc = JsonObject | null;
 /** The read-model collection of actors' parts: one document `{ text }` per non-empty part. */
 export const actorPartsCollection = 'actor_parts';
 
-/** The record id of an actor's part (`<actor id>#<index>`). */
+/**
+ * The record id of an actor's part: `<actor id>#<index>`, readable by an operator; or, when that
+ * would pass the store's identifier bound (an actor id of up to 256 bytes was valid before parts,
+ * e.g. a user's counter with a long user id), `#<sha-256 of the actor id>#<index>`, which always
+ * fits (and, starting with `#`, never equals a readable one: actor ids start with their type).
+ */
 export function actorPartId(actorId: string, index: number): string {
-  return `${actorId}#${index}`;
+  const readable = `${actorId}#${index}`;
+  if (Buffer.byteLength(readable, 'utf8') <= identifierBytesMax) return readable;
+  return `#${createHash('sha256').update(actorId).digest('hex')}#${index}`;
 }
 
 /** The part record's document for a text (null: no record). */

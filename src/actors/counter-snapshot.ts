@@ -5,7 +5,11 @@
 // Format 4 (this one): the snapshot holds the totals and, per bucket of `src/domain/counter.ts`,
 // how many entries it lists; each non-empty bucket's entries are a part of the actor, a record of
 // its own written in the same commit only when the bucket changed (src/actors/actor-parts.ts):
-//   { reservedAmount, reservedCount, foldedAmount, foldedCount, bucketSizes: number[64] }
+//   { reservedAmount, reservedCount, foldedAmount, foldedCount, bucketSizes: number[64], bucketDigests: number[64] }
+// (`bucketDigests`: FNV-1a of each bucket's text, so that a part from another moment than its
+// snapshot — a restore from a copy that was not taken at one point in time — is refused on load
+// even when it lists as many entries: an entry open in one and completed in the other would
+// otherwise load, and a later release would give back a completed reservation.)
 // A bucket's part is one string of lines, a line per entry: `<flag> <amount as fixed text>
 // <transaction id>`, flag `o` (open), `c` (completed) or `r` (released: a tombstone, not in the
 // totals); an id holding a newline is stored percent-encoded with the flag in upper case (`O`,
@@ -19,6 +23,7 @@
 // per entry (`entries: { [id]: { amount: {decimal__}, completed } }`).
 import {
   bucketIndexOf,
+  fnv1a,
   counterBucketCount,
   emptyCounter,
   type CounterBucket,
@@ -66,12 +71,14 @@ interface CounterSnapshot {
   readonly foldedAmount: JsonValue;
   readonly foldedCount: number;
   readonly bucketSizes: readonly number[];
+  readonly bucketDigests: readonly number[];
 }
 
-/** A bucket's part: its lines, and how many. */
+/** A bucket's part: its lines, how many, and the text's digest. */
 interface EncodedBucket {
   readonly text: string;
   readonly lines: number;
+  readonly digest: number;
 }
 
 // States and buckets are immutable, so an encoding is kept per object: a refusal re-uses the whole
@@ -84,7 +91,8 @@ function bucketEncoding(bucket: CounterBucket): EncodedBucket {
   let encoded = encodedBuckets.get(bucket);
   if (encoded === undefined) {
     const lines = Object.entries(bucket).map(([transactionId, entry]) => entryLine(transactionId, entry));
-    encoded = { text: lines.join(lineSeparator), lines: lines.length };
+    const text = lines.join(lineSeparator);
+    encoded = { text, lines: lines.length, digest: fnv1a(text) };
     encodedBuckets.set(bucket, encoded);
   }
   return encoded;
@@ -107,7 +115,9 @@ export function noteReserved(previous: CounterState, next: CounterState, transac
   if (known === undefined || entry === undefined || /^(0|[1-9][0-9]*)$/.test(transactionId)) return;
   if (Object.keys(after).length !== known.lines + 1) return;
   const line = entryLine(transactionId, entry);
-  encodedBuckets.set(after, { text: known.text === '' ? line : `${known.text}${lineSeparator}${line}`, lines: known.lines + 1 });
+  // The digest goes on from the previous text's: FNV-1a reads the text in order.
+  const appended = known.text === '' ? line : `${lineSeparator}${line}`;
+  encodedBuckets.set(after, { text: `${known.text}${appended}`, lines: known.lines + 1, digest: fnv1a(appended, known.digest) });
 }
 
 /** The counter's snapshot (its parts apart: `counterParts`). */
@@ -120,6 +130,7 @@ export function encodeCounter(state: CounterState): JsonValue {
     foldedAmount: toJsonValue(state.foldedAmount),
     foldedCount: state.foldedCount,
     bucketSizes: state.buckets.map((bucket) => bucketEncoding(bucket).lines),
+    bucketDigests: state.buckets.map((bucket) => bucketEncoding(bucket).digest),
   };
   const json = snapshot as unknown as JsonValue;
   encodedCounters.set(state, json);
@@ -195,7 +206,7 @@ function parsedBucket(index: number, text: string): DecodedBucket {
     if (bucketIndexOf(transactionId) !== index) throw new Error(`counter snapshot: an id in bucket ${index} belongs to another`);
   }
   const decoded = decodedBucket(pairs, text);
-  encodedBuckets.set(decoded.bucket, { text, lines: pairs.length });
+  encodedBuckets.set(decoded.bucket, { text, lines: pairs.length, digest: fnv1a(text) });
   return decoded;
 }
 
@@ -209,10 +220,13 @@ function memoBucket(index: number, text: string, memo: CounterDecodeMemo | undef
 }
 
 /** Format 4: each bucket from its part, which must list as many entries as the snapshot says. */
-function bucketsOfParts(sizes: readonly number[], parts: ReadonlyMap<number, string>, memo: CounterDecodeMemo | undefined): DecodedBucket[] {
+function bucketsOfParts(json: JsonValue, sizes: readonly number[], parts: ReadonlyMap<number, string>, memo: CounterDecodeMemo | undefined): DecodedBucket[] {
+  const digests = (json as Partial<CounterSnapshot>).bucketDigests;
+  if (!Array.isArray(digests) || digests.length !== counterBucketCount) throw new Error('counter snapshot: bad bucket digests');
   return sizes.map((size, index) => {
     const text = size === 0 ? '' : parts.get(index);
     if (text === undefined) throw new Error(`counter snapshot: bucket ${index} has no part`);
+    if (fnv1a(text) !== digests[index]) throw new Error(`counter snapshot: bucket ${index}'s part is not the one written with the snapshot`);
     const decoded = memoBucket(index, text, memo);
     if (Object.keys(decoded.bucket).length !== size) {
       throw new Error(`counter snapshot: bucket ${index} lists ${Object.keys(decoded.bucket).length} entries, the snapshot says ${size}`);
@@ -277,7 +291,7 @@ export function decodeCounter(json: JsonValue, parts: ReadonlyMap<number, string
   const current = sizes !== null;
   const buckets =
     sizes !== null
-      ? bucketsOfParts(sizes, parts, memo)
+      ? bucketsOfParts(json, sizes, parts, memo)
       : Array.isArray(snapshot.bucketLines)
         ? currentFormatBuckets(snapshot.bucketLines, memo)
         : bucketsOfList(typeof snapshot.entryLines === 'string' ? parseLines(snapshot.entryLines) : legacyEntries(snapshot.entries));

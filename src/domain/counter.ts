@@ -70,14 +70,19 @@ export function emptyCounter(): CounterState {
   return { reservedAmount: zero(0), reservedCount: 0, foldedAmount: zero(0), foldedCount: 0, buckets: emptyBuckets };
 }
 
+/** FNV-1a (32 bits) over a text's UTF-16 code units, continuing from `hash` (its offset basis by default). */
+export function fnv1a(text: string, hash = 0x811c9dc5): number {
+  let value = hash;
+  for (let index = 0; index < text.length; index += 1) {
+    value ^= text.charCodeAt(index);
+    value = Math.imul(value, 0x01000193);
+  }
+  return value >>> 0;
+}
+
 /** The bucket of a transaction id: FNV-1a over its UTF-16 code units. Persisted layouts depend on it: never change it. */
 export function bucketIndexOf(transactionId: string): number {
-  let hash = 0x811c9dc5;
-  for (let index = 0; index < transactionId.length; index += 1) {
-    hash ^= transactionId.charCodeAt(index);
-    hash = Math.imul(hash, 0x01000193);
-  }
-  return (hash >>> 0) % counterBucketCount;
+  return fnv1a(transactionId) % counterBucketCount;
 }
 
 export function counterEntry(state: CounterState, transactionId: string): CounterEntry | undefined {

@@ -58,8 +58,9 @@ export function createEarlyRefusals(store: Pick<SnapshotStore, 'load' | 'get'>, 
     setNewest(memos, key, memo);
     const index = counterPartToRead(snapshot.state, transactionId);
     const partId = index === null ? null : actorPartId(actorId(counterActorType, key), index);
-    const doc = partId === null ? null : await store.get(actorPartsCollection, partId);
-    const part = partId === null || doc === null ? null : partText(doc, partId);
+    // A part the snapshot names and the store does not hold is an inconsistency: `partText` throws
+    // and the acceptance goes to the actors (an error here never refuses).
+    const part = partId === null ? null : partText(await store.get(actorPartsCollection, partId), partId);
     return decodeCounterForTransaction(snapshot.state, transactionId, part, memo);
   }
 

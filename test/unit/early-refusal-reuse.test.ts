@@ -41,6 +41,10 @@ function counterStore() {
     async get(collection: string, id: string): Promise<JsonObject | null> {
       return collection === actorPartsCollection ? (parts.get(id) ?? null) : null;
     },
+    /** Loses every part record (a store that lost data): the snapshot still names them. */
+    loseParts(): void {
+      parts = new Map();
+    },
   };
   return store;
 }
@@ -102,4 +106,16 @@ test('a transaction counted already is not refused at a spent cap: its bucket is
   assert.equal(await ask(refusals, t0, 'tx-1'), null, 'granted again by its actor, not refused here');
   const refused = await ask(refusals, t0, 'tx-2');
   assert.equal(refused !== null && !refused.ok ? refused.code : null, 'method_daily_cap');
+});
+
+test('a part the snapshot names and the store lacks is an error, never read as an empty bucket (the route then asks the actors)', async () => {
+  const store = counterStore();
+  let full = reserve(emptyCounter(), { transactionId: 'tx-1', amount: windowAmount(quote, 'methodDay'), cap: null, countCap: null });
+  assert.ok(full.ok);
+  full = reserve(full.state, { transactionId: 'someone-else', amount: cap, cap: null, countCap: null });
+  assert.ok(full.ok);
+  store.set(full.state);
+  store.loseParts();
+  const refusals = createEarlyRefusals(store, () => defaultLimitsConfig);
+  await assert.rejects(ask(refusals, t0, 'tx-1'), /missing/);
 });

@@ -19,7 +19,7 @@ import type { CommandEnvelope, JsonValue } from '../../src/actors/envelope.ts';
 import { toJsonValue } from '../../src/actors/state-codec.ts';
 import { defaultLimitsConfig } from '../../src/config/limits.ts';
 import { commit, counterEntries, counterEntry, emptyCounter, release, reserve, type CounterState } from '../../src/domain/limits.ts';
-import { bucketIndexOf, counterBucketCount } from '../../src/domain/counter.ts';
+import { bucketIndexOf, counterBucketCount, fnv1a } from '../../src/domain/counter.ts';
 import { decimal, decimalFromString, toFixedString } from '../../src/domain/money.ts';
 import { handleCommand } from '../support/handle-command.ts';
 import { formatThree, loadCounter, storedCounter } from '../support/counter-snapshots.ts';
@@ -121,32 +121,54 @@ test('snapshots of the two previous formats (one string of every entry; one obje
 
 test('a snapshot whose totals disagree with its entries, or whose entry sits in another bucket, is refused, not loaded', () => {
   const stored = storedCounter(sample());
-  const head = stored.head as Record<string, JsonValue> & { bucketSizes: number[] };
+  const head = stored.head as Record<string, JsonValue> & { bucketSizes: number[]; bucketDigests: number[] };
   const load = (snapshot: JsonValue, parts = stored.parts): CounterState => decodeCounter(snapshot, parts);
   assert.throws(() => load({ ...head, reservedCount: 4 }), /disagree/);
   assert.throws(() => load({ ...head, reservedAmount: { decimal__: '1.00' } }), /disagree/);
   assert.throws(() => load({ ...head, foldedCount: 1 }), /disagree/);
-  const withPart = (index: number, text: string): Map<number, string> => new Map([...stored.parts, [index, text]]);
+  // A part changed by hand, with the snapshot's digest made to match: the entries are checked too.
+  const tampered = (index: number, text: string): [JsonValue, Map<number, string>] => {
+    const parts = new Map([...stored.parts, [index, text]]);
+    const sizes = head.bucketSizes.map((size, at) => (at === index ? text.split('\n').length : size));
+    return [{ ...head, bucketSizes: sizes, bucketDigests: head.bucketDigests.map((digest, at) => (at === index ? fnv1a(text) : digest)) }, parts];
+  };
   const named = counterPartNames(head)[0] ?? 0;
-  assert.throws(() => load(head, withPart(named, 'x 1.00 id')), /bad entry line/);
+  assert.throws(() => load(...tampered(named, 'x 1.00 id')), /bad entry line/);
   const usdc = bucketIndexOf('usdc');
   const other = counterPartNames(head).find((index) => index !== usdc && (head.bucketSizes[index] ?? 0) === 1) ?? 0;
-  assert.throws(() => load(head, withPart(other, 'r 1.00 usdc')), /belongs to another/);
+  assert.throws(() => load(...tampered(other, 'r 1.00 usdc')), /belongs to another/);
   // A part that lists more (or fewer) entries than the snapshot says is not the one written with it.
-  assert.throws(() => load(head, withPart(usdc, `${stored.parts.get(usdc) ?? ''}\nr 1.00 usdc-2`.replace(/^\n/, ''))), /lists|belongs/);
+  const longer = new Map([...stored.parts, [usdc, `${stored.parts.get(usdc) ?? ''}\nr 1.00 usdc-2`.replace(/^\n/, '')]]);
+  assert.throws(() => load({ ...head, bucketDigests: head.bucketDigests.map((digest, at) => (at === usdc ? fnv1a(longer.get(usdc) ?? '') : digest)) }, longer), /lists|belongs/);
   const missing = new Map(stored.parts);
   missing.delete(named);
   assert.throws(() => load(head, missing), /has no part/);
   assert.throws(() => load({ ...head, bucketSizes: head.bucketSizes.slice(1) }), /bad bucket sizes/);
   assert.throws(() => load({ ...head, bucketSizes: head.bucketSizes.map((size) => -size) }), /bad bucket sizes/);
+  assert.throws(() => load({ ...head, bucketDigests: head.bucketDigests.slice(1) }), /bad bucket digests/);
   // A negative entry next to a positive one keeps the totals right while holding more than they say.
   const evil = bucketIndexOf('evil');
   const good = bucketIndexOf('good');
   const pair = { reservedAmount: { decimal__: '0.00' }, reservedCount: 2, foldedAmount: { decimal__: '0' }, foldedCount: 0 };
-  const sizes = Array.from({ length: counterBucketCount }, (_, index) => (index === evil || index === good ? 1 : 0));
-  assert.throws(() => load({ ...pair, bucketSizes: sizes }, new Map([[evil, 'o -100.00 evil'], [good, 'o 100.00 good']])), /negative amount/);
+  const texts = new Map([[evil, 'o -100.00 evil'], [good, 'o 100.00 good']]);
+  const sizes = Array.from({ length: counterBucketCount }, (_, index) => (texts.has(index) ? 1 : 0));
+  const digests = Array.from({ length: counterBucketCount }, (_, index) => fnv1a(texts.get(index) ?? ''));
+  assert.throws(() => load({ ...pair, bucketSizes: sizes, bucketDigests: digests }, texts), /negative amount/);
   assert.throws(() => load({ ...head, foldedCount: -1, reservedCount: 4 }), /disagree/);
   assert.throws(() => load({ ...head, foldedAmount: { decimal__: '-1.00' } }), /disagree/);
+});
+
+test('a part from another moment than its snapshot is refused, even listing as many entries with the same totals', () => {
+  // The same transactions, one open in the part and completed in the snapshot's moment (or the
+  // reverse): sizes and totals agree, and loading it would let a release give back a completed
+  // reservation. A restore from a copy not taken at one point in time can pair them so.
+  const open = mustReserve(emptyCounter(), 'tx-1');
+  const completed = commit(open, { transactionId: 'tx-1', amount: cop('50000') });
+  const now = storedCounter(completed);
+  const before = storedCounter(open);
+  assert.deepEqual((now.head as { bucketSizes: number[] }).bucketSizes, (before.head as { bucketSizes: number[] }).bucketSizes);
+  assert.throws(() => decodeCounter(now.head, before.parts), /not the one written with the snapshot/);
+  assert.deepEqual(decodeCounter(now.head, now.parts), completed);
 });
 
 test('a check of one transaction reads its bucket only: the totals, and that bucket as its part says', () => {

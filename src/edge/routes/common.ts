@@ -9,8 +9,6 @@ import { kycKey, kycActorType } from '../../actors/kyc-actor.ts';
 import { loadQuoteRecord, type QuoteRecord } from '../../actors/quote-actor.ts';
 import { transactionsCollection } from '../../actors/transaction-actor.ts';
 import { counterActorType } from '../../actors/counter-actor.ts';
-import { actorPartId } from '../../actors/actor-parts.ts';
-import { counterBucketCount } from '../../domain/counter.ts';
 import { parseUuid } from '../../domain/ids.ts';
 import { describeAcceptanceRejection, kycMonthCounterKey, userDayCounterKey, type AcceptanceRejection } from '../../domain/limits.ts';
 import type { Quote } from '../../domain/quote.ts';
@@ -200,15 +198,15 @@ export function idOf(ids: Ids, name: string): string {
 
 /**
  * Whether every storage key derived from this user id fits the store's identifier bound: the KYC
- * actor and read model (`kyc/<partner>:<user>`) and the limit counters and their parts, whose keys
- * URI-encode the id (a non-ASCII byte takes three characters there).
+ * actor and read model (`kyc/<partner>:<user>`) and the limit counters, whose keys URI-encode the
+ * id (a non-ASCII byte takes three characters there). (A counter's parts have ids that always fit:
+ * src/actors/actor-parts.ts.)
  */
 export function userIdFits(partnerId: string, userId: string): boolean {
   const keys = [
     `${kycActorType}/${kycKey(partnerId, userId)}`,
-    // A counter's parts are records whose ids are longer than its own (src/actors/actor-parts.ts).
-    actorPartId(`${counterActorType}/${userDayCounterKey(partnerId, userId, 'BREB', '2000-01-01')}`, counterBucketCount - 1),
-    actorPartId(`${counterActorType}/${kycMonthCounterKey(partnerId, userId, '2000-01')}`, counterBucketCount - 1),
+    `${counterActorType}/${userDayCounterKey(partnerId, userId, 'BREB', '2000-01-01')}`,
+    `${counterActorType}/${kycMonthCounterKey(partnerId, userId, '2000-01')}`,
   ];
   return keys.every((key) => Buffer.byteLength(key, 'utf8') <= identifierBytesMax);
 }
