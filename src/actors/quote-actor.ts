@@ -183,7 +183,8 @@ export function quoteBehavior(deps: QuoteActorDeps): ActorBehavior<QuoteRecord, 
     // A repeated `create` is answered from the quote itself (below), so the dedupe log needs no
     // copy of the reply: a new quote is written once, as this snapshot. Claims, releases and
     // consumptions are deduplicated by the log: a claim delivered again after its transaction gave
-    // the quote back must not take it again.
+    // the quote back must not take it again. (One delivered after the log forgot it does; its
+    // refused transaction gives the claim back when the grant reaches it: transaction-actor.ts.)
     dedupeByState: (kind) => kind === 'create',
     encode: encodeQuoteRecord,
     decode: decodeQuoteRecord,

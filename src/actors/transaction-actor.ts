@@ -10,6 +10,7 @@
 import {
   counterKeyOf,
   recordStep,
+  releasesLateGrant,
   startAcceptance as domainStartAcceptance,
   windowAmount,
   windowReservation,
@@ -85,9 +86,30 @@ interface Reserving {
   readonly startedAtMs: number;
 }
 
+/**
+ * What a refused saga asked: its steps, the counter keys and the quote they went to. A rejected
+ * transaction keeps it so that a grant reaching it after the refusal goes back where it came from
+ * (`lateGrant`). Kept here rather than carried by the answers (a counter naming its own key in
+ * `reservation_result`): the transaction then releases only at counters its own state names, and
+ * neither the counters' nor the quote's answers change shape, so nothing depends on which release
+ * of those actors answered during a rolling upgrade. The price is a few keys in a refused
+ * transaction's snapshot.
+ */
+interface Asked {
+  readonly steps: readonly AcceptanceStep[];
+  readonly keys: AcceptanceCounterKeys;
+  readonly quoteId: string;
+}
+
 interface Rejected {
   readonly phase: 'rejected';
   readonly reply: JsonValue;
+  /**
+   * Absent when a read check refused before any step was asked (no grant can come), and in
+   * rejected states stored before it was kept: such a transaction cannot tell where a late grant
+   * came from and ignores it, as it always did.
+   */
+  readonly asked?: Asked;
 }
 
 interface Live {
@@ -250,10 +272,24 @@ function reserveCommands(accept: AcceptPayload, keys: AcceptanceCounterKeys, ste
 }
 
 /** Gives back a granted step: the quote's claim, or a counter's reservation. */
-function releaseCommand(state: Reserving, step: AcceptanceStep, transactionId: string): CommandToSend {
+function releaseCommand(asked: Asked, step: AcceptanceStep, transactionId: string): CommandToSend {
   return step === 'quote'
-    ? quoteUseCommand(state.accept.quote.id, 'release', { transactionId })
-    : toCounter(state.keys, step, { kind: 'release', transactionId });
+    ? quoteUseCommand(asked.quoteId, 'release', { transactionId })
+    : toCounter(asked.keys, step, { kind: 'release', transactionId });
+}
+
+/**
+ * A step granted after the saga refused (`releasesLateGrant`: a reserve or a claim delivered again
+ * once its counter or quote forgot it counted the transaction again) is given back; anything else
+ * changes nothing. The state does not change: a copy handled again sends the same release again,
+ * under the id the runtime derives from the answer's (`sentCommands`), and a release of what the
+ * transaction does not hold changes nothing. (If that id is the one the refusal itself sent this
+ * step's release under, and the counter still remembers it, the counter skips it as a repeat.)
+ */
+function lateGrant(state: Rejected, result: { readonly window: AcceptanceStep; readonly outcome: ReservationOutcome }, transactionId: string): Outcome<TransactionActorState> {
+  const asked = state.asked;
+  if (asked === undefined || !releasesLateGrant(asked.steps, result.window, result.outcome)) return {};
+  return { send: [releaseCommand(asked, result.window, transactionId)] };
 }
 
 function startAcceptance(accept: AcceptPayload, command: { replyTo?: ReplyTarget }, nowMs: number, limits: LimitsConfig, transactionId: string): Outcome<TransactionActorState> {
@@ -287,7 +323,8 @@ function recordResult(
 ): Outcome<TransactionActorState> {
   const decision = recordStep(progressOf(state), result.window, result.outcome);
   const answerAll = (answer: JsonValue) => state.waiting.map((to) => ({ to, payload: answer }));
-  const releaseAll = (steps: readonly AcceptanceStep[]): CommandToSend[] => steps.map((step) => releaseCommand(state, step, transactionId));
+  const asked: Asked = { steps: progressOf(state).sent, keys: state.keys, quoteId: state.accept.quote.id };
+  const releaseAll = (steps: readonly AcceptanceStep[]): CommandToSend[] => steps.map((step) => releaseCommand(asked, step, transactionId));
   switch (decision.kind) {
     case 'ignore':
       return {};
@@ -300,7 +337,7 @@ function recordResult(
       };
     case 'refuse': {
       const answer = reply(answerReply(decision.answer));
-      return { state: { phase: 'rejected', reply: answer }, replies: answerAll(answer), send: releaseAll(decision.release) };
+      return { state: { phase: 'rejected', reply: answer, asked }, replies: answerAll(answer), send: releaseAll(decision.release) };
     }
     case 'create':
       break;
@@ -324,7 +361,7 @@ function recordResult(
         ? rejectionReply({ code: 'quote_expired' })
         : { ok: false, code: 'invalid_request', reason: `The transaction could not be created (${created.rejection.code})`, retryable: false },
     );
-    return { state: { phase: 'rejected', reply: answer }, replies: answerAll(answer), send: releaseAll(decision.release) };
+    return { state: { phase: 'rejected', reply: answer, asked }, replies: answerAll(answer), send: releaseAll(decision.release) };
   }
   const live: Live = { phase: 'live', tx: created.state, keys: state.keys, windows: decision.counters, paymentContext: accept.paymentContext };
   const effects = effectsOf(null, live, created.events);
@@ -440,8 +477,10 @@ export function transactionBehavior(deps: TransactionActorDeps): ActorBehavior<T
     // after a timeout or failover) joins those waiting, or gets the outcome once there is one.
     deferredReplyKinds: new Set(['accept']),
     // A step's answer is recorded in the saga's results and ignored once recorded (or once the saga
-    // settled), so handled again it changes nothing and sends nothing: the dedupe log need keep no
-    // copy of it (four answers per acceptance: bench/README.md, "hot-accept").
+    // created the transaction), so handled again it changes nothing and sends nothing; after a
+    // refusal a grant sends its step a release again, which the counter or the quote takes as a
+    // no-op. So the dedupe log need keep no copy of it (four answers per acceptance:
+    // bench/README.md, "hot-accept").
     dedupeByState: (kind) => kind === reservationResultKind || kind === quoteClaimResultKind,
     handle(state, command, ctx) {
       const transactionId = command.actorKey;
@@ -455,11 +494,13 @@ export function transactionBehavior(deps: TransactionActorDeps): ActorBehavior<T
         return { reply: state.phase === 'rejected' ? state.reply : reply(acceptedReply(state)) };
       }
       if (command.kind === 'reservation_result' || command.kind === 'quote_claim_result') {
-        // Every asked counter (and the quote) answers exactly once (commands dedupe by id), and the
-        // saga settles only when all asked have answered, so a result outside 'reserving' is a
-        // duplicate.
-        if (state === null || state.phase !== 'reserving') return {};
+        // Every asked counter (and the quote) answers once per ask, and the saga settles only when
+        // all asked have answered, so a result outside 'reserving' is a duplicate: of the answer
+        // recorded, or of an ask delivered again after its counter forgot it. A live transaction
+        // holds every step, so it ignores it; a rejected one holds none, so it gives a grant back.
+        if (state === null || state.phase === 'live') return {};
         const result = command.kind === 'reservation_result' ? command.payload : { window: 'quote' as const, outcome: command.payload.outcome };
+        if (state.phase === 'rejected') return lateGrant(state, result, transactionId);
         return recordResult(state, result, transactionId, ctx.nowMs);
       }
       if (state === null || state.phase !== 'live') {

@@ -366,6 +366,21 @@ export function recordStep(progress: SagaProgress, step: AcceptanceStep, outcome
   return { kind: 'create', progress: next, counters: counterWindows(next.steps), consumeQuote: next.steps.includes('quote'), release: grantedSteps(next) };
 }
 
+/**
+ * A step's answer reaching a saga that already refused (its transaction 'rejected', never
+ * created), with `asked` the steps that saga asked: whether to give that step back. Every step
+ * answers once per ask, so such an answer is either a redelivered copy of the answer the saga
+ * recorded, or the answer to an ask delivered again after the counter (or the quote) forgot it: its
+ * dedupe log is bounded, and so are a counter's tombstones (src/domain/counter.ts). The second kind
+ * counted the transaction again, and nothing else would ever give that back (the cap would stay
+ * held all day, the quote `quote_in_use` until it expires). The two cannot be told apart, and a
+ * release is idempotent, so every grant of a step asked is given back: a refused transaction
+ * holds nothing. A refusal holds nothing; a step never asked is not this saga's to release.
+ */
+export function releasesLateGrant(asked: readonly AcceptanceStep[], step: AcceptanceStep, outcome: ReservationOutcome): boolean {
+  return outcome.ok && asked.includes(step);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Early refusal (the edge, docs/decisions-limits.md "Early refusal at a spent method cap")
 //

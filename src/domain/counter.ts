@@ -15,8 +15,10 @@
 // `closedEntriesPerBucketMax` completed and as many released entries; older completed ones are
 // folded into `folded*` (they stay in the totals, only their ids go) and older released ones are
 // dropped. What that risks is fail-safe: a duplicate of a forgotten transaction delivered later
-// still is counted again, and holds that amount for good — a stricter cap, never a looser one; a
-// late `release` of a forgotten completed transaction finds nothing to give back, as it should.
+// still is counted again, and holds that amount for good — a stricter cap, never a looser one
+// (unless its acceptance was refused: the rejected transaction releases a grant that reaches it,
+// src/actors/transaction-actor.ts); a late `release` of a forgotten completed transaction finds
+// nothing to give back, as it should.
 import type { Decimal } from './money.ts';
 import { add, compare, subtract, toFixedString, zero } from './money.ts';
 

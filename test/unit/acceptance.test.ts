@@ -13,6 +13,7 @@ import {
   firstStage,
   preChecks,
   recordStep,
+  releasesLateGrant,
   startAcceptance,
   type AcceptanceRequest,
   type AcceptanceStep,
@@ -201,6 +202,14 @@ describe('acceptance: one round and decisions', () => {
     const decision = recordStep(progress, 'kycMonth', granted);
     assert.ok(decision.kind === 'create');
     assert.equal(decision.consumeQuote, false);
+  });
+
+  test('after a refusal, a grant of a step the saga asked is given back; a refusal, or a step never asked, is not', () => {
+    const asked: AcceptanceStep[] = ['quote', 'methodDay', 'kycMonth'];
+    for (const step of asked) assert.equal(releasesLateGrant(asked, step, granted), true, `${step} granted late`);
+    assert.equal(releasesLateGrant(asked, 'methodDay', methodCap), false, 'a refusal holds nothing');
+    assert.equal(releasesLateGrant(asked, 'quote', quoteInUse), false);
+    assert.equal(releasesLateGrant(asked, 'userDay', granted), false, 'never asked: not this saga\'s to release');
   });
 
   test('a progress that asked a step twice is refused loudly', () => {
