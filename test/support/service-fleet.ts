@@ -89,8 +89,12 @@ export interface ServiceFleet {
   stop(): Promise<void>;
 }
 
-/** Bound on one process's start-up (tsx compiles on start; CI machines are shared). */
-const startTimeoutMs = 90_000;
+/**
+ * Bound on one process's start-up (tsx compiles on start; CI machines are shared). 180 s: beside
+ * the rest of the suite on a slow day (load average 15 on 2 cores) an edge of a seven-process fleet
+ * took over 90 s to print its banner, with nothing wrong.
+ */
+const startTimeoutMs = 180_000;
 const outputCharsMaxDefault = 6_000;
 const readyPollMs = 50;
 
