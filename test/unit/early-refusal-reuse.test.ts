@@ -94,14 +94,19 @@ test('totals that said "full" are read again before a refusal: a release made me
   assert.equal(store.loads, loads + 1, 'by a fresh read');
 });
 
+/** The cap spent, tx-1 among those holding it (at the amount its acceptance reserves). */
+function spentWithTx1(): CounterState {
+  const withTx1 = reserve(emptyCounter(), { transactionId: 'tx-1', amount: windowAmount(quote, 'methodDay'), cap: null, countCap: null });
+  assert.ok(withTx1.ok);
+  const full = reserve(withTx1.state, { transactionId: 'someone-else', amount: cap, cap: null, countCap: null });
+  assert.ok(full.ok);
+  return full.state;
+}
+
 test('a transaction counted already is not refused at a spent cap: its bucket is read from its part', async () => {
   const store = counterStore();
   // The cap is spent, and tx-1 is among those holding it (a retry of its acceptance).
-  let full = reserve(emptyCounter(), { transactionId: 'tx-1', amount: windowAmount(quote, 'methodDay'), cap: null, countCap: null });
-  assert.ok(full.ok);
-  full = reserve(full.state, { transactionId: 'someone-else', amount: cap, cap: null, countCap: null });
-  assert.ok(full.ok);
-  store.set(full.state);
+  store.set(spentWithTx1());
   const refusals = createEarlyRefusals(store, () => defaultLimitsConfig);
   assert.equal(await ask(refusals, t0, 'tx-1'), null, 'granted again by its actor, not refused here');
   const refused = await ask(refusals, t0, 'tx-2');
@@ -110,11 +115,7 @@ test('a transaction counted already is not refused at a spent cap: its bucket is
 
 test('a part the snapshot names and the store lacks is an error, never read as an empty bucket (the route then asks the actors)', async () => {
   const store = counterStore();
-  let full = reserve(emptyCounter(), { transactionId: 'tx-1', amount: windowAmount(quote, 'methodDay'), cap: null, countCap: null });
-  assert.ok(full.ok);
-  full = reserve(full.state, { transactionId: 'someone-else', amount: cap, cap: null, countCap: null });
-  assert.ok(full.ok);
-  store.set(full.state);
+  store.set(spentWithTx1());
   store.loseParts();
   const refusals = createEarlyRefusals(store, () => defaultLimitsConfig);
   await assert.rejects(ask(refusals, t0, 'tx-1'), /missing/);
