@@ -1,5 +1,6 @@
 // What a batch of stream entries holds, sorted on arrival (runtime.ts, `applyBatch`): each entry's
-// envelopes decoded (one, or a batch of them in one entry: codec.ts) and their payloads checked
+// envelopes decoded (one, or a batch of them in one entry: codec.ts; a local entry's as they came
+// from the sending write, local-entry.ts) and their payloads checked
 // against their actor type's command map, grouped by actor in stream order (an entry's commands
 // in their order within it). A stream entry is untrusted input: one that does not decode, names no known actor type
 // or carries a kind or payload its map refuses is set apart (acknowledged and dropped by the
@@ -8,6 +9,7 @@ import type { BusEntry } from '../bus/bus.ts';
 import { batchRequestsMax } from '../bus/request-reply.ts';
 import { decodeEntryEnvelopes } from './codec.ts';
 import { decodeArrived } from './commands.ts';
+import { isLocalEntry } from './local-entry.ts';
 import {
   actorId,
   malformedCommandCode,
@@ -44,7 +46,8 @@ export function sortArrivals(entries: readonly BusEntry[], behaviors: ReadonlyMa
   const decoded = new Map<CommandEnvelope, ArrivedCommand>();
   const malformed: MalformedArrival[] = [];
   for (const entry of entries) {
-    const commands = decodeEntryEnvelopes(entry.payload);
+    // A local entry carries its envelopes as its sender's outbox row holds them (local-entry.ts).
+    const commands = isLocalEntry(entry) ? entry.envelopes : decodeEntryEnvelopes(entry.payload);
     if (commands === null) {
       malformed.push({ entry, command: null, reason: `not a command envelope, nor a batch of 1 to ${batchRequestsMax} of them` });
       continue;

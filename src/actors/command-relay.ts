@@ -5,6 +5,12 @@
 // its batches at once, and sweeps the outbox for rows nobody relayed (a worker died between its
 // write and the relay) in every lease round. Relaying twice is harmless: receivers dedupe by
 // commandId.
+//
+// Local delivery: a row whose every command is for a shard this worker owns is not appended to a
+// stream at all; the worker applies it in a batch of its own right away (`LocalDelivery`,
+// shard-worker.ts) and the row is marked done once those commands are durable. A row that could
+// not be applied so (its actor's write refused, say) goes out through its streams after all, and
+// the sweep still relays whatever neither path marked done. docs/actors.md, "Local delivery".
 import type { OutboxRowWrite } from './actor-store.ts';
 import { outboxBatchMax } from '../store/store.ts';
 import { envelopeFromJson } from './codec.ts';
@@ -38,6 +44,17 @@ export function envelopesOfRow(row: OutboxRowWrite): { readonly envelopes: Comma
   return { envelopes, unreadable: items.length === 0 ? 1 : items.length - envelopes.length };
 }
 
+/** Applies commands in the worker's own batches, without a stream round trip (shard-worker.ts). */
+export interface LocalDelivery {
+  /** Whether every one of these commands can be applied here now (its shard owned, not recovering). */
+  accepts(envelopes: readonly CommandEnvelope[]): boolean;
+  /**
+   * Applies each row's commands; resolves, per row in order, whether all of them are durable (or
+   * were refused as malformed, which no redelivery changes). Never rejects.
+   */
+  deliver(rows: ReadonlyArray<readonly CommandEnvelope[]>): Promise<boolean[]>;
+}
+
 export interface CommandRelayOptions {
   readonly store: {
     /** Command rows not yet relayed (left by a worker that crashed between commit and append). */
@@ -46,29 +63,72 @@ export interface CommandRelayOptions {
   };
   readonly runtime: Pick<ActorRuntime, 'sendAll'>;
   readonly log: (level: LogLevel, message: string, fields?: Record<string, unknown>) => void;
+  /** Without it, every row goes through its streams. */
+  readonly local?: LocalDelivery;
+}
+
+interface CarriedRow {
+  readonly id: string;
+  readonly envelopes: readonly CommandEnvelope[];
 }
 
 export class CommandRelay {
   /** Command rows relayed and not yet marked done (see markRelayedDone). */
   private readonly relayedRowIds: string[] = [];
   private markingDone: Promise<void> | null = null;
+  /** Rows being applied by local delivery: the sweep leaves them alone meanwhile. */
+  private readonly deliveringLocally = new Set<string>();
 
   constructor(private readonly options: CommandRelayOptions) {}
 
-  /** Relays the command rows among `rows`, then marks them done. */
+  /** Relays the command rows among `rows` (locally where it can), then marks them done. */
   async relay(rows: readonly OutboxRowWrite[]): Promise<void> {
-    const commandRows = rows.filter(isCommandRow);
-    if (commandRows.length === 0) return;
-    const envelopes: CommandEnvelope[] = [];
-    for (const row of commandRows) {
+    const local: CarriedRow[] = [];
+    const remote: CarriedRow[] = [];
+    for (const row of rows) {
+      if (!isCommandRow(row) || this.deliveringLocally.has(row.id)) continue;
       const carried = envelopesOfRow(row);
       if (carried.unreadable > 0) this.options.log('error', 'an outbox command row holds items that are not command envelopes; those are dropped', { rowId: row.id, unreadable: carried.unreadable, delivered: carried.envelopes.length });
-      envelopes.push(...carried.envelopes);
+      const accepted = carried.envelopes.length > 0 && this.options.local?.accepts(carried.envelopes) === true;
+      (accepted ? local : remote).push({ id: row.id, envelopes: carried.envelopes });
     }
+    if (local.length > 0) this.deliverLocally(local);
+    await this.sendThroughStreams(remote);
+  }
+
+  /** Appends the rows' commands to their streams, then marks the rows done. */
+  private async sendThroughStreams(rows: readonly CarriedRow[]): Promise<void> {
+    if (rows.length === 0) return;
     // The commands of one batch for one shard go out in one entry (`ActorRuntime.sendAll`).
-    await this.options.runtime.sendAll(envelopes);
-    for (const row of commandRows) this.relayedRowIds.push(row.id);
+    await this.options.runtime.sendAll(rows.flatMap((row) => row.envelopes));
+    for (const row of rows) this.relayedRowIds.push(row.id);
     await this.markRelayedDone();
+  }
+
+  /**
+   * Hands the rows to local delivery without waiting: each row durable there is marked done; the
+   * others go through their streams at once (their shard is in recovery by then, which applies
+   * them after the commands it replays), or, if that fails too, wait for the sweep.
+   */
+  private deliverLocally(rows: readonly CarriedRow[]): void {
+    const local = this.options.local;
+    if (local === undefined) return;
+    for (const row of rows) this.deliveringLocally.add(row.id);
+    void local
+      .deliver(rows.map((row) => row.envelopes))
+      .then(async (durable) => {
+        for (const row of rows) this.deliveringLocally.delete(row.id);
+        const done = rows.filter((_, index) => durable[index] === true);
+        if (done.length > 0) {
+          for (const row of done) this.relayedRowIds.push(row.id);
+          void this.markRelayedDone().catch(() => undefined);
+        }
+        await this.sendThroughStreams(rows.filter((_, index) => durable[index] !== true));
+      })
+      .catch((error: unknown) => {
+        for (const row of rows) this.deliveringLocally.delete(row.id);
+        this.options.log('warn', 'commands not applied locally could not be relayed either; the outbox sweep will retry', { error: String(error) });
+      });
   }
 
   /** The sweep: rows still pending in the outbox (up to 1,000), relayed again. */

@@ -28,6 +28,7 @@ import { shardOf, commandStreamKey } from '../bus/shards.ts';
 import { actorId, type AnyActorBehavior, type CommandEnvelope, type Decoded, type JsonValue, type LogLevel, type OutboxMessage, type ReadModelWrite } from './envelope.ts';
 import { commandEntries } from './codec.ts';
 import { decodeCommand, malformedReply, sortArrivals, type ArrivedCommand } from './command-arrival.ts';
+import { isLocalEntry } from './local-entry.ts';
 import type { ActorStore, BatchCommitResult, OutboxRowWrite } from './actor-store.ts';
 import { ActorFault, errorText, releaseWrites, replayCommandKind, replayDeadLettersMax, type DeadLetter, type QuarantineRecord, type QuarantineStore } from './quarantine.ts';
 import {
@@ -276,7 +277,8 @@ export class ActorRuntime {
     // Every entry none of whose commands stays pending: applied, malformed or dead-lettered.
     const toAck = new Map<string, string[]>();
     for (const entry of entries) {
-      if (pending.has(entry)) continue;
+      // A local entry is not in any stream: its outbox row stands for it (local-entry.ts).
+      if (pending.has(entry) || isLocalEntry(entry)) continue;
       const ids = toAck.get(entry.stream);
       if (ids === undefined) toAck.set(entry.stream, [entry.id]);
       else ids.push(entry.id);

@@ -1,6 +1,8 @@
 // A shard worker: claims shard leases (its fair share of the live workers), consumes the owned
 // shards' command streams through one consumer group, feeds batches to the actor runtime, fires
-// actor timers, and relays commands that actors sent to each other (from the outbox) onto streams.
+// actor timers, and relays commands that actors sent to each other (from the outbox) onto streams
+// — or, when the receiving shard is its own, applies them in a batch of its own at once (local
+// delivery: no stream round trip; the outbox row stays until they are durable, docs/actors.md).
 //
 // Ownership is what makes "one writer per key" true: a worker works on a shard only while it holds
 // the shard's lease, and every snapshot write carries the lease's fencing token, so a worker that
@@ -13,6 +15,8 @@ import { RetryLog } from '../bus/outage-log.ts';
 import type { OutboxRowWrite } from './actor-store.ts';
 import type { WorkerStore } from './worker-store.ts';
 import type { LogLevel } from './envelope.ts';
+import { LocalBatches } from './local-delivery.ts';
+import { ActorTimers } from './actor-timers.ts';
 import type { ActorRuntime } from './runtime.ts';
 import { CommandRelay } from './command-relay.ts';
 import { LegacyStreamDrain } from './legacy-streams.ts';
@@ -67,7 +71,6 @@ export interface ShardWorkerOptions {
 }
 
 const memberLeasePrefix = 'member:';
-const timerDelayMsMax = 2 ** 31 - 1;
 const batchesInFlightMaxDefault = 2;
 const batchesInFlightLimit = 64;
 /** Pause after a batch in which applying threw, so a persistent failure does not spin. */
@@ -76,14 +79,7 @@ const failedBatchPauseMs = 100;
 export class ShardWorker {
   private readonly owned = new Map<number, number>(); // shard → fencing token
   private readonly needsRecovery = new Set<number>();
-  private readonly timers = new Map<string, { dueAtMs: number; handle: NodeJS.Timeout }>();
-  /**
-   * Refusals of an actor's current due time so far (the retry's attempt number). One entry per
-   * actor whose timer was refused; dropped when its timer changes, is cleared or its shard goes.
-   */
-  private readonly timerRefusals = new Map<string, { dueAtMs: number; refusals: number }>();
-  private readonly timerRetryDelayMsMin: number;
-  private readonly timerRetryDelayMsMax: number;
+  private readonly timers: ActorTimers;
   private running = false;
   private leaseLoop: Promise<void> | null = null;
   private consumeLoop: Promise<void> | null = null;
@@ -107,8 +103,8 @@ export class ShardWorker {
   private lastLeaseChanges: number | null = null;
   private readonly readBlockMs: number;
   private readonly wakers = new Set<() => void>();
-  /** Batches being applied; each settles (never rejects) once its outcome is known. */
-  private readonly inFlight = new Set<Promise<boolean>>();
+  /** Batches being applied; each settles (never rejects) with the entries it left pending. */
+  private readonly inFlight = new Set<Promise<readonly BusEntry[]>>();
   private readonly batchesInFlightMax: number;
   /** Shards acquired since their last recovery: their in-memory actors (if any) are from before. */
   private readonly acquiredSinceRecovery = new Set<number>();
@@ -120,7 +116,20 @@ export class ShardWorker {
   constructor(private readonly options: ShardWorkerOptions) {
     this.leaseTtlMs = options.leaseTtlMs ?? 10_000;
     const log = (level: LogLevel, message: string, fields?: Record<string, unknown>): void => this.log(level, message, fields);
-    this.relay = new CommandRelay({ store: options.store, runtime: options.runtime, log });
+    this.relay = new CommandRelay({
+      store: options.store,
+      runtime: options.runtime,
+      log,
+      local: new LocalBatches({
+        runtime: options.runtime,
+        keyPrefix: options.keyPrefix,
+        // Not while stopping; not while any shard recovers (the commands it replays come first,
+        // in stream order); not past the limit of batches in flight.
+        open: () => this.running && this.needsRecovery.size === 0 && this.inFlight.size < batchesInFlightLimit,
+        owns: (shard) => this.owned.has(shard),
+        launch: (entries) => this.launch(entries),
+      }),
+    });
     this.legacy = new LegacyStreamDrain({ bus: options.bus, group: options.group, workerId: options.workerId, keyPrefix: options.keyPrefix, log });
     this.renewEveryMs = options.leaseRenewEveryMs ?? Math.floor(this.leaseTtlMs / 3);
     this.changesPollMs = Math.min(options.leaseChangesPollMs ?? 200, this.renewEveryMs);
@@ -134,11 +143,13 @@ export class ShardWorker {
       recoveredMessage: 'reading commands recovered',
       intervalMs: options.retryLogIntervalMs ?? 10_000,
     });
-    this.timerRetryDelayMsMin = options.timerRetryDelayMsMin ?? 1_000;
-    this.timerRetryDelayMsMax = options.timerRetryDelayMsMax ?? 60_000;
-    if (!(this.timerRetryDelayMsMin >= 1 && this.timerRetryDelayMsMax >= this.timerRetryDelayMsMin && this.timerRetryDelayMsMax <= timerDelayMsMax)) {
-      throw new RangeError('timerRetryDelayMsMin/Max must satisfy 1 ≤ min ≤ max ≤ 2^31 - 1');
-    }
+    this.timers = new ActorTimers({
+      send: (actorId, dueAtMs, attempt) => options.runtime.send(options.runtime.timerCommand(actorId, dueAtMs, attempt)),
+      clock: options.clock,
+      log,
+      ...(options.timerRetryDelayMsMin !== undefined ? { retryDelayMsMin: options.timerRetryDelayMsMin } : {}),
+      ...(options.timerRetryDelayMsMax !== undefined ? { retryDelayMsMax: options.timerRetryDelayMsMax } : {}),
+    });
     this.batchesInFlightMax = options.batchesInFlightMax ?? batchesInFlightMaxDefault;
     if (!Number.isInteger(this.batchesInFlightMax) || this.batchesInFlightMax < 1 || this.batchesInFlightMax > batchesInFlightLimit) {
       throw new RangeError(`batchesInFlightMax must be an integer in [1, ${batchesInFlightLimit}]`);
@@ -189,9 +200,7 @@ export class ShardWorker {
     await this.leaseLoop;
     // Not required (the sweep would relay unmarked rows again), but it saves the next owner that.
     await this.relay.settled();
-    for (const timer of this.timers.values()) clearTimeout(timer.handle);
     this.timers.clear();
-    this.timerRefusals.clear();
     await Promise.all(
       [...this.owned].map(([shard, token]) => this.options.leases.release(shardLeaseName(shard), this.options.workerId, token)),
     );
@@ -203,48 +212,12 @@ export class ShardWorker {
 
   /** Schedules (or reschedules) an actor's timer; the command goes through the stream like any other. */
   scheduleTimer(actorId: string, dueAtMs: number | null): void {
-    const existing = this.timers.get(actorId);
-    if (existing && existing.dueAtMs === dueAtMs) return;
-    if (existing) clearTimeout(existing.handle);
-    this.timers.delete(actorId);
-    if (this.timerRefusals.get(actorId)?.dueAtMs !== dueAtMs) this.timerRefusals.delete(actorId);
-    if (dueAtMs === null) return;
-    this.arm(actorId, dueAtMs, dueAtMs, 0);
+    this.timers.schedule(actorId, dueAtMs);
   }
 
-  /**
-   * The actor was sent its timer and still wants that same due time (it refused: a transaction
-   * told to expire before its expiry by its own clock). Nothing else arms it again, so it is armed
-   * here, under a new command id (`attempt`), at the due time or after a backoff from now,
-   * whichever is later: an early firing retries at the due time, a refusal past it does not spin.
-   */
+  /** The actor refused its timer and still wants that due time: armed again (actor-timers.ts). */
   retryTimer(actorId: string, dueAtMs: number): void {
-    const existing = this.timers.get(actorId);
-    // Moved meanwhile (a write set another due time): that timer is the one to keep.
-    if (existing && existing.dueAtMs !== dueAtMs) return;
-    if (existing) clearTimeout(existing.handle);
-    this.timers.delete(actorId);
-    const previous = this.timerRefusals.get(actorId);
-    const refusals = (previous?.dueAtMs === dueAtMs ? previous.refusals : 0) + 1;
-    this.timerRefusals.set(actorId, { dueAtMs, refusals });
-    const backoffMs = Math.min(this.timerRetryDelayMsMax, this.timerRetryDelayMsMin * 2 ** Math.min(refusals - 1, 30));
-    const fireAtMs = Math.max(dueAtMs, this.options.clock.nowMs() + backoffMs);
-    this.log('info', 'actor refused its timer; armed again', { actorId, dueAtMs, refusals, fireAtMs });
-    this.arm(actorId, dueAtMs, fireAtMs, refusals);
-  }
-
-  /** Sends the timer command for `dueAtMs` at `fireAtMs` (by the injected clock). */
-  private arm(actorId: string, dueAtMs: number, fireAtMs: number, attempt: number): void {
-    const delayMs = Math.min(Math.max(0, fireAtMs - this.options.clock.nowMs()), timerDelayMsMax);
-    const handle = setTimeout(() => {
-      this.timers.delete(actorId);
-      this.options.runtime.send(this.options.runtime.timerCommand(actorId, dueAtMs, attempt)).catch((error: unknown) => {
-        this.log('error', 'could not send a timer command; retrying', { actorId, error: String(error) });
-        if (!this.timers.has(actorId)) this.arm(actorId, dueAtMs, dueAtMs, attempt);
-      });
-    }, delayMs);
-    handle.unref();
-    this.timers.set(actorId, { dueAtMs, handle });
+    this.timers.retry(actorId, dueAtMs);
   }
 
   /** Relays commands that actors sent to each other, then marks their outbox rows done. */
@@ -394,15 +367,7 @@ export class ShardWorker {
         if (!this.owned.has(shard)) this.options.runtime.dropShard(shard);
       });
     }
-    for (const [actorId, timer] of this.timers) {
-      if (actorId.length > 0 && this.shardOfActor(actorId) === shard) {
-        clearTimeout(timer.handle);
-        this.timers.delete(actorId);
-      }
-    }
-    for (const actorId of this.timerRefusals.keys()) {
-      if (this.shardOfActor(actorId) === shard) this.timerRefusals.delete(actorId);
-    }
+    this.timers.forget((actorId) => this.shardOfActor(actorId) === shard);
     this.log('debug', 'shard released', { shard });
   }
 
@@ -434,7 +399,7 @@ export class ShardWorker {
           // One batch at a time, in stream order; one refused again (the shard is being taken over,
           // say) ends the round: do not spin.
           for (const batch of batchesOfCommands(entries, this.options.runtime.batchSize)) {
-            if (await this.launch(batch)) {
+            if ((await this.launch(batch)).length > 0) {
               this.pauseBeforeNextRead = true;
               break;
             }
@@ -467,9 +432,9 @@ export class ShardWorker {
 
   /**
    * Starts applying a batch. The promise settles (never rejects) when its outcome is known, with
-   * whether some of its entries were left pending.
+   * the entries it left pending.
    */
-  private launch(entries: readonly BusEntry[]): Promise<boolean> {
+  private launch(entries: readonly BusEntry[]): Promise<readonly BusEntry[]> {
     const batch = this.applyEntries(entries).finally(() => {
       this.inFlight.delete(batch);
     });
@@ -477,19 +442,21 @@ export class ShardWorker {
     return batch;
   }
 
-  private async applyEntries(entries: readonly BusEntry[]): Promise<boolean> {
+  private async applyEntries(entries: readonly BusEntry[]): Promise<readonly BusEntry[]> {
     try {
       const result = await this.options.runtime.applyBatch(entries);
       // Entries left pending are in our pending list, where `>` reads never look again: their
-      // shards go through recovery, which re-reads pending entries in stream order.
+      // shards go through recovery, which re-reads pending entries in stream order. A local
+      // entry's shard too: recovery unblocks its actors, and the relay sends its commands
+      // through the stream, to be read after the ones recovery replays.
       if (result.pending.length > 0) this.recoverShardsOf(result.pending);
       if (result.failed > 0) this.pauseBeforeNextRead = true;
-      return result.pending.length > 0;
+      return result.pending;
     } catch (error) {
       this.recoverShardsOf(entries);
       this.pauseBeforeNextRead = true;
       this.log('error', 'batch failed; entries stay pending and will be retried', { error: String(error) });
-      return true;
+      return entries;
     }
   }
 

@@ -1,0 +1,128 @@
+// Local delivery (docs/actors.md): a command one actor sends to another whose shard the same worker
+// owns is applied in the worker's own next batch, with no stream entry in between, and its outbox
+// row is marked done once it is durable; one the receiver could not apply so (its write refused)
+// still arrives, through its stream, exactly once. In-process bus (stream lengths are exact) and
+// the embedded store.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { MemoryBus } from '../../src/bus/memory-bus.ts';
+import { MemoryLeases } from '../../src/bus/memory-leases.ts';
+import { Requester } from '../../src/bus/request-reply.ts';
+import { commandStreamKeys, replyStreamKey, shardOf } from '../../src/bus/shards.ts';
+import { ActorClient } from '../../src/actors/client.ts';
+import type { ActorBehavior } from '../../src/actors/envelope.ts';
+import { outboxTopicCommandBatches } from '../../src/actors/runtime.ts';
+import { LmdbStore } from '../../src/store/lmdb-store.ts';
+import { serviceReadModelIndexes } from '../../src/service/context.ts';
+import { startShardRole, type ShardRole } from '../../src/service/shard-role.ts';
+import { tallyBehavior, type TallyState } from '../support/tally-actor.ts';
+import { eventually } from '../support/eventually.ts';
+import { teardown } from '../support/teardown.ts';
+
+/** Tells `tally/<target>` to add one for every `forward` it gets; keeps no state of its own. */
+function forwarderBehavior(): ActorBehavior<null> {
+  return {
+    type: 'forwarder',
+    encode: () => null,
+    decode: () => null,
+    handle(_state, command) {
+      const target = (command.payload as { target: string }).target;
+      return { send: [{ actorType: 'tally', actorKey: target, kind: 'add', payload: null }], reply: 'forwarded' };
+    },
+  };
+}
+
+const keyPrefix = 'ld:';
+const shardCount = 4;
+let dir: string;
+let store: LmdbStore;
+let bus: MemoryBus;
+let role: ShardRole;
+let client: ActorClient;
+let requester: Requester;
+
+before(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'local-delivery-'));
+  store = new LmdbStore({ dir, readModelIndexes: serviceReadModelIndexes });
+  await store.init();
+  bus = new MemoryBus();
+  role = await startShardRole({
+    bus,
+    leases: new MemoryLeases(),
+    store,
+    behaviors: [tallyBehavior(), forwarderBehavior()] as unknown as Array<ActorBehavior<unknown>>,
+    workerId: 'w1',
+    keyPrefix,
+    shardCount,
+    clock: { nowMs: () => Date.now() },
+    readBlockMs: 100,
+  });
+  requester = await Requester.start({ bus, replyStream: replyStreamKey(keyPrefix, 'client'), blockMs: 100 });
+  client = new ActorClient({ bus, requester, keyPrefix, shardCount, nowMs: () => Date.now() });
+});
+
+after(() => teardown(
+  () => requester?.close(),
+  () => role?.stop(),
+  () => bus?.close(),
+  () => store?.close(),
+  () => { rmSync(dir, { recursive: true, force: true }); },
+));
+
+/** Entries appended to every command stream so far. */
+async function commandEntries(): Promise<number> {
+  const lengths = await Promise.all(commandStreamKeys(keyPrefix, shardCount).map((stream) => bus.length(stream)));
+  return lengths.reduce((sum, length) => sum + length, 0);
+}
+
+async function tallyCount(key: string): Promise<number | undefined> {
+  return ((await store.load(`tally/${key}`))?.state as unknown as TallyState | undefined)?.count;
+}
+
+async function assertNoCommandRowLeft(): Promise<void> {
+  assert.deepEqual(await store.outboxPending(outboxTopicCommandBatches, 10), [], 'every command row is marked done');
+}
+
+test("a command for an actor of the worker's own shards is applied with no stream entry, and its outbox row is marked done", async () => {
+  assert.equal(role.worker.ownedShards().length, shardCount, 'the one worker owns every shard');
+  const before = await commandEntries();
+  for (let round = 1; round <= 3; round += 1) {
+    assert.equal(await client.ask('forwarder', 'f1', 'forward', { target: 'near' }), 'forwarded');
+    await eventually(async () => assert.equal(await tallyCount('near'), round));
+  }
+  // Only the client's three asks went through a stream; the forwarder's three commands did not.
+  assert.equal(await commandEntries(), before + 3);
+  await eventually(assertNoCommandRowLeft);
+});
+
+test('a command whose local write is refused arrives through its stream instead, applied exactly once', async () => {
+  assert.equal(await client.ask('forwarder', 'f2', 'forward', { target: 'stale' }), 'forwarded');
+  await eventually(async () => assert.equal(await tallyCount('stale'), 1));
+  // Another writer moves the tally on behind the runtime's back: its copy in memory is stale, so
+  // the next local write is refused for its version.
+  const stored = await store.load('tally/stale');
+  assert.ok(stored);
+  const shard = shardOf('tally/stale', shardCount);
+  const external = { count: 10, commandIds: Array.from({ length: 10 }, (_, index) => `external-${index}`) };
+  assert.equal(await store.commit({
+    actorKey: 'tally/stale',
+    expectedVersion: stored.version,
+    newVersion: stored.version + 1,
+    state: external,
+    fence: { shard, token: role.worker.fenceToken(shard) ?? 0 },
+    appliedCommands: [],
+    outbox: [],
+    readModels: [],
+  }), 'ok');
+  const before = await commandEntries();
+  assert.equal(await client.ask('forwarder', 'f2', 'forward', { target: 'stale' }), 'forwarded');
+  await eventually(async () => assert.equal(await tallyCount('stale'), 11), 10_000);
+  const state = (await store.load('tally/stale'))?.state as unknown as TallyState;
+  assert.equal(new Set(state.commandIds).size, state.commandIds.length, 'no command applied twice');
+  // The client's ask, and the refused command sent through its stream after all.
+  assert.equal(await commandEntries(), before + 2);
+  await eventually(assertNoCommandRowLeft);
+});
