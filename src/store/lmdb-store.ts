@@ -23,7 +23,7 @@ import {
   assertNonNegativeInteger, assertReadModelDoc, blobParts, deferredRow, partitionValidWrites, planList,
 } from './store-checks.ts';
 import {
-  prefixEnd, removeBlob, removeStaging, locate, putLocated, moveToDeferred, removeLocated, mergeBySeq, orderedRange, openSubDatabases, upsertDoc, removeIndexEntries, reconcileIndexes,
+  prefixEnd, removeBlob, removeStaging, locate, putLocated, moveToDeferred, removeLocated, removeRow, mergeBySeq, orderedRange, openSubDatabases, upsertDoc, removeIndexEntries, reconcileIndexes,
   appendApplied, appendOutbox, outboxSequence, type OutboxSequence,
   type BlobManifest, type BlobStaging, type OutboxRecord, type OutboxKey, type LocatedRow, type SubDatabases,
 } from './lmdb-records.ts';
@@ -344,10 +344,7 @@ export class LmdbStore implements SnapshotStore {
   async outboxMarkDone(ids: readonly string[]): Promise<void> {
     this.assertIds(ids);
     return this.write((dbs) => {
-      for (const id of ids) {
-        const located = locate(dbs, id);
-        if (located !== null) removeLocated(dbs, located);
-      }
+      for (const id of ids) removeRow(dbs, id);
     });
   }
 
