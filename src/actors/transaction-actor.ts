@@ -10,6 +10,7 @@
 import {
   counterKeyOf,
   recordStep,
+  releasesGrantAfterRelease,
   releasesLateGrant,
   startAcceptance as domainStartAcceptance,
   windowAmount,
@@ -272,6 +273,14 @@ function reserveCommands(accept: AcceptPayload, keys: AcceptanceCounterKeys, ste
 }
 
 /** Gives back a granted step: the quote's claim, or a counter's reservation. */
+/** A counter's grant to a created transaction that released its windows since (`releasesGrantAfterRelease`): given back. */
+function grantAfterRelease(state: Live, result: { readonly window: AcceptanceStep; readonly outcome: ReservationOutcome }, transactionId: string): Outcome<TransactionActorState> {
+  const { window, outcome } = result;
+  // Only a window this transaction reserved can have been granted to it (and has a counter key).
+  if (window === 'quote' || !state.windows.includes(window) || !releasesGrantAfterRelease(state.tx.status, window, outcome)) return {};
+  return { send: [toCounter(state.keys, window, { kind: 'release', transactionId })] };
+}
+
 function releaseCommand(asked: Asked, step: AcceptanceStep, transactionId: string): CommandToSend {
   return step === 'quote'
     ? quoteUseCommand(asked.quoteId, 'release', { transactionId })
@@ -497,9 +506,11 @@ export function transactionBehavior(deps: TransactionActorDeps): ActorBehavior<T
         // Every asked counter (and the quote) answers once per ask, and the saga settles only when
         // all asked have answered, so a result outside 'reserving' is a duplicate: of the answer
         // recorded, or of an ask delivered again after its counter forgot it. A live transaction
-        // holds every step, so it ignores it; a rejected one holds none, so it gives a grant back.
-        if (state === null || state.phase === 'live') return {};
+        // holds every step, so it ignores it — unless it released them since (expired, failed),
+        // and a rejected one holds none: both give a grant back.
+        if (state === null) return {};
         const result = command.kind === 'reservation_result' ? command.payload : { window: 'quote' as const, outcome: command.payload.outcome };
+        if (state.phase === 'live') return grantAfterRelease(state, result, transactionId);
         if (state.phase === 'rejected') return lateGrant(state, result, transactionId);
         return recordResult(state, result, transactionId, ctx.nowMs);
       }

@@ -31,6 +31,8 @@ import {
 import { compare, type Decimal } from './money.ts';
 import type { Quote } from './quote.ts';
 import { claim, type QuoteUse } from './quote-use.ts';
+import { releasedStatuses } from './transaction/effects.ts';
+import type { TransactionStatus } from './transaction/types.ts';
 
 function assert(condition: boolean, what: string): asserts condition {
   if (!condition) throw new Error(`acceptance invariant violated: ${what}`);
@@ -379,6 +381,19 @@ export function recordStep(progress: SagaProgress, step: AcceptanceStep, outcome
  */
 export function releasesLateGrant(asked: readonly AcceptanceStep[], step: AcceptanceStep, outcome: ReservationOutcome): boolean {
   return outcome.ok && asked.includes(step);
+}
+
+/**
+ * A counter's grant that reaches a created transaction which has released its reservations since
+ * (expired, failed, wrong amount: `releasedStatuses`): a `reserve` delivered again after the
+ * counter's dedupe log forgot it, and after the release, counted the transaction again. Nothing
+ * else would ever release that hold, so the transaction gives it back like a refused saga does.
+ * A transaction still holding its windows (awaiting payment, processing, completed: completion
+ * commits them) ignores a grant, and the quote's claim is not a counter's: a created transaction
+ * used its quote for good, so a repeated claim of it holds nothing new.
+ */
+export function releasesGrantAfterRelease(status: TransactionStatus, step: AcceptanceStep, outcome: ReservationOutcome): boolean {
+  return outcome.ok && step !== 'quote' && releasedStatuses.has(status);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 // delivered again so late that the counter's dedupe log and its bounded tombstones forgot it is
 // counted again and granted to a transaction that is already 'rejected'. The transaction gives it
 // back (a `release` to that counter, or to the quote); a live transaction holds its windows and
-// sends nothing; a rejected state stored before it kept its keys decodes and ignores the grant.
+// sends nothing, unless it released them since (expired, failed): then it gives a counter's grant
+// back too; a rejected state stored before it kept its keys decodes and ignores the grant.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { defaultLimitsConfig } from '../../src/config/limits.ts';
@@ -12,7 +13,9 @@ import type { CommandEnvelope, CommandToSend, JsonValue, Outcome } from '../../s
 import { quoteClaimResultKind } from '../../src/actors/quote-actor.ts';
 import { fromJsonValue, toJsonValue } from '../../src/actors/state-codec.ts';
 import { transactionBehavior, type AcceptPayload, type TransactionActorState } from '../../src/actors/transaction-actor.ts';
-import { windowReservation } from '../../src/domain/acceptance.ts';
+import { releasesGrantAfterRelease, windowReservation } from '../../src/domain/acceptance.ts';
+import { transactionStatuses } from '../../src/domain/transaction/types.ts';
+import { timerCommandKind } from '../../src/actors/envelope.ts';
 import { acceptanceCounterKeys, emptyCounter, type CounterState } from '../../src/domain/limits.ts';
 import { acceptPayload } from '../support/accept-payload.ts';
 import { handleCommand } from '../support/handle-command.ts';
@@ -170,6 +173,44 @@ describe('a grant that arrives after the saga refused is given back', () => {
     assert.equal(released.reservedCount, 0, 'the cap is free again');
     assert.equal(released.reservedAmount.units, 0n);
     assert.deepEqual(handleCommand(counters, released, releaseCommand, { nowMs: t0, commandId: 'again' }), {}, 'releasing twice changes nothing');
+  });
+});
+
+/** A live BREB transaction whose payment window passed: its timer expired it, and it released its windows. */
+function expired(): Transaction {
+  const transaction = live();
+  const state = transaction.state;
+  assert.ok(state?.phase === 'live');
+  const outcome = handleCommand(behavior, state, transaction.envelope(timerCommandKind, null), { nowMs: state.tx.expiresAtMs, commandId: 'timer-1' });
+  assert.ok(outcome.state?.phase === 'live' && outcome.state.tx.status === 'PAYMENT_EXPIRED');
+  assert.equal(outcome.send?.filter((command) => command.kind === 'release').length, 3, 'its three windows released at expiry');
+  transaction.state = behavior.decode(behavior.encode(outcome.state));
+  return transaction;
+}
+
+describe('a grant that reaches a transaction after it released its windows is given back', () => {
+  test('an expired transaction given a window again (a reserve delivered after its counter forgot it) releases that window', () => {
+    const transaction = expired();
+    for (const window of ['methodDay', 'userDay', 'kycMonth'] as const) {
+      const late = transaction.answer(window, granted);
+      assert.deepEqual(late.send, [releaseTo(window)], window);
+      assert.equal(late.state, undefined, 'the transaction is unchanged');
+    }
+  });
+
+  test('an expired transaction ignores a refusal and a repeated claim of its quote (used for good at creation)', () => {
+    const transaction = expired();
+    nothing(transaction.answer('methodDay', methodCap), 'a refusal');
+    nothing(transaction.answer('quote', granted), 'a repeated claim');
+  });
+
+  test('the rule: only the statuses reached by releasing give a counter grant back', () => {
+    for (const status of transactionStatuses) {
+      const expected = status === 'PAYMENT_EXPIRED' || status === 'PAYMENT_FAILED' || status === 'WRONG_AMOUNT';
+      assert.equal(releasesGrantAfterRelease(status, 'methodDay', granted), expected, status);
+      assert.equal(releasesGrantAfterRelease(status, 'methodDay', methodCap), false, `${status}, refused`);
+      assert.equal(releasesGrantAfterRelease(status, 'quote', granted), false, `${status}, the quote`);
+    }
   });
 });
 

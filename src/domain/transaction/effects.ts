@@ -85,6 +85,12 @@ export function webhooksFor(event: TransactionEvent, stateAfter: TransactionStat
  */
 export type LimitEffect = 'reserve' | 'release' | 'keep';
 
+/**
+ * The statuses a transaction reaches only through an event whose effect is 'release', and never
+ * leaves (the transition table): a transaction in one of them holds no reservation any more.
+ */
+export const releasedStatuses: ReadonlySet<TransactionStatus> = new Set<TransactionStatus>(['PAYMENT_EXPIRED', 'PAYMENT_FAILED', 'WRONG_AMOUNT']);
+
 export function limitEffectFor(event: TransactionEvent): LimitEffect | null {
   switch (event.type) {
     case 'Created':
