@@ -78,6 +78,8 @@ export class CommandRelay {
   private markingDone: Promise<void> | null = null;
   /** Rows being applied by local delivery: the sweep leaves them alone meanwhile. */
   private readonly deliveringLocally = new Set<string>();
+  /** Local deliveries not yet settled (their fallback sends included), for `settled`. */
+  private readonly localRuns = new Set<Promise<void>>();
 
   constructor(private readonly options: CommandRelayOptions) {}
 
@@ -114,7 +116,7 @@ export class CommandRelay {
     const local = this.options.local;
     if (local === undefined) return;
     for (const row of rows) this.deliveringLocally.add(row.id);
-    void local
+    const run = local
       .deliver(rows.map((row) => row.envelopes))
       .then(async (durable) => {
         for (const row of rows) this.deliveringLocally.delete(row.id);
@@ -128,7 +130,9 @@ export class CommandRelay {
       .catch((error: unknown) => {
         for (const row of rows) this.deliveringLocally.delete(row.id);
         this.options.log('warn', 'commands not applied locally could not be relayed either; the outbox sweep will retry', { error: String(error) });
-      });
+      })
+      .finally(() => this.localRuns.delete(run));
+    this.localRuns.add(run);
   }
 
   /** The sweep: rows still pending in the outbox (up to 1,000), relayed again. */
@@ -139,8 +143,12 @@ export class CommandRelay {
     await this.relay(await this.options.store.pendingCommandRows(1_000));
   }
 
-  /** Resolves once the rows relayed so far are marked done (or that write failed). */
+  /**
+   * Resolves once the local deliveries started so far have settled (their fallback sends too) and
+   * the rows relayed so far are marked done (or that write failed).
+   */
   async settled(): Promise<void> {
+    while (this.localRuns.size > 0) await Promise.all([...this.localRuns]);
     await this.markingDone?.catch(() => undefined);
   }
 

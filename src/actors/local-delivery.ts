@@ -40,12 +40,17 @@ export class LocalBatches implements LocalDelivery {
   /**
    * Applies the rows' commands as if read from their streams (one local entry per row and shard,
    * cut into batches by command count as stream entries are); per row, whether none of its
-   * commands was left pending.
+   * commands was left pending. The worker's limits hold per batch: a batch it no longer takes
+   * (the limit of batches in flight reached by this very call, say) is not launched, and its rows
+   * go through their streams.
    */
   async deliver(rows: ReadonlyArray<readonly CommandEnvelope[]>): Promise<boolean[]> {
     const entriesOfRows = rows.map((envelopes) => this.entriesOf(envelopes));
-    const batches = batchesOfCommands(entriesOfRows.flat(), this.options.runtime.batchSize);
-    const pending = new Set((await Promise.all(batches.map((batch) => this.options.launch(batch)))).flat());
+    const launched: Array<Promise<readonly BusEntry[]>> = [];
+    for (const batch of batchesOfCommands(entriesOfRows.flat(), this.options.runtime.batchSize)) {
+      launched.push(this.options.open() ? this.options.launch(batch) : Promise.resolve(batch));
+    }
+    const pending = new Set((await Promise.all(launched)).flat());
     return entriesOfRows.map((entries) => entries.every((entry) => !pending.has(entry)));
   }
 

@@ -15,6 +15,7 @@ import { commandStreamKeys, replyStreamKey, shardOf } from '../../src/bus/shards
 import { ActorClient } from '../../src/actors/client.ts';
 import type { ActorBehavior } from '../../src/actors/envelope.ts';
 import { outboxTopicCommandBatches } from '../../src/actors/runtime.ts';
+import { workerStatsCollection } from '../../src/actors/store-adapter.ts';
 import { LmdbStore } from '../../src/store/lmdb-store.ts';
 import { serviceReadModelIndexes } from '../../src/service/context.ts';
 import { startShardRole, type ShardRole } from '../../src/service/shard-role.ts';
@@ -59,7 +60,13 @@ before(async () => {
     shardCount,
     clock: { nowMs: () => Date.now() },
     readBlockMs: 100,
+    // No lease round (and so no outbox sweep) after start-up during these tests: what reaches a
+    // tally is what the relay itself delivered, locally or through a stream.
+    leaseTtlMs: 600_000,
   });
+  // The round that follows start-up (its own lease acquisitions start it) has passed: the next
+  // one, and with it the next sweep, is minutes away.
+  await eventually(async () => assert.notEqual(await store.get(workerStatsCollection, 'w1'), null, 'a first lease round'));
   requester = await Requester.start({ bus, replyStream: replyStreamKey(keyPrefix, 'client'), blockMs: 100 });
   client = new ActorClient({ bus, requester, keyPrefix, shardCount, nowMs: () => Date.now() });
 });
@@ -76,6 +83,15 @@ after(() => teardown(
 async function commandEntries(): Promise<number> {
   const lengths = await Promise.all(commandStreamKeys(keyPrefix, shardCount).map((stream) => bus.length(stream)));
   return lengths.reduce((sum, length) => sum + length, 0);
+}
+
+/** Every entry of every command stream read and acknowledged by the worker. */
+async function assertStreamsDrained(): Promise<void> {
+  for (const stream of commandStreamKeys(keyPrefix, shardCount)) {
+    for (const group of (await bus.summary(stream)).groups) {
+      assert.deepEqual([group.pending, group.lag], [0, 0], `${stream}: every entry read and acknowledged`);
+    }
+  }
 }
 
 async function tallyCount(key: string): Promise<number | undefined> {
@@ -120,9 +136,11 @@ test('a command whose local write is refused arrives through its stream instead,
   const before = await commandEntries();
   assert.equal(await client.ask('forwarder', 'f2', 'forward', { target: 'stale' }), 'forwarded');
   await eventually(async () => assert.equal(await tallyCount('stale'), 11), 10_000);
-  const state = (await store.load('tally/stale'))?.state as unknown as TallyState;
-  assert.equal(new Set(state.commandIds).size, state.commandIds.length, 'no command applied twice');
-  // The client's ask, and the refused command sent through its stream after all.
+  // The client's ask, and the refused command sent through its stream after all (no sweep runs).
   assert.equal(await commandEntries(), before + 2);
   await eventually(assertNoCommandRowLeft);
+  await eventually(assertStreamsDrained);
+  const state = (await store.load('tally/stale'))?.state as unknown as TallyState;
+  assert.equal(state.count, 11, 'applied once, once every copy was read');
+  assert.equal(new Set(state.commandIds).size, state.commandIds.length, 'no command applied twice');
 });
