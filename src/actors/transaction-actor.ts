@@ -337,6 +337,8 @@ function recordResult(
   switch (decision.kind) {
     case 'ignore':
       return {};
+    case 'giveBack':
+      return { send: [releaseCommand(asked, decision.step, transactionId)] };
     case 'wait':
       return { state: { ...state, results: decision.progress.results } };
     case 'ask':

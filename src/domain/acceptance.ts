@@ -272,6 +272,12 @@ export type StartDecision =
 export type StepDecision =
   /** A step not asked, or answered already (a duplicate): nothing changes. */
   | { readonly kind: 'ignore' }
+  /**
+   * A grant of a step the saga recorded as refused: the counter (or the quote) counted the
+   * transaction again after it forgot the ask, and nothing else would give that back (the saga's
+   * release covers the steps it recorded as granted). Released at once; the progress is unchanged.
+   */
+  | { readonly kind: 'giveBack'; readonly step: AcceptanceStep }
   /** Steps asked are still to answer. */
   | { readonly kind: 'wait'; readonly progress: SagaProgress }
   /** Every step asked granted, and some were not asked yet (a saga stored mid-way by the two-stage release): ask them. */
@@ -348,8 +354,10 @@ export function startAcceptance(request: AcceptanceRequest, limits: LimitsConfig
 export function recordStep(progress: SagaProgress, step: AcceptanceStep, outcome: ReservationOutcome): StepDecision {
   assertProgress(progress);
   // Each step answers once per ask (commands dedupe by id); a step not asked, or asked and already
-  // answered, has nothing to add.
-  if (!progress.sent.includes(step) || progress.results[step] !== undefined) return { kind: 'ignore' };
+  // answered, has nothing to add — but a grant where a refusal was recorded is a re-count to give back.
+  const recorded = progress.results[step];
+  if (progress.sent.includes(step) && recorded !== undefined && !recorded.ok && outcome.ok) return { kind: 'giveBack', step };
+  if (!progress.sent.includes(step) || recorded !== undefined) return { kind: 'ignore' };
   const next: SagaProgress = { ...progress, results: { ...progress.results, [step]: outcome } };
   if (next.sent.some((sent) => next.results[sent] === undefined)) return { kind: 'wait', progress: next };
   const answer = firstRefusal(next);

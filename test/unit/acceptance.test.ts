@@ -176,6 +176,18 @@ describe('acceptance: one round and decisions', () => {
     assert.deepEqual(recordStep(midway, 'userDay', userCountCap), { kind: 'ignore' }, 'a saga stored mid-way: not asked yet');
   });
 
+  test('a grant of a step the running saga recorded as refused (a re-count) is given back; its progress is unchanged', () => {
+    const started = startAcceptance(request(brebQuote), limits, t0);
+    assert.ok(started.kind === 'ask');
+    const refused = recordStep(started.progress, 'userDay', userCountCap);
+    assert.ok(refused.kind === 'wait');
+    assert.deepEqual(recordStep(refused.progress, 'userDay', granted), { kind: 'giveBack', step: 'userDay' });
+    const inUse = recordStep(refused.progress, 'quote', quoteInUse);
+    assert.ok(inUse.kind === 'wait');
+    assert.deepEqual(recordStep(inUse.progress, 'quote', granted), { kind: 'giveBack', step: 'quote' }, 'the quote claimed after all');
+    assert.deepEqual(recordStep(inUse.progress, 'userDay', userCountCap), { kind: 'ignore' }, 'a copy of the refusal adds nothing');
+  });
+
   test('a saga stored mid-way by the two-stage release (only its first stage sent) asks the rest once that granted', () => {
     const midway: SagaProgress = { steps: allSteps(false), sent: ['quote', 'methodDay', 'kyb'], results: {} };
     let progress = midway;
@@ -275,7 +287,11 @@ describe('acceptance: invariants hold for random runs', () => {
         const decision = recordStep(progress, step, truth.get(step) ?? granted);
         if (!progress.sent.includes(step) || progress.results[step] !== undefined) assert.equal(decision.kind, 'ignore', `run ${run}: a stray or a duplicate`);
         inFlight = inFlight.filter((candidate) => candidate !== step);
-        if (decision.kind === 'ignore') continue;
+        // Every copy of a step's answer here is that answer: a re-count (a grant where a refusal was recorded) never happens.
+        if (decision.kind === 'ignore' || decision.kind === 'giveBack') {
+          assert.equal(decision.kind, 'ignore', `run ${run}: only a re-count is given back`);
+          continue;
+        }
         if (decision.kind === 'ask') {
           assert.ok(midway, `run ${run}: a one-round saga asks nothing after its start`);
           for (const asked of decision.ask) assert.ok(!everAsked.includes(asked), `run ${run}: ${asked} asked twice`);

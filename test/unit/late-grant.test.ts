@@ -214,6 +214,25 @@ describe('a grant that reaches a transaction after it released its windows is gi
   });
 });
 
+describe('a grant of a step the running saga recorded as refused is given back', () => {
+  test('while the saga waits for its other steps, a re-counted window is released at once and the saga goes on', () => {
+    const transaction = new Transaction();
+    transaction.accept(acceptPayload(brebQuote));
+    transaction.answer('methodDay', methodCap);
+    const recount = transaction.answer('methodDay', granted);
+    assert.deepEqual(recount.send, [releaseTo('methodDay')]);
+    assert.equal(recount.state, undefined, 'the saga is unchanged');
+    const claimedAfterAll = transaction.answer('quote', { ok: false, rejection: { code: 'quote_in_use' } });
+    assert.equal(claimedAfterAll.send, undefined);
+    assert.deepEqual(transaction.answer('quote', granted).send, [{ actorType: 'quote', actorKey: brebQuote.id, kind: 'release', payload: { transactionId: txId } }]);
+    // The saga settles as it would have: refused at the method cap, the granted steps released.
+    transaction.answer('userDay', granted);
+    const settled = transaction.answer('kycMonth', granted);
+    assert.equal(transaction.state?.phase, 'rejected');
+    assert.deepEqual(settled.send, [releaseTo('userDay'), releaseTo('kycMonth')]);
+  });
+});
+
 describe('a grant outside a rejected saga is not given back', () => {
   test('a live transaction receiving a duplicate grant of any step sends nothing: it holds those windows and the quote', () => {
     const transaction = live();
