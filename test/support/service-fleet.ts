@@ -97,6 +97,8 @@ export interface ServiceFleet {
 const startTimeoutMs = 180_000;
 const outputCharsMaxDefault = 6_000;
 const readyPollMs = 50;
+/** Starts of one process, each on fresh ports, when its ports were taken meanwhile (EADDRINUSE). */
+const portTakenAttemptsMax = 3;
 
 function secretKey(label: string): string {
   return `${label}_${randomBytes(20).toString('hex')}`;
@@ -155,6 +157,69 @@ export async function startServiceFleet(options: ServiceFleetOptions): Promise<S
   // Every child from the moment it is spawned (also one still starting), so stop() reaches all.
   const children = new Set<ChildProcess>();
 
+  /** Starts one process of the fleet and waits until it is ready (see `start`). */
+  const startProcess = async (role: FleetRole, name: string, extraEnv: Readonly<Record<string, string>>): Promise<FleetProcess> => {
+    // Every listener gets its own free port (PORT 0 for the edge: it prints the bound port).
+    const env: Record<string, string> = {
+      ...baseEnv,
+      PORT: '0',
+      GRPC_PORT: String(await freePort()),
+      PAYOUT_GRPC_PORT: String(await freePort()),
+      CHAINS_GRPC_PORT: String(await freePort()),
+      ...extraEnv,
+    };
+    const child = spawn(process.execPath, [...programArgs, role], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...withoutVariables(process.env, options.unset ?? []), ...env },
+      ...(options.program === undefined ? {} : { cwd: options.program.cwd }),
+    });
+    children.add(child);
+    child.once('exit', () => children.delete(child));
+    let output = '';
+    const append = (chunk: Buffer): void => {
+      output = (output + chunk.toString('utf8')).slice(-outputCharsMax);
+    };
+    child.stdout?.on('data', append);
+    child.stderr?.on('data', append);
+    const summary = await new Promise<string>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`${name} (${role}) not started within ${startTimeoutMs} ms:\n${output}`)), startTimeoutMs);
+      const check = (): void => {
+        if (!output.includes(`role ${role};`)) return;
+        clearTimeout(timer);
+        child.stdout?.off('data', check);
+        resolve(output);
+      };
+      child.stdout?.on('data', check);
+      child.once('exit', (code) => {
+        clearTimeout(timer);
+        reject(new Error(`${name} (${role}) exited during start-up (${String(code)}):\n${output}`));
+      });
+    }).catch(async (error: unknown) => {
+      await stopChild(child, 2_000);
+      throw error;
+    });
+    const edgePort = /edge listening on http:\/\/[^:]+:(\d+)/.exec(summary)?.[1];
+    const baseUrl = edgePort === undefined ? null : `http://127.0.0.1:${edgePort}`;
+    if (role === 'edge' && baseUrl === null) throw new Error(`${name}: no edge port in:\n${summary}`);
+    if (baseUrl !== null) await untilReady(baseUrl, child, name);
+    const healthPort = /health on http:\/\/[^:]+:(\d+)/.exec(summary)?.[1];
+    const healthUrl = healthPort === undefined ? null : `http://127.0.0.1:${healthPort}`;
+    if (baseEnv['HEALTH_PORT'] !== undefined && healthUrl === null) throw new Error(`${name}: no health port in:\n${summary}`);
+    if (healthUrl !== null) await untilReady(healthUrl, child, name);
+    const started: FleetProcess = {
+      role,
+      name,
+      child,
+      baseUrl,
+      healthUrl,
+      adminAddress: role === 'admin' || role === 'all' ? `127.0.0.1:${env['GRPC_PORT'] ?? ''}` : null,
+      output: () => output,
+    };
+    processes.add(started);
+    child.once('exit', () => processes.delete(started));
+    return started;
+  };
+
   const fleet: ServiceFleet = {
     redisUrl: redis.url,
     redis,
@@ -166,65 +231,15 @@ export async function startServiceFleet(options: ServiceFleetOptions): Promise<S
     apiKeys,
     webhookSecrets,
     async start(role, name, extraEnv = {}) {
-      // Every listener gets its own free port (PORT 0 for the edge: it prints the bound port).
-      const env: Record<string, string> = {
-        ...baseEnv,
-        PORT: '0',
-        GRPC_PORT: String(await freePort()),
-        PAYOUT_GRPC_PORT: String(await freePort()),
-        CHAINS_GRPC_PORT: String(await freePort()),
-        ...extraEnv,
-      };
-      const child = spawn(process.execPath, [...programArgs, role], {
-        stdio: ['ignore', 'pipe', 'pipe'],
-        env: { ...withoutVariables(process.env, options.unset ?? []), ...env },
-        ...(options.program === undefined ? {} : { cwd: options.program.cwd }),
-      });
-      children.add(child);
-      child.once('exit', () => children.delete(child));
-      let output = '';
-      const append = (chunk: Buffer): void => {
-        output = (output + chunk.toString('utf8')).slice(-outputCharsMax);
-      };
-      child.stdout?.on('data', append);
-      child.stderr?.on('data', append);
-      const summary = await new Promise<string>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`${name} (${role}) not started within ${startTimeoutMs} ms:\n${output}`)), startTimeoutMs);
-        const check = (): void => {
-          if (!output.includes(`role ${role};`)) return;
-          clearTimeout(timer);
-          child.stdout?.off('data', check);
-          resolve(output);
-        };
-        child.stdout?.on('data', check);
-        child.once('exit', (code) => {
-          clearTimeout(timer);
-          reject(new Error(`${name} (${role}) exited during start-up (${String(code)}):\n${output}`));
-        });
-      }).catch(async (error: unknown) => {
-        await stopChild(child, 2_000);
-        throw error;
-      });
-      const edgePort = /edge listening on http:\/\/[^:]+:(\d+)/.exec(summary)?.[1];
-      const baseUrl = edgePort === undefined ? null : `http://127.0.0.1:${edgePort}`;
-      if (role === 'edge' && baseUrl === null) throw new Error(`${name}: no edge port in:\n${summary}`);
-      if (baseUrl !== null) await untilReady(baseUrl, child, name);
-      const healthPort = /health on http:\/\/[^:]+:(\d+)/.exec(summary)?.[1];
-      const healthUrl = healthPort === undefined ? null : `http://127.0.0.1:${healthPort}`;
-      if (baseEnv['HEALTH_PORT'] !== undefined && healthUrl === null) throw new Error(`${name}: no health port in:\n${summary}`);
-      if (healthUrl !== null) await untilReady(healthUrl, child, name);
-      const started: FleetProcess = {
-        role,
-        name,
-        child,
-        baseUrl,
-        healthUrl,
-        adminAddress: role === 'admin' || role === 'all' ? `127.0.0.1:${env['GRPC_PORT'] ?? ''}` : null,
-        output: () => output,
-      };
-      processes.add(started);
-      child.once('exit', () => processes.delete(started));
-      return started;
+      // A port `freePort` found free may be taken by another test lane before the child binds it
+      // (the child then exits during start-up with EADDRINUSE): start it again on fresh ports.
+      for (let attempt = 1; ; attempt += 1) {
+        try {
+          return await startProcess(role, name, extraEnv);
+        } catch (error) {
+          if (attempt >= portTakenAttemptsMax || !String(error).includes('EADDRINUSE')) throw error;
+        }
+      }
     },
     async kill(target) {
       const { child } = target;
