@@ -22,9 +22,6 @@ import type { ActorSnapshot, SnapshotStore } from '../store/store.ts';
 /** Counters kept decoded: a few method × day keys, and the KYB counters of recent partners. */
 const decodedCountersMax = 256;
 
-/** How long the first pass reuses a counter's totals (see `totalsRead`); 50 ms: 20 reads a second of the hot counter. */
-export const totalsReuseMs = 50;
-
 export interface EarlyRefusals {
   /**
    * The saga's refusal, if one of its decisive steps (the quote, the KYB total, the method day)
@@ -64,12 +61,7 @@ export function createEarlyRefusals(store: Pick<SnapshotStore, 'load' | 'get'>, 
     return decodeCounterForTransaction(snapshot.state, transactionId, part, memo);
   }
 
-  // The totals the first pass reads, per counter, reused for `totalsReuseMs`. Safe at any age: the
-  // first pass never refuses on its own (a refusal there is checked again on a fresh read), and
-  // what it lets through goes to the actors, which decide.
-  const totalsRead = new Map<string, { readonly atMs: number; readonly totals: CounterState }>();
-
-  async function freshSnapshots(keys: readonly string[]): Promise<Map<string, ActorSnapshot>> {
+  async function snapshotsOf(keys: readonly string[]): Promise<Map<string, ActorSnapshot>> {
     const snapshots = new Map<string, ActorSnapshot>();
     for (const key of keys) {
       const snapshot = await store.load(actorId(counterActorType, key));
@@ -78,32 +70,24 @@ export function createEarlyRefusals(store: Pick<SnapshotStore, 'load' | 'get'>, 
     return snapshots;
   }
 
-  function remember(key: string, nowMs: number, snapshot: ActorSnapshot | undefined): CounterState {
-    const totals = snapshot === undefined ? emptyCounter() : decodeCounterTotals(snapshot.state);
-    setNewest(totalsRead, key, { atMs: nowMs, totals });
-    return totals;
-  }
-
   return {
     async check(accept, transactionId, nowMs, quoteUse) {
       const stage = earlyRefusalStage(accept, limits(), nowMs, transactionId);
       if (stage === null) return null;
-      // First on the totals alone: a grant there is a grant whatever the entries hold, and that is
-      // every acceptance below the caps (nothing parsed). Only a refusal needs the entries (this
-      // transaction may be counted already, and then it is granted again), read fresh.
-      const stale = stage.counters.filter((key) => {
-        const read = totalsRead.get(key);
-        return read === undefined || nowMs - read.atMs >= totalsReuseMs || nowMs < read.atMs;
-      });
-      const read = await freshSnapshots(stale);
-      for (const key of stale) remember(key, nowMs, read.get(key));
-      const totals = (key: string): CounterState => totalsRead.get(key)?.totals ?? emptyCounter();
+      // Each counter's snapshot is its head (totals and per-bucket counts: a few hundred bytes,
+      // whatever the day holds), read fresh for every check. First on the totals alone: a grant
+      // there is a grant whatever the entries hold, and that is every acceptance below the caps
+      // (no bucket read). Only a refusal needs this transaction's bucket (it may be counted
+      // already, and then it is granted again).
+      const snapshots = await snapshotsOf(stage.counters);
+      const totals = (key: string): CounterState => {
+        const snapshot = snapshots.get(key);
+        return snapshot === undefined ? emptyCounter() : decodeCounterTotals(snapshot.state);
+      };
       if (stage.refusal(totals, quoteUse) === null) return null;
-      const snapshots = stale.length === stage.counters.length ? read : await freshSnapshots(stage.counters);
       const states = new Map<string, CounterState>();
       for (const key of stage.counters) {
         const snapshot = snapshots.get(key);
-        remember(key, nowMs, snapshot);
         if (snapshot !== undefined) states.set(key, await counterFor(key, snapshot, transactionId));
       }
       const answer = stage.refusal((key) => states.get(key) ?? emptyCounter(), quoteUse);

@@ -11,7 +11,7 @@ import { loadQuote } from '../../src/actors/quote-actor.ts';
 import { toJsonValue } from '../../src/actors/state-codec.ts';
 import type { AcceptPayload, AcceptReply } from '../../src/actors/transaction-actor.ts';
 import { defaultLimitsConfigInput, parseLimitsConfig } from '../../src/config/limits.ts';
-import { createEarlyRefusals, totalsReuseMs, type EarlyRefusals } from '../../src/edge/early-refusal.ts';
+import { createEarlyRefusals, type EarlyRefusals } from '../../src/edge/early-refusal.ts';
 import { methodDayCounterKey, methodDayKey } from '../../src/domain/limits.ts';
 import type { Quote } from '../../src/domain/quote.ts';
 import { acceptPayload } from '../support/accept-payload.ts';
@@ -52,13 +52,7 @@ describe('early refusal at a spent method cap, on the real runtime and store', (
   }
 
   const payload = (quote: Quote, userId: string): AcceptPayload => acceptPayload(quote, { userId });
-  // Each check a reuse window after the one before: this suite is about the answers, which the
-  // totals' reuse never changes (test/unit/early-refusal-reuse.test.ts is about the reuse).
-  let clockMs = Date.now();
-  const check = (quote: Quote, userId: string, transactionId: string) => {
-    clockMs = Math.max(clockMs + totalsReuseMs, Date.now());
-    return refusals.check(payload(quote, userId), transactionId, clockMs, null);
-  };
+  const check = (quote: Quote, userId: string, transactionId: string) => refusals.check(payload(quote, userId), transactionId, Date.now(), null);
   const ask = (transactionId: string, quote: Quote, userId: string): Promise<AcceptReply> =>
     harness.client.ask<AcceptReply>('transaction', transactionId, 'accept', toJsonValue(payload(quote, userId)), { timeoutMs: 20_000 });
 
