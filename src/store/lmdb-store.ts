@@ -14,7 +14,7 @@
 // The sub-databases, their records and the functions that keep them consistent are in lmdb-records.ts.
 import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { open } from 'lmdb';
 import type { Key, RootDatabase } from 'lmdb';
 import { appliedRepliesPerActorDefault, defaultReadModelIndexes, outboxBacklogCountMax, outboxBatchMax, blobStagingStaleMsDefault } from './store.ts';
@@ -58,6 +58,7 @@ export class LmdbStore implements SnapshotStore {
   private readonly blobStagingStaleMs: number;
   private root: RootDatabase | null = null;
   private dbs: SubDatabases | null = null;
+  private shared: SharedEnvironment | null = null;
 
   constructor(private readonly options: LmdbStoreOptions) {
     this.indexes = new IndexCatalog(options.readModelIndexes ?? defaultReadModelIndexes);
@@ -71,18 +72,20 @@ export class LmdbStore implements SnapshotStore {
   async init(): Promise<void> {
     if (this.root !== null) return;
     mkdirSync(this.options.dir, { recursive: true });
-    const root = open({ path: this.options.dir, compression: false, overlappingSync: false, noSync: false, maxDbs: 32 });
-    this.root = root;
-    this.dbs = openSubDatabases(root, this.options.plainMaps === true);
+    const shared = openShared(this.options.dir, this.options.plainMaps === true);
+    this.shared = shared;
+    this.root = shared.root;
+    this.dbs = shared.dbs;
     await this.write((dbs) => reconcileIndexes(dbs, this.indexes));
     await this.sweepStaleBlobStreams(Date.now() - this.blobStagingStaleMs);
   }
 
   async close(): Promise<void> {
-    const root = this.root;
+    const shared = this.shared;
+    this.shared = null;
     this.root = null;
     this.dbs = null;
-    if (root !== null) await root.close();
+    if (shared !== null) await closeShared(shared);
   }
 
   // ---- actors ----
@@ -549,6 +552,42 @@ export class LmdbStore implements SnapshotStore {
     const dbs = this.open();
     return this.openRoot().childTransaction(() => action(dbs));
   }
+}
+
+/**
+ * One opened environment and its sub-databases per directory (and value encoding) in a process,
+ * shared by every store on it. lmdb-js opens a sub-database in a synchronous write transaction on
+ * the event loop; in a process whose own store is writing, that transaction waits for the write
+ * lock, which lmdb-js's write thread may hold while it waits for this same event loop to run a
+ * transaction callback: both wait forever. Opening once per process means a second store (tests
+ * run several roles, each with its own store, in one process) opens nothing while writes run.
+ */
+interface SharedEnvironment {
+  readonly key: string;
+  readonly root: RootDatabase;
+  readonly dbs: SubDatabases;
+  users: number;
+}
+
+const sharedEnvironments = new Map<string, SharedEnvironment>();
+
+function openShared(dir: string, plainMaps: boolean): SharedEnvironment {
+  const key = `${resolve(dir)}\u0000${String(plainMaps)}`;
+  let shared = sharedEnvironments.get(key);
+  if (shared === undefined) {
+    const root = open({ path: dir, compression: false, overlappingSync: false, noSync: false, maxDbs: 32 });
+    shared = { key, root, dbs: openSubDatabases(root, plainMaps), users: 0 };
+    sharedEnvironments.set(key, shared);
+  }
+  shared.users += 1;
+  return shared;
+}
+
+async function closeShared(shared: SharedEnvironment): Promise<void> {
+  shared.users -= 1;
+  if (shared.users > 0) return;
+  sharedEnvironments.delete(shared.key);
+  await shared.root.close();
 }
 
 export async function openLmdbStore(options: LmdbStoreOptions): Promise<LmdbStore> {
