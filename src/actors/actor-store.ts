@@ -40,4 +40,6 @@ export interface ActorStore {
    * each is checked and applied as `commit` would, and fails or is refused on its own.
    */
   commitBatch(writes: readonly ActorCommit[]): Promise<BatchCommitResult[]>;
+  /** Linked writes: all durable together (true), or none written (false: one would be refused). */
+  commitAllOrNothing(writes: readonly ActorCommit[]): Promise<boolean>;
 }

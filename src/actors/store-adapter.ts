@@ -32,6 +32,7 @@ export function runtimeStore(store: SnapshotStore): RuntimeStore {
     loadPart: (partId) => store.get(actorPartsCollection, partId),
     commit: (write: ActorCommit): Promise<CommitResult> => store.commit(toStoreWrite(write)),
     commitBatch: (writes: readonly ActorCommit[]): Promise<BatchCommitResult[]> => store.commitBatch(writes.map(toStoreWrite)),
+    commitAllOrNothing: (writes: readonly ActorCommit[]): Promise<boolean> => store.commitAllOrNothing(writes.map(toStoreWrite)),
     raiseFence: (shard, token) => store.raiseFence(shard, token),
     async listTimers(shard) {
       const timers: Array<{ actorId: string; dueAtMs: number }> = [];

@@ -18,6 +18,7 @@ export function withEncryptedBlobs(inner: SnapshotStore, keyring: DataKeyring | 
     load: (actorKey) => inner.load(actorKey),
     commit: (write) => inner.commit(write),
     commitBatch: (writes) => inner.commitBatch(writes),
+    commitAllOrNothing: (writes) => inner.commitAllOrNothing(writes),
     raiseFence: (shard, token) => inner.raiseFence(shard, token),
     getAppliedReply: (actorKey, commandId) => inner.getAppliedReply(actorKey, commandId),
     deleteActor: (actorKey, expectedVersion) => inner.deleteActor(actorKey, expectedVersion),

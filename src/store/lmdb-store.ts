@@ -15,7 +15,7 @@
 import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { open } from 'lmdb';
+import { ABORT, open } from 'lmdb';
 import type { Key, RootDatabase } from 'lmdb';
 import { appliedRepliesPerActorDefault, defaultReadModelIndexes, outboxBacklogCountMax, outboxBatchMax, blobStagingStaleMsDefault } from './store.ts';
 import {
@@ -138,6 +138,18 @@ export class LmdbStore implements SnapshotStore {
       }
     }
     return results;
+  }
+
+  /** One child transaction, aborted (nothing written) when any write would be refused. */
+  async commitAllOrNothing(writes: readonly CommitWrite[]): Promise<boolean> {
+    if (partitionValidWrites(writes, this.indexes).valid.length !== writes.length) return false;
+    if (writes.length === 0) return true;
+    const dbs = this.open();
+    const outcome = await this.openRoot().childTransaction(() => {
+      const committed = this.commitAllInTxn(dbs, writes);
+      return committed.every((result) => result === 'ok') ? true : ABORT;
+    });
+    return outcome === true;
   }
 
   async raiseFence(shard: number, token: number): Promise<FenceResult> {

@@ -12,7 +12,7 @@
 import { randomUUID } from 'node:crypto';
 import { MongoClient, MongoServerError, ReadConcern, WriteConcern } from 'mongodb';
 import type { ClientSession, Collection, Db, Document, Filter, TransactionOptions } from 'mongodb';
-import { appliedRepliesPerActorDefault, defaultReadModelIndexes, outboxBacklogCountMax, outboxBatchMax, blobStagingStaleMsDefault } from './store.ts';
+import { StoreUsageError, appliedRepliesPerActorDefault, defaultReadModelIndexes, outboxBacklogCountMax, outboxBatchMax, blobStagingStaleMsDefault } from './store.ts';
 import {
   IndexCatalog, assertCollection, assertCommitWrite, assertDeferral, assertFence, assertIdentifier, assertLimit,
   assertNonNegativeInteger, assertReadModelDoc, planList,
@@ -159,6 +159,32 @@ export class MongoStore implements SnapshotStore {
       }
     }
     return results;
+  }
+
+  /** One MongoDB transaction for the linked writes, aborted when any would be refused. */
+  async commitAllOrNothing(writes: readonly CommitWrite[]): Promise<boolean> {
+    try {
+      for (const write of writes) assertCommitWrite(write, this.indexes);
+    } catch (error) {
+      if (error instanceof StoreUsageError) return false;
+      throw error;
+    }
+    if (writes.length === 0) return true;
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        return await this.inTransaction(async (session) => {
+          for (const write of writes) {
+            if ((await this.commitInTransaction(session, write)) !== 'ok') {
+              await session.abortTransaction();
+              return false;
+            }
+          }
+          return true;
+        });
+      } catch (error) {
+        if (!isDuplicateKey(error) || attempt >= commitAttemptsMax) throw error;
+      }
+    }
   }
 
   async raiseFence(shard: number, token: number): Promise<FenceResult> {

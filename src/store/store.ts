@@ -189,6 +189,17 @@ export interface SnapshotStore {
    * keep the others from landing.
    */
   commitBatch(writes: readonly CommitWrite[]): Promise<BatchCommitResult[]>;
+  /**
+   * Linked writes, all or none: each checked and applied as `commit` would, in this order (a later
+   * write sees an earlier one's effects), and made durable together — `true` — or, when any of
+   * them would be refused (or breaks the usage rules), none is written — `false`. For writes
+   * whose effects must not be seen apart: the runtime applies commands one actor sends to
+   * another on the same worker in the sender's own commit (docs/actors.md, "Linked steps"), with
+   * no outbox row between them, which is only safe if the receiver's write cannot land without
+   * the sender's or the sender's without the receiver's. Rejects (writing nothing) when the
+   * storage itself fails.
+   */
+  commitAllOrNothing(writes: readonly CommitWrite[]): Promise<boolean>;
   /** Raises the shard's token without writing an actor (a new owner fences out the old one). */
   raiseFence(shard: number, token: number): Promise<FenceResult>;
   /** The stored reply of an applied command, while it is inside the retention window. */

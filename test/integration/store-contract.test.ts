@@ -289,6 +289,37 @@ function contract(adapter: Adapter): void {
       assert.deepEqual(await store.commitBatch([]), []);
     }));
 
+    test('linked writes land all together or not at all', () => withStore(adapter, {}, async (store) => {
+      assert.equal(await store.commit(write('seen', 0)), 'ok');
+      // One refused write (stale) keeps every other from landing: no snapshot, row, reply or doc.
+      assert.equal(await store.commitAllOrNothing([
+        write('sender', 0, { commandIds: ['s1'], topics: ['t'] }),
+        write('receiver', 0, { commandIds: ['r1'], readModels: [{ collection: 'transactions', id: 'tx-r', doc: transactionDoc('p', 'u', 1) }] }),
+        write('seen', 0),
+      ]), false);
+      assert.equal(await store.load('sender'), null);
+      assert.equal(await store.load('receiver'), null);
+      assert.equal(await store.getAppliedReply('receiver', 'r1'), null);
+      assert.equal((await allPending(store, 't')).length, 0);
+      assert.equal(await store.get('transactions', 'tx-r'), null);
+      assert.equal((await store.load('seen'))?.version, 1);
+      // A write that breaks the usage rules writes nothing either.
+      const invalid: CommitWrite = { ...write('broken', 0), state: { amount: 10n } as unknown as JsonObject };
+      assert.equal(await store.commitAllOrNothing([write('sender', 0), invalid]), false);
+      assert.equal(await store.load('sender'), null);
+      // All valid: all land, in order (one actor's two steps, a later write seeing the earlier one).
+      assert.equal(await store.commitAllOrNothing([
+        write('sender', 0, { commandIds: ['s1'], topics: ['t'] }),
+        write('receiver', 0, { commandIds: ['r1'] }),
+        write('sender', 1, { commandIds: ['s2'] }),
+      ]), true);
+      assert.equal((await store.load('sender'))?.version, 2);
+      assert.equal((await store.load('receiver'))?.version, 1);
+      assert.deepEqual(await store.getAppliedReply('sender', 's2'), { reply: { commandId: 's2', version: 2 } });
+      assert.equal((await allPending(store, 't')).length, 1);
+      assert.equal(await store.commitAllOrNothing([]), true);
+    }));
+
     test('invalid input is a usage error and writes nothing', () => withStore(adapter, {}, async (store) => {
       const badWrites: CommitWrite[] = [
         { ...write('a', 0, { topics: ['t'] }), outbox: [{ id: 'not-the-convention', topic: 't', payload: 1 }] },
