@@ -103,10 +103,25 @@ export type ActorOutcome =
   /** Not applied because applying threw (a bug or broken infrastructure): the entries stay pending. */
   | { readonly kind: 'failed'; readonly error: unknown };
 
+/**
+ * What a step of an actor starts from when it follows another step of the same actor in the same
+ * batch that is not durable yet (actor-prepare.ts): that step's outcome as the actor would hold it.
+ */
+export interface StepBase {
+  readonly state: unknown;
+  readonly version: number;
+  readonly storedParts: readonly string[] | null;
+  readonly storedTimerAtMs: number | null | undefined;
+  /** The commands applied by the steps before, with their replies. */
+  readonly applied: ReadonlyMap<string, JsonValue>;
+}
+
 /** An actor's part of a batch once applied in memory: a write to make durable, or done already. */
 export interface PreparedWrite {
   readonly kind: 'write';
   readonly actor: ActiveActor;
+  /** The step of the same batch this one follows (null: it starts from the actor as it is durable). */
+  readonly base: StepBase | null;
   readonly commit: ActorCommit;
   /** The state the actor takes once the write is durable. */
   readonly state: unknown;
@@ -226,6 +241,7 @@ export function withCommandBatches(outbox: readonly OutboxMessage[]): OutboxMess
 /** What an actor's handled commands left, to be made durable in one write. */
 export interface HandledCommands {
   readonly actor: ActiveActor;
+  readonly base: StepBase | null;
   readonly behavior: AnyActorBehavior;
   readonly fence: { readonly shard: number; readonly token: number };
   /** The state after the commands, and whether any of them changed it. */
@@ -244,9 +260,10 @@ export interface HandledCommands {
  * models, and its `timers` row when the wanted due time differs from the stored one.
  */
 export function buildWrite(handled: HandledCommands): PreparedWrite {
-  const { actor, behavior, fence, state, changed, appliedCommands, outbox, readModels, replies, refusedTimerAtMs } = handled;
+  const { actor, base, behavior, fence, state, changed, appliedCommands, outbox, readModels, replies, refusedTimerAtMs } = handled;
   const id = actor.id;
-  const newVersion = actor.version + 1;
+  const from = base ?? actor;
+  const newVersion = from.version + 1;
   const outboxRows: OutboxRowWrite[] = withCommandBatches(outbox).map((message, index) => ({
     id: `${id}:${newVersion}:${index}`,
     topic: message.topic,
@@ -255,13 +272,13 @@ export function buildWrite(handled: HandledCommands): PreparedWrite {
   }));
   // Only the parts that changed since the last durable write are written (src/actors/actor-parts.ts).
   const parts = behavior.parts !== undefined && state !== null ? behavior.parts.of(state) : undefined;
-  const partModels = parts === undefined ? [] : partWrites(id, actor.storedParts ?? [], parts);
+  const partModels = parts === undefined ? [] : partWrites(id, from.storedParts ?? [], parts);
   const wantedTimerAtMs = changed && state !== null && behavior.timerAtMs ? behavior.timerAtMs(state) : undefined;
   // Most writes (a saga step, a refusal) leave the timer as it was: no read-model write for it.
-  const timerAtMs = wantedTimerAtMs === actor.storedTimerAtMs ? undefined : wantedTimerAtMs;
+  const timerAtMs = wantedTimerAtMs === from.storedTimerAtMs ? undefined : wantedTimerAtMs;
   const commit: ActorCommit = {
     actorId: id,
-    expectedVersion: actor.version,
+    expectedVersion: from.version,
     newVersion,
     state: state === null ? null : behavior.encode(state),
     fence: { shard: fence.shard, token: fence.token },
@@ -281,7 +298,7 @@ export function buildWrite(handled: HandledCommands): PreparedWrite {
           ]),
     ],
   };
-  return { kind: 'write', actor, commit, state, timerAtMs, refusedTimerAtMs, replies, outboxRows, parts };
+  return { kind: 'write', actor, base, commit, state, timerAtMs, refusedTimerAtMs, replies, outboxRows, parts };
 }
 
 export function decodeOrFault(behavior: AnyActorBehavior, id: string, json: JsonValue): unknown {

@@ -25,18 +25,18 @@
 import type { Bus, BusEntry } from '../bus/bus.ts';
 import { headerBatchCount, replyBatches } from '../bus/request-reply.ts';
 import { shardOf, commandStreamKey } from '../bus/shards.ts';
-import { actorId, type AnyActorBehavior, type CommandEnvelope, type Decoded, type JsonValue, type LogLevel, type OutboxMessage, type ReadModelWrite } from './envelope.ts';
+import { actorId, type AnyActorBehavior, type CommandEnvelope, type Decoded, type LogLevel, type ReadModelWrite } from './envelope.ts';
 import { commandEntries } from './codec.ts';
-import { decodeCommand, malformedReply, sortArrivals, type ArrivedCommand } from './command-arrival.ts';
+import { malformedReply, sortArrivals, type ArrivedCommand } from './command-arrival.ts';
 import { isLocalEntry } from './local-entry.ts';
 import type { ActorStore, BatchCommitResult, OutboxRowWrite } from './actor-store.ts';
 import { ActorFault, errorText, releaseWrites, replayCommandKind, replayDeadLettersMax, type DeadLetter, type QuarantineRecord, type QuarantineStore } from './quarantine.ts';
 import {
-  activeActor, actorBytes, asksAgain, buildWrite, dedupesByState, fencesAtRead, firedDueAtMs, handleOrFault, isRefusal, rememberCommand, sentCommands, timerCommand,
-  type ActiveActor, type ActorOutcome, type PendingReply, type PreparedStep, type PreparedWrite,
+  activeActor, actorBytes, fencesAtRead, rememberCommand, timerCommand, type ActiveActor, type ActorOutcome, type PendingReply, type PreparedStep, type PreparedWrite,
 } from './actor-step.ts';
-
 import { actorBytesCap } from './actor-memory.ts';
+import { baseAfter, prepareStep, type PrepareContext } from './actor-prepare.ts';
+import { linkSteps, withoutLinked } from './linked-steps.ts';
 import { namedPartDocs } from './actor-parts.ts';
 import { ResidentActors, type ResidentCaps } from './resident-actors.ts';
 import { getHeapStatistics } from 'node:v8';
@@ -88,6 +88,17 @@ export interface RuntimeOptions {
    * write changes the timer then, so nothing else would arm it again: the worker re-arms it.
    */
   readonly onTimerRefused?: (actorId: string, dueAtMs: number) => void;
+  /**
+   * Whether commands for actors of `shard` may be applied as linked steps now (linked-steps.ts):
+   * the worker owns the shard and is not recovering any. Without it, nothing is linked.
+   */
+  readonly linksTo?: (shard: number) => boolean;
+}
+
+/** A batch's outcomes per actor of its own, and what its linked steps (linked-steps.ts) left to send. */
+interface AppliedActors {
+  readonly outcomes: ActorOutcome[];
+  readonly linked: { readonly replies: PendingReply[]; readonly outbox: OutboxRowWrite[] };
 }
 
 /** Counts are of commands (an entry may hold several); `pending` is of entries. */
@@ -110,8 +121,14 @@ export class ActorRuntime {
   /** Commands decoded on arrival (`applyBatch`), handed to `handle` as decoded. */
   private readonly decoded = new WeakMap<CommandEnvelope, Decoded<ArrivedCommand>>();
   private readonly actors = new ResidentActors();
-  /** Per actor with work in flight: settles when its last queued work has settled. */
-  private readonly lanes = new Map<string, Promise<void>>();
+  /**
+   * Per actor with work in flight: `tail` settles when its last queued work has settled, and
+   * `batch` is the ordinal of the batch that queued it (a linked step never waits on a younger one).
+   */
+  private readonly lanes = new Map<string, { readonly tail: Promise<void>; readonly batch: number }>();
+  /** Counts the batches applied, oldest first (their lanes' `batch`). */
+  private batchOrdinal = 0;
+  private readonly prepareContext: PrepareContext;
   /** Actors whose write was refused or threw: nothing more is applied until their shard recovers. */
   private readonly blocked = new Set<string>();
   /** Quarantined actors of the owned shards: their commands go to their dead letters. */
@@ -130,6 +147,13 @@ export class ActorRuntime {
       bytesMax: options.actorBytesInMemoryMax ?? actorBytesCap(getHeapStatistics().heap_size_limit),
     };
     this.streamLengthMax = options.streamLengthMax ?? 1_000_000;
+    this.prepareContext = {
+      store: options.store,
+      nowMs: () => options.clock.nowMs(),
+      decodedOnArrival: (command) => this.decoded.get(command),
+      log: (level, message, fields) => this.log(level, message, fields),
+      ...(options.onTimerRefused ? { onTimerRefused: options.onTimerRefused } : {}),
+    };
   }
 
   get batchSize(): number {
@@ -227,12 +251,12 @@ export class ActorRuntime {
     // The ownership each shard had when the batch was read: its entries are applied under that
     // token only (a shard lost and re-acquired meanwhile goes through recovery instead).
     const fenceAtRead = fencesAtRead(this.options.shardCount, this.options.fenceToken);
-    const outcomes = await this.applyActors(
+    const { outcomes, linked } = await this.applyActors(
       [...byActor].map(([id, items]) => ({ id, fence: fenceAtRead(id), commands: items.map((item) => item.command) })),
     );
 
-    const replies: PendingReply[] = [...malformedReplies];
-    const outboxRows: OutboxRowWrite[] = [];
+    const replies: PendingReply[] = [...malformedReplies, ...linked.replies];
+    const outboxRows: OutboxRowWrite[] = [...linked.outbox];
     let applied = 0;
     let retried = 0;
     let failed = 0;
@@ -297,21 +321,56 @@ export class ActorRuntime {
 
   /**
    * Applies each actor's commands (in its lane: after its work in earlier batches has settled),
-   * then makes every resulting write durable in ONE store write for the whole batch, then settles
-   * the lanes. Outcomes are in the order of `work`.
+   * links the commands they send to actors of this worker (linked-steps.ts), then makes every
+   * resulting write durable in ONE store write for the whole batch, then settles the lanes.
+   * Outcomes are in the order of `work`; the linked steps' replies and rows come apart.
    */
-  private async applyActors(work: ReadonlyArray<{ id: string; fence: number | null; commands: readonly CommandEnvelope[] }>): Promise<ActorOutcome[]> {
-    const lanes = work.map(({ id }) => this.openLane(id));
+  private async applyActors(work: ReadonlyArray<{ id: string; fence: number | null; commands: readonly CommandEnvelope[] }>): Promise<AppliedActors> {
+    this.batchOrdinal += 1;
+    const batch = this.batchOrdinal;
+    const settles: Array<() => void> = [];
+    const lanes = work.map(({ id }) => this.openLane(id, batch, settles));
     try {
       const steps = await Promise.all(
         work.map(({ id, fence, commands }, index) => {
-          const previous = lanes[index]?.previous;
+          const previous = lanes[index];
           return previous === undefined
             ? this.prepareGuarded(id, fence, commands)
             : previous.then(() => this.prepareGuarded(id, fence, commands));
         }),
       );
       const writes = steps.filter((step): step is PreparedWrite => step.kind === 'write');
+      const linksTo = this.options.linksTo;
+      const linked = linksTo === undefined || writes.length === 0 ? null : await linkSteps({
+        mayReceive: (command, id) => this.behaviors.has(command.actorType) && linksTo(shardOf(id, this.options.shardCount)) && !this.blocked.has(id) && !this.quarantined.has(id),
+        laneBatch: (id) => this.lanes.get(id)?.batch ?? null,
+        joinLane: (id) => this.openLane(id, batch, settles),
+        prepare: (id, commands, before) => this.prepareLinked(id, commands, before),
+      }, work.map(({ id }, index) => ({ id, step: steps[index] })), batch);
+      if (linked !== null && linked.commandIds.size > 0) {
+        // One write per actor: each own step with the steps linked after it merged in, then the other receivers'.
+        const all = linked.writes.map((step) => withoutLinked(step, linked.commandIds));
+        let committed = false;
+        try {
+          committed = await this.options.store.commitAllOrNothing(all.map((step) => step.commit));
+        } catch (error) {
+          this.log('warn', 'a batch with linked steps could not be written; writing its own steps alone', { error: String(error) });
+        }
+        if (committed) {
+          const outcomeOf = new Map(all.map((step) => [step.actor.id, this.finishWrite(step, 'ok')]));
+          const outcomes = steps.map((step) => (step.kind === 'write' ? (outcomeOf.get(step.actor.id) ?? { kind: 'retry' as const }) : step.outcome));
+          for (const write of writes) outcomeOf.delete(write.actor.id);
+          const extra = { replies: [] as PendingReply[], outbox: [] as OutboxRowWrite[] };
+          for (const outcome of outcomeOf.values()) {
+            if (outcome.kind !== 'applied') continue;
+            extra.replies.push(...outcome.replies);
+            extra.outbox.push(...outcome.outbox);
+          }
+          return { outcomes, linked: extra };
+        }
+        // Refused (a shard lost meanwhile, say): nothing was written; the batch's own steps are
+        // written as if nothing had been linked, and their commands travel as rows.
+      }
       let results: ReadonlyArray<BatchCommitResult>;
       try {
         results = writes.length === 0 ? [] : await this.options.store.commitBatch(writes.map((step) => step.commit));
@@ -320,32 +379,51 @@ export class ActorRuntime {
       }
       // `writes` keeps the order of `steps`, so the n-th write step takes the n-th result.
       let next = 0;
-      return steps.map((step) => {
+      const outcomes = steps.map((step) => {
         if (step.kind !== 'write') return step.outcome;
         const result = results[next] ?? { error: new Error('no commit result') };
         next += 1;
         return this.finishWrite(step, result);
       });
+      return { outcomes, linked: { replies: [], outbox: [] } };
     } finally {
-      for (const lane of lanes) lane.settle();
+      for (const settle of settles) settle();
+    }
+  }
+
+  /** A receiver's linked step, or null when it cannot take part (see `linkSteps`). */
+  private async prepareLinked(id: string, commands: readonly CommandEnvelope[], before: PreparedWrite | undefined): Promise<PreparedWrite | null> {
+    const shard = shardOf(id, this.options.shardCount);
+    const token = this.options.fenceToken(shard);
+    const behavior = this.behaviors.get(commands[0]?.actorType ?? '');
+    if (token === null || behavior === undefined) return null;
+    try {
+      const actor = before?.actor ?? (await this.activate(id, behavior));
+      const step = await prepareStep(this.prepareContext, actor, { shard, token }, commands, [], before === undefined ? null : baseAfter(before));
+      return step.kind === 'write' ? step : null;
+    } catch {
+      // The commands go through their rows, where a fault quarantines the actor as usual.
+      return null;
     }
   }
 
   /**
-   * An actor's lane for this batch: `previous` settles when its work in earlier batches has; the
-   * returned `settle` releases the actor's work in later batches.
+   * An actor's lane for this batch: the returned promise settles when its work in earlier
+   * batches has; the settle pushed on `settles` releases its work in later batches.
    */
-  private openLane(id: string): { previous: Promise<void> | undefined; settle: () => void } {
-    const previous = this.lanes.get(id);
+  private openLane(id: string, batch: number, settles: Array<() => void>): Promise<void> | undefined {
+    const previous = this.lanes.get(id)?.tail;
     let settle = (): void => undefined;
     const tail = new Promise<void>((resolve) => {
       settle = resolve;
     });
-    this.lanes.set(id, tail);
+    const lane = { tail, batch };
+    this.lanes.set(id, lane);
     void tail.then(() => {
-      if (this.lanes.get(id) === tail) this.lanes.delete(id);
+      if (this.lanes.get(id) === lane) this.lanes.delete(id);
     });
-    return { previous, settle };
+    settles.push(settle);
+    return previous;
   }
 
   /**
@@ -447,11 +525,6 @@ export class ActorRuntime {
     return actor;
   }
 
-  /**
-   * Applies an actor's commands in order against its in-memory state and builds the ONE write
-   * that makes them durable (or the outcome, when nothing needs writing). Nothing of the actor
-   * changes in memory until that write is known to be durable (`finishWrite`).
-   */
   private async prepare(
     id: string,
     fence: { readonly shard: number; readonly token: number },
@@ -462,80 +535,7 @@ export class ActorRuntime {
     if (first === undefined) return { kind: 'done', outcome: { kind: 'applied', replies: [], outbox: [] } };
     const behavior = this.behaviors.get(first.actorType);
     if (behavior === undefined) throw new Error(`no behavior for ${first.actorType}`);
-    const actor = await this.activate(id, behavior);
-
-    let state = actor.state;
-    let changed = false;
-    const replies: PendingReply[] = [];
-    const appliedCommands: Array<{ commandId: string; reply: JsonValue }> = [];
-    const outbox: OutboxMessage[] = [];
-    const readModels = new Map<string, ReadModelWrite>();
-    for (const write of extraReadModels) readModels.set(`${write.collection}\u0000${write.id}`, write);
-    const seenInBatch = new Set<string>();
-    /** Due times of the timer commands handled (not deduplicated) in this batch. */
-    const firedTimers: number[] = [];
-
-    for (const command of commands) {
-      // Such a command is answered again from the actor's state: the dedupe log keeps nothing of it.
-      const dedupeByState = dedupesByState(behavior, command.kind);
-      // A repeat of a command whose answer is deferred goes back to `handle` (see `asksAgain`).
-      let repeat = false;
-      if (!dedupeByState) {
-        const applied = seenInBatch.has(command.commandId) || actor.recentCommandIds.has(command.commandId);
-        // An actor that has never been written (version 0) has no dedupe log to ask.
-        const stored = applied || actor.version === 0 ? undefined : await this.options.store.getAppliedReply(id, command.commandId);
-        if (applied || stored !== undefined) {
-          const known = applied ? await this.storedReply(actor, command, appliedCommands) : stored;
-          if (!asksAgain(behavior, command, known)) {
-            if (command.replyTo && known !== undefined && known !== null) replies.push({ to: command.replyTo, payload: known });
-            if (!applied) rememberCommand(actor, command.commandId);
-            continue;
-          }
-          repeat = true;
-        } else {
-          seenInBatch.add(command.commandId);
-        }
-      }
-      const nowMs = this.options.clock.nowMs();
-      const fired = firedDueAtMs(command);
-      if (fired !== null) firedTimers.push(fired);
-      // Decoded on arrival; a command that did not come through `applyBatch` (a dead letter
-      // replayed) is decoded here, and a malformed one is answered, never handled.
-      const typed = this.decoded.get(command) ?? decodeCommand(behavior, command);
-      if (!typed.ok) this.log('error', 'dropping a malformed command', { actorId: id, kind: command.kind.slice(0, 64), commandId: command.commandId, reason: typed.reason });
-      const outcome = typed.ok ? handleOrFault(behavior, id, state, typed.value, nowMs) : { reply: malformedReply(typed.reason) };
-      if (outcome.state !== undefined) {
-        state = outcome.state;
-        changed = true;
-      }
-      const reply = outcome.reply ?? null;
-      if (!dedupeByState && !repeat) appliedCommands.push({ commandId: command.commandId, reply });
-      if (command.replyTo && outcome.reply !== undefined) replies.push({ to: command.replyTo, payload: outcome.reply });
-      else if (isRefusal(outcome.reply)) {
-        // A command relayed by another actor has nobody waiting for its answer: a refusal (e.g. a
-        // transaction refusing a deposit, `too_many_deposits`) would otherwise go unseen.
-        this.log('warn', 'a command with no one to answer was refused; check it by hand', { actorId: id, kind: command.kind, commandId: command.commandId, reply: outcome.reply });
-      }
-      for (const deferred of outcome.replies ?? []) replies.push(deferred);
-      outbox.push(...sentCommands(command, outcome.send ?? [], nowMs));
-      outbox.push(...(outcome.outbox ?? []));
-      for (const write of outcome.readModels ?? []) readModels.set(`${write.collection}\u0000${write.id}`, write);
-    }
-
-    // A fired timer the actor still wants at the same time was not consumed (a refusal): nothing
-    // below re-arms it (the timer row is unchanged), so the worker is told to.
-    const stillDueAtMs = state !== null && behavior.timerAtMs && firedTimers.length > 0 ? behavior.timerAtMs(state) : null;
-    const refusedTimerAtMs = stillDueAtMs !== null && firedTimers.includes(stillDueAtMs) ? stillDueAtMs : null;
-
-    // Read-only commands (no state change, no effects) need no write: re-applying them after a
-    // crash yields the same reply from the same state.
-    if (!changed && outbox.length === 0 && readModels.size === 0) {
-      for (const appliedCommand of appliedCommands) rememberCommand(actor, appliedCommand.commandId, appliedCommand.reply);
-      if (refusedTimerAtMs !== null) this.options.onTimerRefused?.(id, refusedTimerAtMs);
-      return { kind: 'done', outcome: { kind: 'applied', replies, outbox: [] } };
-    }
-
-    return buildWrite({ actor, behavior, fence, state, changed, appliedCommands, outbox, readModels: [...readModels.values()], replies, refusedTimerAtMs });
+    return prepareStep(this.prepareContext, await this.activate(id, behavior), fence, commands, extraReadModels);
   }
 
   /** The actor moves to its new state only once its write is durable; otherwise it is reloaded. */
@@ -568,18 +568,6 @@ export class ActorRuntime {
     return { kind: 'applied', replies: step.replies, outbox: step.outboxRows };
   }
 
-  /** The reply recorded for a command applied earlier (in this batch, in memory, or in the store). */
-  private async storedReply(
-    actor: ActiveActor,
-    command: CommandEnvelope,
-    appliedCommands: ReadonlyArray<{ commandId: string; reply: JsonValue }>,
-  ): Promise<JsonValue | null | undefined> {
-    if (!command.replyTo) return undefined;
-    const inBatch = appliedCommands.find((item) => item.commandId === command.commandId);
-    if (inBatch) return inBatch.reply;
-    return actor.unwrittenReplies.get(command.commandId) ?? (await this.options.store.getAppliedReply(actor.id, command.commandId));
-  }
-
   /** Builds the command that fires an actor's timer (`attempt` ≥ 1: armed again after a refusal). */
   timerCommand(id: string, dueAtMs: number, attempt = 0): CommandEnvelope {
     return timerCommand(id, dueAtMs, attempt, this.options.clock.nowMs());
@@ -594,3 +582,4 @@ export class ActorRuntime {
     this.options.log?.(level, message, fields);
   }
 }
+

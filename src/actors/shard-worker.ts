@@ -156,6 +156,14 @@ export class ShardWorker {
     }
   }
 
+  /**
+   * Whether the runtime may apply commands for actors of `shard` as linked steps now
+   * (linked-steps.ts): as for local delivery, while running and recovering no shard.
+   */
+  linksTo(shard: number): boolean {
+    return this.running && this.needsRecovery.size === 0 && this.owned.has(shard);
+  }
+
   /** Shards owned now, with their fencing tokens (for the runtime and the admin service). */
   fenceToken(shard: number): number | null {
     return this.owned.get(shard) ?? null;

@@ -25,6 +25,12 @@ export interface ShardRoleOptions {
   readonly readBlockMs?: number;
   /** See ShardWorkerOptions.stuckPendingMs. */
   readonly stuckPendingMs?: number;
+  /**
+   * Whether commands between actors of this worker are applied as linked steps, in the sender's
+   * own commit (src/actors/linked-steps.ts; default true). Off, they travel as outbox rows and
+   * local delivery (tests of that path turn it off).
+   */
+  readonly linkedSteps?: boolean;
   /** See ShardWorkerOptions.batchesInFlightMax. */
   readonly batchesInFlightMax?: number;
   /** Entries read per shard stream at once (see RuntimeOptions.batchSizeMax). */
@@ -66,6 +72,7 @@ export async function startShardRole(options: ShardRoleOptions): Promise<ShardRo
       });
     },
     onTimer: (actorId, dueAtMs) => worker?.scheduleTimer(actorId, dueAtMs),
+    ...(options.linkedSteps === false ? {} : { linksTo: (shard: number) => worker?.linksTo(shard) ?? false }),
     quarantine: quarantineOnStore(options.store),
     onTimerRefused: (actorId, dueAtMs) => worker?.retryTimer(actorId, dueAtMs),
     ...(options.batchSizeMax !== undefined ? { batchSizeMax: options.batchSizeMax } : {}),

@@ -234,6 +234,23 @@ export function upsertDoc(dbs: SubDatabases, catalog: IndexCatalog, collection: 
   }
 }
 
+/** Removes a document and its index entries; false when there was none. */
+export function removeDoc(dbs: SubDatabases, indexes: IndexCatalog, collection: string, id: string): boolean {
+  const existing = dbs.docs.get([collection, id]);
+  if (existing === undefined) return false;
+  removeIndexEntries(dbs, indexes, collection, id, existing);
+  dbs.docs.removeSync([collection, id]);
+  return true;
+}
+
+/** Raises the shard's fencing token to `token`; false (nothing written) when a higher one is stored. */
+export function raiseFenceIn(dbs: SubDatabases, shard: number, token: number): boolean {
+  const stored = dbs.fences.get(shard);
+  if (stored !== undefined && token < stored) return false;
+  if (stored === undefined || token > stored) dbs.fences.putSync(shard, token);
+  return true;
+}
+
 export function removeIndexEntries(dbs: SubDatabases, indexes: IndexCatalog, collection: string, id: string, doc: JsonObject): void {
   for (const index of indexes.of(collection)) {
     const key = indexKey(index, doc, id);

@@ -23,7 +23,7 @@ import {
   assertNonNegativeInteger, assertReadModelDoc, blobParts, deferredRow, partitionValidWrites, planList,
 } from './store-checks.ts';
 import {
-  prefixEnd, removeBlob, removeStaging, locate, putLocated, moveToDeferred, removeLocated, removeRow, mergeBySeq, orderedRange, openSubDatabases, upsertDoc, removeIndexEntries, reconcileIndexes,
+  prefixEnd, removeBlob, removeStaging, locate, putLocated, moveToDeferred, removeLocated, removeRow, mergeBySeq, orderedRange, openSubDatabases, upsertDoc, removeDoc, raiseFenceIn, reconcileIndexes,
   appendApplied, appendOutbox, outboxSequence, type OutboxSequence,
   type BlobManifest, type BlobStaging, type OutboxRecord, type OutboxKey, type LocatedRow, type SubDatabases,
 } from './lmdb-records.ts';
@@ -154,7 +154,7 @@ export class LmdbStore implements SnapshotStore {
 
   async raiseFence(shard: number, token: number): Promise<FenceResult> {
     assertFence(shard, token);
-    return this.write((dbs) => (this.checkAndRaiseFence(dbs, shard, token) ? 'ok' : 'fenced'));
+    return this.write((dbs) => (raiseFenceIn(dbs, shard, token) ? 'ok' : 'fenced'));
   }
 
   async getAppliedReply(actorKey: string, commandId: string): Promise<AppliedReply | null> {
@@ -218,17 +218,10 @@ export class LmdbStore implements SnapshotStore {
     (write.events ?? []).forEach((event, index) => dbs.events.putSync([write.actorKey, write.newVersion, index], event));
     appendOutbox(dbs, write, sequence);
     for (const model of write.readModels) {
-      if (model.doc === null) this.removeDoc(dbs, model.collection, model.id);
+      if (model.doc === null) removeDoc(dbs, this.indexes, model.collection, model.id);
       else upsertDoc(dbs, this.indexes, model.collection, model.id, model.doc);
     }
     return 'ok';
-  }
-
-  private checkAndRaiseFence(dbs: SubDatabases, shard: number, token: number): boolean {
-    const stored = dbs.fences.get(shard);
-    if (stored !== undefined && token < stored) return false;
-    if (stored === undefined || token > stored) dbs.fences.putSync(shard, token);
-    return true;
   }
 
   // ---- outbox ----
@@ -422,15 +415,7 @@ export class LmdbStore implements SnapshotStore {
   async remove(collection: string, id: string): Promise<boolean> {
     assertCollection(collection);
     assertIdentifier('read model id', id);
-    return this.write((dbs) => this.removeDoc(dbs, collection, id));
-  }
-
-  private removeDoc(dbs: SubDatabases, collection: string, id: string): boolean {
-    const existing = dbs.docs.get([collection, id]);
-    if (existing === undefined) return false;
-    removeIndexEntries(dbs, this.indexes, collection, id, existing);
-    dbs.docs.removeSync([collection, id]);
-    return true;
+    return this.write((dbs) => removeDoc(dbs, this.indexes, collection, id));
   }
 
   /**

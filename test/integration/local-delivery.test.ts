@@ -63,6 +63,9 @@ before(async () => {
     // No lease round (and so no outbox sweep) after start-up during these tests: what reaches a
     // tally is what the relay itself delivered, locally or through a stream.
     leaseTtlMs: 600_000,
+    // Linked steps would apply these commands in the sender's own commit (linked-steps.test.ts):
+    // here they travel as rows, the path taken when a receiver cannot be linked.
+    linkedSteps: false,
   });
   // The round that follows start-up (its own lease acquisitions start it) has passed: the next
   // one, and with it the next sweep, is minutes away.
