@@ -30,11 +30,14 @@ export function baseAfter(step: PreparedWrite): StepBase {
   const before = step.base;
   const applied = new Map(before?.applied ?? []);
   for (const command of step.commit.appliedCommands) applied.set(command.commandId, command.reply);
+  // null is a value here (no parts; no timer row): only undefined means "as before this step".
+  const partsBefore = before === null ? step.actor.storedParts : before.storedParts;
+  const timerBefore = before === null ? step.actor.storedTimerAtMs : before.storedTimerAtMs;
   return {
     state: step.state,
     version: step.commit.newVersion,
-    storedParts: step.parts ?? before?.storedParts ?? step.actor.storedParts,
-    storedTimerAtMs: step.timerAtMs === undefined ? (before?.storedTimerAtMs ?? step.actor.storedTimerAtMs) : step.timerAtMs,
+    storedParts: step.parts === undefined ? partsBefore : step.parts,
+    storedTimerAtMs: step.timerAtMs === undefined ? timerBefore : step.timerAtMs,
     applied,
   };
 }
@@ -46,6 +49,8 @@ export async function prepareStep(
   commands: readonly CommandEnvelope[],
   extraReadModels: readonly ReadModelWrite[] = [],
   base: StepBase | null = null,
+  /** A linked step (linked-steps.ts): one that writes nothing is not linked, and remembers nothing. */
+  { linked }: { readonly linked: boolean } = { linked: false },
 ): Promise<PreparedStep> {
   const { behavior, id } = actor;
   let state = base === null ? actor.state : base.state;
@@ -114,9 +119,10 @@ export async function prepareStep(
   // Read-only commands (no state change, no effects) need no write: re-applying them after a
   // crash yields the same reply from the same state.
   if (!changed && outbox.length === 0 && readModels.size === 0) {
-    // After a base that is not durable, the replies rest on a state that may never be: nothing is
-    // remembered (such a step is not linked; its commands come again through their rows).
-    if (base === null) for (const appliedCommand of appliedCommands) rememberCommand(actor, appliedCommand.commandId, appliedCommand.reply);
+    // A linked step that writes nothing is left out: its commands come again through their rows
+    // and must be handled then, on the state of then (and after a base that is not durable, these
+    // replies rest on a state that may never be). So nothing is remembered.
+    if (!linked) for (const appliedCommand of appliedCommands) rememberCommand(actor, appliedCommand.commandId, appliedCommand.reply);
     if (refusedTimerAtMs !== null) context.onTimerRefused?.(id, refusedTimerAtMs);
     return { kind: 'done', outcome: { kind: 'applied', replies, outbox: [] } };
   }

@@ -41,6 +41,11 @@ export function byReceiver(commands: readonly CommandEnvelope[], idOf: (command:
   return groups;
 }
 
+/** A linked command's key: its receiver and its id (two senders' derived ids could meet). */
+export function linkedKey(command: CommandEnvelope): string {
+  return `${actorId(command.actorType, command.actorKey)}\u0000${command.commandId}`;
+}
+
 /**
  * The step without the commands that were linked (applied by their receivers in the same commit):
  * its command-batch rows keep the others, and a row left with none is not written at all.
@@ -53,7 +58,7 @@ export function withoutLinked(step: PreparedWrite, linked: ReadonlySet<string>):
       outboxRows.push(row);
       continue;
     }
-    const kept = row.payload.filter((item) => !linked.has((item as unknown as CommandEnvelope).commandId));
+    const kept = row.payload.filter((item) => !linked.has(linkedKey(item as unknown as CommandEnvelope)));
     if (kept.length === row.payload.length) outboxRows.push(row);
     else {
       trimmed = true;
@@ -87,10 +92,11 @@ export function mergedSteps(before: PreparedWrite, after: PreparedWrite): Prepar
     },
     state: after.state,
     timerAtMs: after.timerAtMs === undefined ? before.timerAtMs : after.timerAtMs,
-    refusedTimerAtMs: after.refusedTimerAtMs ?? before.refusedTimerAtMs,
+    // A timer the first step refused (still wanted) is moot if the later step changed the timer.
+    refusedTimerAtMs: after.refusedTimerAtMs ?? (after.timerAtMs === undefined ? before.refusedTimerAtMs : null),
     replies: [...before.replies, ...after.replies],
     outboxRows,
-    parts: after.parts ?? before.parts,
+    parts: after.parts === undefined ? before.parts : after.parts,
   };
 }
 
@@ -123,30 +129,38 @@ export async function linkSteps(
   host: LinkHost,
   own: ReadonlyArray<{ readonly id: string; readonly step: PreparedStep | undefined }>,
   batch: number,
-): Promise<{ writes: PreparedWrite[]; commandIds: Set<string> }> {
+): Promise<{ writes: PreparedWrite[]; linked: Set<string> }> {
   /** Each actor's one write so far: its own step, or its steps merged (`mergedSteps`). */
   const latest = new Map<string, PreparedWrite>();
-  /** Actors whose lane this batch holds, and whether a step may follow there. */
-  const held = new Map<string, boolean>();
+  /** Actors whose lane this batch holds. */
+  const held = new Set<string>();
+  /**
+   * Receivers left out, for the rest of the batch: a command for one stays in its row, so a later
+   * command of the same batch for it must too, or it could overtake that one (a `release` applied
+   * before the `reserve` it follows).
+   */
+  const refused = new Set<string>();
   for (const { id, step } of own) {
+    held.add(id);
     if (step?.kind === 'write') latest.set(id, step);
-    held.set(id, step?.kind === 'write' || (step?.kind === 'done' && step.outcome.kind === 'applied'));
+    else if (step?.kind !== 'done' || step.outcome.kind !== 'applied') refused.add(id);
   }
   const mayLink = (command: CommandEnvelope): boolean => {
     const id = actorId(command.actorType, command.actorKey);
-    if (!host.mayReceive(command, id)) return false;
-    const mine = held.get(id);
-    if (mine !== undefined) return mine;
+    if (refused.has(id)) return false;
     const laneBatch = host.laneBatch(id);
-    return laneBatch === null || laneBatch < batch;
+    const may = host.mayReceive(command, id) && (held.has(id) || laneBatch === null || laneBatch < batch);
+    if (!may) refused.add(id);
+    return may;
   };
-  const commandIds = new Set<string>();
+  /** The linked commands (`linkedKey`). */
+  const linked = new Set<string>();
   let senders = [...latest.values()];
   for (let round = 0; round < linkRoundsMax && senders.length > 0; round += 1) {
     const groups = byReceiver(senders.flatMap(commandsSentBy).filter(mayLink), (command) => actorId(command.actorType, command.actorKey));
     const prepared = await Promise.all([...groups].map(async ([id, commands]) => {
       if (!held.has(id)) {
-        held.set(id, true);
+        held.add(id);
         await host.joinLane(id);
       }
       return { id, commands, step: await host.prepare(id, commands, latest.get(id)) };
@@ -154,15 +168,15 @@ export async function linkSteps(
     senders = [];
     for (const { id, commands, step } of prepared) {
       if (step === null) {
-        held.set(id, false);
+        refused.add(id);
         continue;
       }
-      for (const command of commands) commandIds.add(command.commandId);
+      for (const command of commands) linked.add(linkedKey(command));
       const before = latest.get(id);
       latest.set(id, before === undefined ? step : mergedSteps(before, step));
       // Only this step's sends are new (the earlier step's were linked, or left, already).
       senders.push(step);
     }
   }
-  return { writes: [...latest.values()], commandIds };
+  return { writes: [...latest.values()], linked };
 }

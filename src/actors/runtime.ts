@@ -347,14 +347,21 @@ export class ActorRuntime {
         joinLane: (id) => this.openLane(id, batch, settles),
         prepare: (id, commands, before) => this.prepareLinked(id, commands, before),
       }, work.map(({ id }, index) => ({ id, step: steps[index] })), batch);
-      if (linked !== null && linked.commandIds.size > 0) {
+      if (linked !== null && linked.linked.size > 0) {
         // One write per actor: each own step with the steps linked after it merged in, then the other receivers'.
-        const all = linked.writes.map((step) => withoutLinked(step, linked.commandIds));
-        let committed = false;
+        const all = linked.writes.map((step) => withoutLinked(step, linked.linked));
+        let committed: boolean;
         try {
           committed = await this.options.store.commitAllOrNothing(all.map((step) => step.commit));
         } catch (error) {
-          this.log('warn', 'a batch with linked steps could not be written; writing its own steps alone', { error: String(error) });
+          // Whether it landed is not known (a commit whose answer was lost): as when a batch's
+          // write throws, its actors are blocked and reloaded once their shards recover, the
+          // receivers too (they have no entry to retry, so they are blocked by hand).
+          for (const step of all) {
+            this.actors.delete(step.actor.id);
+            this.blocked.add(step.actor.id);
+          }
+          return { outcomes: steps.map((step) => (step.kind === 'write' ? { kind: 'failed', error } : step.outcome)), linked: { replies: [], outbox: [] } };
         }
         if (committed) {
           const outcomeOf = new Map(all.map((step) => [step.actor.id, this.finishWrite(step, 'ok')]));
@@ -396,10 +403,12 @@ export class ActorRuntime {
     const shard = shardOf(id, this.options.shardCount);
     const token = this.options.fenceToken(shard);
     const behavior = this.behaviors.get(commands[0]?.actorType ?? '');
-    if (token === null || behavior === undefined) return null;
+    // Checked again after the wait for an older batch: that batch may have blocked or quarantined
+    // the receiver (its write refused, its command faulted), or the shard may be recovering now.
+    if (token === null || behavior === undefined || this.blocked.has(id) || this.quarantined.has(id) || this.options.linksTo?.(shard) !== true) return null;
     try {
       const actor = before?.actor ?? (await this.activate(id, behavior));
-      const step = await prepareStep(this.prepareContext, actor, { shard, token }, commands, [], before === undefined ? null : baseAfter(before));
+      const step = await prepareStep(this.prepareContext, actor, { shard, token }, commands, [], before === undefined ? null : baseAfter(before), { linked: true });
       return step.kind === 'write' ? step : null;
     } catch {
       // The commands go through their rows, where a fault quarantines the actor as usual.

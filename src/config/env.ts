@@ -149,6 +149,12 @@ const envSchema = z.object({
    */
   SHARD_BATCHES_IN_FLIGHT: z.coerce.number().int().min(1).max(16).default(2),
   /**
+   * Commands between actors of one shard worker applied in the sender's own all-or-nothing commit
+   * (docs/actors.md "Linked steps"). On MongoDB that commit is one multi-document transaction per
+   * batch; a deployment that sees it conflict can turn it off (`off`: commands travel as rows).
+   */
+  SHARD_LINKED_STEPS: onOff.default(true),
+  /**
    * Actors a shard worker keeps in memory at most, by count and by estimated bytes
    * (src/actors/actor-memory.ts); past either, the least recently used leave memory (their
    * snapshots are the truth). Bytes unset: 40 % of the process's V8 heap limit

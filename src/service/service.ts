@@ -136,6 +136,7 @@ export async function startService(env: EnvConfig, overrides: ContextOverrides =
         shardCount: ctx.shardCount,
         clock: ctx.clock,
         batchesInFlightMax: env.SHARD_BATCHES_IN_FLIGHT,
+        linkedSteps: env.SHARD_LINKED_STEPS,
         actorsInMemoryMax: env.SHARD_ACTORS_IN_MEMORY_MAX,
         ...(env.SHARD_ACTOR_MEMORY_MAX_BYTES !== undefined ? { actorBytesInMemoryMax: env.SHARD_ACTOR_MEMORY_MAX_BYTES } : {}),
         leaseTtlMs: env.SHARD_LEASE_TTL_MS,

@@ -173,12 +173,8 @@ export class MongoStore implements SnapshotStore {
     for (let attempt = 1; ; attempt += 1) {
       try {
         return await this.inTransaction(async (session) => {
-          for (const write of writes) {
-            if ((await this.commitInTransaction(session, write)) !== 'ok') {
-              await session.abortTransaction();
-              return false;
-            }
-          }
+          // A refused write has aborted the transaction already (commitInTransaction does).
+          for (const write of writes) if ((await this.commitInTransaction(session, write)) !== 'ok') return false;
           return true;
         });
       } catch (error) {

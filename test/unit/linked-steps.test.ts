@@ -3,8 +3,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { activeActor, buildWrite, sentCommands, type PreparedWrite, type StepBase } from '../../src/actors/actor-step.ts';
-import { baseAfter } from '../../src/actors/actor-prepare.ts';
-import { commandsSentBy, mergedSteps, withoutLinked } from '../../src/actors/linked-steps.ts';
+import { baseAfter, prepareStep } from '../../src/actors/actor-prepare.ts';
+import { commandsSentBy, linkSteps, linkedKey, mergedSteps, withoutLinked, type LinkHost } from '../../src/actors/linked-steps.ts';
 import type { ActorBehavior, CommandEnvelope, OutboxMessage, ReadModelWrite } from '../../src/actors/envelope.ts';
 import { outboxTopicCommandBatches, commandsPerRowMax } from '../../src/actors/runtime.ts';
 
@@ -42,7 +42,11 @@ test("a sender's write loses the linked commands: empty command rows go, the row
   const sent = commandsSentBy(sender);
   assert.equal(sent.length, commandsPerRowMax + 2);
   // Every command of the first batch row linked, one of the second.
-  const linked = new Set([...sent.slice(0, commandsPerRowMax), sent[commandsPerRowMax + 1]].map((envelope) => envelope?.commandId ?? ''));
+  const linked = new Set([...sent.slice(0, commandsPerRowMax), sent[commandsPerRowMax + 1]].map((envelope) => (envelope === undefined ? '' : linkedKey(envelope))));
+  // A command of the same id for another receiver was not linked: ids are matched with their receivers.
+  const sameIdElsewhere = sent[commandsPerRowMax];
+  assert.ok(sameIdElsewhere);
+  assert.equal(withoutLinked(sender, new Set([`tally/elsewhere\u0000${sameIdElsewhere.commandId}`])), sender);
   const trimmed = withoutLinked(sender, linked);
   assert.deepEqual(trimmed.commit.outbox.map((row) => row.id), ['note/a:5:0', 'note/a:5:1'], 'numbered as the store expects');
   assert.deepEqual(trimmed.commit.outbox.map((row) => row.topic), ['webhooks', outboxTopicCommandBatches]);
@@ -76,6 +80,63 @@ test("two steps of one actor are one write: the first's version, the later state
   const third = step({ base: baseAfter(merged), state: { n: 3, dueAtMs: null }, commandId: 'c3', outbox: [] });
   const again = mergedSteps(merged, third);
   assert.equal(again.timerAtMs, null);
+  assert.equal(again.refusedTimerAtMs, null);
   assert.equal(new Map(again.commit.readModels.map((model) => [`${model.collection}/${model.id}`, model.doc])).get('timers/note/a'), null);
   assert.deepEqual(baseAfter(again).applied, new Map([['c1', 1], ['c2', 2], ['c3', 3]]));
+});
+
+test("a timer the first step refused is moot once a later step of the actor moved the timer", () => {
+  const actor = activeActor('note/a', behavior as ActorBehavior<unknown>, { version: 4, state: { n: 0, dueAtMs: 1_000 } }, 0);
+  const first = buildWrite({
+    actor, base: null, behavior: behavior as ActorBehavior<unknown>, fence: { shard: 1, token: 1 }, state: { n: 1, dueAtMs: 1_000 }, changed: true,
+    appliedCommands: [{ commandId: 'timer', reply: null }], outbox: sends('timer', 1), readModels: [], replies: [], refusedTimerAtMs: 1_000,
+  });
+  const moved = step({ base: baseAfter(first), state: { n: 2, dueAtMs: 5_000 }, commandId: 'c2', outbox: [] });
+  assert.equal(mergedSteps(first, moved).refusedTimerAtMs, null);
+  assert.equal(mergedSteps(first, moved).timerAtMs, 5_000);
+  const kept = step({ base: baseAfter(first), state: { n: 2, dueAtMs: 1_000 }, commandId: 'c2', outbox: [] });
+  assert.equal(mergedSteps(first, kept).refusedTimerAtMs, 1_000, 'still wanted: armed again by the worker');
+});
+
+test('a receiver left out once in a batch stays out: a later command for it cannot overtake the one left in its row', async () => {
+  // Round 1: `a` sends to `r`, whose lane a younger batch holds (left out). Round 2 would bring
+  // `b`'s command for `r` when that lane is free again: still left out.
+  const laneOfR: { batch: number | null } = { batch: 9 };
+  const prepared: string[] = [];
+  const host: LinkHost = {
+    mayReceive: () => true,
+    laneBatch: (id) => (id === 'tally/r' ? laneOfR.batch : null),
+    joinLane: () => undefined,
+    async prepare(id, commands) {
+      prepared.push(id);
+      laneOfR.batch = null;
+      const sender = id === 'tally/b' ? [{ actorType: 'tally', actorKey: 'r', kind: 'add', payload: null }] : [];
+      const receiver = activeActor(id, behavior as ActorBehavior<unknown>, null, 0);
+      return buildWrite({
+        actor: receiver, base: null, behavior: behavior as ActorBehavior<unknown>, fence: { shard: 1, token: 1 }, state: { n: 1, dueAtMs: null }, changed: true,
+        appliedCommands: commands.map((sent) => ({ commandId: sent.commandId, reply: null })),
+        outbox: sentCommands(commands[0] ?? command('x'), sender, 0), readModels: [], replies: [], refusedTimerAtMs: null,
+      });
+    },
+  };
+  const own = step({ state: { n: 1, dueAtMs: null }, commandId: 'c1', outbox: [
+    ...sentCommands(command('c1'), [{ actorType: 'tally', actorKey: 'r', kind: 'add', payload: null }, { actorType: 'tally', actorKey: 'b', kind: 'add', payload: null }], 0),
+  ] });
+  const { writes, linked } = await linkSteps(host, [{ id: 'note/a', step: own }], 5);
+  assert.deepEqual(prepared, ['tally/b'], 'r was never prepared');
+  assert.deepEqual(writes.map((write) => write.actor.id), ['note/a', 'tally/b']);
+  assert.equal(linked.size, 1);
+  // b's command for r stays in b's row, as a's stays in a's.
+  assert.deepEqual(commandsSentBy(withoutLinked(writes[1] as PreparedWrite, linked)).map((sent) => `${sent.actorType}/${sent.actorKey}`), ['tally/r']);
+  assert.deepEqual(commandsSentBy(withoutLinked(own, linked)).map((sent) => `${sent.actorType}/${sent.actorKey}`), ['tally/r']);
+});
+
+test('a linked step that writes nothing remembers nothing: its commands are handled when they come through their row', async () => {
+  const actor = activeActor('note/a', { ...behavior, handle: () => ({ reply: 'read' }) } as ActorBehavior<unknown>, { version: 4, state: { n: 0, dueAtMs: null } }, 0);
+  const context = { store: { getAppliedReply: async () => undefined }, nowMs: () => 0, decodedOnArrival: () => undefined, log: () => undefined };
+  const linkedStep = await prepareStep(context, actor, { shard: 1, token: 1 }, [command('read-1')], [], null, { linked: true });
+  assert.equal(linkedStep.kind, 'done');
+  assert.equal(actor.recentCommandIds.has('read-1'), false);
+  await prepareStep(context, actor, { shard: 1, token: 1 }, [command('read-2')]);
+  assert.equal(actor.recentCommandIds.has('read-2'), true, 'a step of its own remembers, as before');
 });
