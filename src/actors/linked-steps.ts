@@ -162,6 +162,9 @@ export async function linkSteps(
       if (!held.has(id)) {
         held.add(id);
         await host.joinLane(id);
+        // Asked again after the wait: the older batch may have blocked or quarantined the
+        // receiver (its write refused, a command faulted), or a shard may be recovering now.
+        if (!commands.every((command) => host.mayReceive(command, id))) return { id, commands, step: null };
       }
       return { id, commands, step: await host.prepare(id, commands, latest.get(id)) };
     }));

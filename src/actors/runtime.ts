@@ -403,9 +403,7 @@ export class ActorRuntime {
     const shard = shardOf(id, this.options.shardCount);
     const token = this.options.fenceToken(shard);
     const behavior = this.behaviors.get(commands[0]?.actorType ?? '');
-    // Checked again after the wait for an older batch: that batch may have blocked or quarantined
-    // the receiver (its write refused, its command faulted), or the shard may be recovering now.
-    if (token === null || behavior === undefined || this.blocked.has(id) || this.quarantined.has(id) || this.options.linksTo?.(shard) !== true) return null;
+    if (token === null || behavior === undefined) return null;
     try {
       const actor = before?.actor ?? (await this.activate(id, behavior));
       const step = await prepareStep(this.prepareContext, actor, { shard, token }, commands, [], before === undefined ? null : baseAfter(before), { linked: true });

@@ -140,3 +140,32 @@ test('a linked step that writes nothing remembers nothing: its commands are hand
   await prepareStep(context, actor, { shard: 1, token: 1 }, [command('read-2')]);
   assert.equal(actor.recentCommandIds.has('read-2'), true, 'a step of its own remembers, as before');
 });
+
+test('a receiver is asked again after waiting on an older batch: blocked meanwhile, it is left out', async () => {
+  // `r`'s lane is held by an older batch, whose write of `r` is refused while this one waits.
+  const blocked = new Set<string>();
+  const prepared: string[] = [];
+  const host: LinkHost = {
+    mayReceive: (_command, id) => !blocked.has(id),
+    laneBatch: (id) => (id === 'tally/r' ? 3 : null),
+    joinLane: (id) => {
+      if (id !== 'tally/r') return undefined;
+      return Promise.resolve().then(() => {
+        blocked.add('tally/r');
+      });
+    },
+    async prepare(id, commands) {
+      prepared.push(id);
+      const receiver = activeActor(id, behavior as ActorBehavior<unknown>, null, 0);
+      return buildWrite({
+        actor: receiver, base: null, behavior: behavior as ActorBehavior<unknown>, fence: { shard: 1, token: 1 }, state: { n: 1, dueAtMs: null }, changed: true,
+        appliedCommands: commands.map((sent) => ({ commandId: sent.commandId, reply: null })), outbox: [], readModels: [], replies: [], refusedTimerAtMs: null,
+      });
+    },
+  };
+  const own = step({ state: { n: 1, dueAtMs: null }, commandId: 'c1', outbox: sends('c1', 1).map((message) => ({ ...message, payload: { ...(message.payload as CommandEnvelope), actorKey: 'r' } })) });
+  const { writes, linked } = await linkSteps(host, [{ id: 'note/a', step: own }], 5);
+  assert.deepEqual(prepared, [], 'not prepared on a state its older batch could not make durable');
+  assert.deepEqual(writes.map((write) => write.actor.id), ['note/a']);
+  assert.equal(linked.size, 0);
+});
