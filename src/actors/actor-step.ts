@@ -35,6 +35,11 @@ export const outboxTopicCommandBatches = 'command-batches';
 export const commandsPerRowMax = 64;
 const recentCommandIdsMax = 256;
 
+/** An outbox row's id: the writing actor, the version its write makes, the row's position in it (the store checks it). */
+export function outboxRowIdOf(actorId: string, newVersion: number, index: number): string {
+  return `${actorId}:${newVersion}:${index}`;
+}
+
 /**
  * The stable id of an actor's timer command for a due time: redelivery never double-fires. A
  * timer armed again after a refusal (`attempt` ≥ 1) needs an id of its own: the refusal wrote
@@ -265,7 +270,7 @@ export function buildWrite(handled: HandledCommands): PreparedWrite {
   const from = base ?? actor;
   const newVersion = from.version + 1;
   const outboxRows: OutboxRowWrite[] = withCommandBatches(outbox).map((message, index) => ({
-    id: `${id}:${newVersion}:${index}`,
+    id: outboxRowIdOf(id, newVersion, index),
     topic: message.topic,
     payload: message.payload,
     ...(message.partitionKey !== undefined ? { partitionKey: message.partitionKey } : {}),

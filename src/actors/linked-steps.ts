@@ -11,7 +11,7 @@
 //
 // The pure pieces are here; the runtime (runtime.ts, `linkSteps`) decides which receivers may take
 // part (owned shard, not blocked or quarantined, not waiting on a younger batch) and prepares them.
-import { outboxTopicCommandBatches } from './actor-step.ts';
+import { outboxRowIdOf, outboxTopicCommandBatches } from './actor-step.ts';
 import type { PreparedStep, PreparedWrite } from './actor-step.ts';
 import { actorId, type CommandEnvelope, type ReadModelWrite } from './envelope.ts';
 import type { OutboxRowWrite } from './actor-store.ts';
@@ -102,7 +102,7 @@ export function mergedSteps(before: PreparedWrite, after: PreparedWrite): Prepar
 
 /** Rows as the step's write numbers them: `<actor>:<new version>:<index>`, by position. */
 function numbered(step: PreparedWrite, rows: readonly OutboxRowWrite[]): OutboxRowWrite[] {
-  return rows.map((row, index) => ({ ...row, id: `${step.actor.id}:${step.commit.newVersion}:${index}` }));
+  return rows.map((row, index) => ({ ...row, id: outboxRowIdOf(step.actor.id, step.commit.newVersion, index) }));
 }
 
 /** What `linkSteps` needs of the runtime. */

@@ -9,33 +9,19 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MemoryBus } from '../../src/bus/memory-bus.ts';
-import { MemoryLeases } from '../../src/bus/memory-leases.ts';
-import { Requester } from '../../src/bus/request-reply.ts';
-import { commandStreamKeys, replyStreamKey, shardOf } from '../../src/bus/shards.ts';
-import { ActorClient } from '../../src/actors/client.ts';
+import type { Requester } from '../../src/bus/request-reply.ts';
+import { shardOf } from '../../src/bus/shards.ts';
+import type { ActorClient } from '../../src/actors/client.ts';
 import type { ActorBehavior } from '../../src/actors/envelope.ts';
 import { outboxTopicCommandBatches } from '../../src/actors/runtime.ts';
-import { workerStatsCollection } from '../../src/actors/store-adapter.ts';
 import { LmdbStore } from '../../src/store/lmdb-store.ts';
 import type { CommitWrite, SnapshotStore } from '../../src/store/store.ts';
 import { serviceReadModelIndexes } from '../../src/service/context.ts';
-import { startShardRole, type ShardRole } from '../../src/service/shard-role.ts';
+import type { ShardRole } from '../../src/service/shard-role.ts';
 import { tallyBehavior, type TallyState } from '../support/tally-actor.ts';
 import { eventually } from '../support/eventually.ts';
 import { teardown } from '../support/teardown.ts';
-
-/** Tells `tally/<target>` to add one for every `forward` it gets; keeps no state of its own. */
-function forwarderBehavior(): ActorBehavior<null> {
-  return {
-    type: 'forwarder',
-    encode: () => null,
-    decode: () => null,
-    handle(_state, command) {
-      const target = (command.payload as { target: string }).target;
-      return { send: [{ actorType: 'tally', actorKey: target, kind: 'add', payload: null }], reply: 'forwarded' };
-    },
-  };
-}
+import { commandStreamEntries, forwarderBehavior, startOneWorker } from '../support/one-worker.ts';
 
 interface PingerState { readonly pings: number; readonly pongs: number }
 
@@ -105,23 +91,7 @@ before(async () => {
   store = new LmdbStore({ dir, readModelIndexes: serviceReadModelIndexes });
   await store.init();
   bus = new MemoryBus();
-  role = await startShardRole({
-    bus,
-    leases: new MemoryLeases(),
-    store: recorded(store),
-    behaviors: [tallyBehavior(), forwarderBehavior(), pingerBehavior(), echoBehavior()] as unknown as Array<ActorBehavior<unknown>>,
-    workerId: 'w1',
-    keyPrefix,
-    shardCount,
-    clock: { nowMs: () => Date.now() },
-    readBlockMs: 100,
-    // No lease round (and so no outbox sweep) after start-up during these tests: what reaches an
-    // actor is what the batch linked or the relay delivered.
-    leaseTtlMs: 600_000,
-  });
-  await eventually(async () => assert.notEqual(await store.get(workerStatsCollection, 'w1'), null, 'a first lease round'));
-  requester = await Requester.start({ bus, replyStream: replyStreamKey(keyPrefix, 'client'), blockMs: 100 });
-  client = new ActorClient({ bus, requester, keyPrefix, shardCount, nowMs: () => Date.now() });
+  ({ role, requester, client } = await startOneWorker({ bus, store: recorded(store), behaviors: [tallyBehavior(), forwarderBehavior(), pingerBehavior(), echoBehavior()], keyPrefix, shardCount }));
 });
 
 after(() => teardown(
@@ -132,10 +102,7 @@ after(() => teardown(
   () => { rmSync(dir, { recursive: true, force: true }); },
 ));
 
-async function commandEntries(): Promise<number> {
-  const lengths = await Promise.all(commandStreamKeys(keyPrefix, shardCount).map((stream) => bus.length(stream)));
-  return lengths.reduce((sum, length) => sum + length, 0);
-}
+const commandEntries = (): Promise<number> => commandStreamEntries(bus, keyPrefix, shardCount);
 
 async function tallyState(key: string): Promise<TallyState | undefined> {
   return (await store.load(`tally/${key}`))?.state as unknown as TallyState | undefined;

@@ -9,32 +9,17 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MemoryBus } from '../../src/bus/memory-bus.ts';
-import { MemoryLeases } from '../../src/bus/memory-leases.ts';
-import { Requester } from '../../src/bus/request-reply.ts';
-import { commandStreamKeys, replyStreamKey, shardOf } from '../../src/bus/shards.ts';
-import { ActorClient } from '../../src/actors/client.ts';
-import type { ActorBehavior } from '../../src/actors/envelope.ts';
+import type { Requester } from '../../src/bus/request-reply.ts';
+import { commandStreamKeys, shardOf } from '../../src/bus/shards.ts';
+import type { ActorClient } from '../../src/actors/client.ts';
 import { outboxTopicCommandBatches } from '../../src/actors/runtime.ts';
-import { workerStatsCollection } from '../../src/actors/store-adapter.ts';
 import { LmdbStore } from '../../src/store/lmdb-store.ts';
 import { serviceReadModelIndexes } from '../../src/service/context.ts';
-import { startShardRole, type ShardRole } from '../../src/service/shard-role.ts';
+import type { ShardRole } from '../../src/service/shard-role.ts';
 import { tallyBehavior, type TallyState } from '../support/tally-actor.ts';
 import { eventually } from '../support/eventually.ts';
 import { teardown } from '../support/teardown.ts';
-
-/** Tells `tally/<target>` to add one for every `forward` it gets; keeps no state of its own. */
-function forwarderBehavior(): ActorBehavior<null> {
-  return {
-    type: 'forwarder',
-    encode: () => null,
-    decode: () => null,
-    handle(_state, command) {
-      const target = (command.payload as { target: string }).target;
-      return { send: [{ actorType: 'tally', actorKey: target, kind: 'add', payload: null }], reply: 'forwarded' };
-    },
-  };
-}
+import { commandStreamEntries, forwarderBehavior, startOneWorker } from '../support/one-worker.ts';
 
 const keyPrefix = 'ld:';
 const shardCount = 4;
@@ -50,28 +35,9 @@ before(async () => {
   store = new LmdbStore({ dir, readModelIndexes: serviceReadModelIndexes });
   await store.init();
   bus = new MemoryBus();
-  role = await startShardRole({
-    bus,
-    leases: new MemoryLeases(),
-    store,
-    behaviors: [tallyBehavior(), forwarderBehavior()] as unknown as Array<ActorBehavior<unknown>>,
-    workerId: 'w1',
-    keyPrefix,
-    shardCount,
-    clock: { nowMs: () => Date.now() },
-    readBlockMs: 100,
-    // No lease round (and so no outbox sweep) after start-up during these tests: what reaches a
-    // tally is what the relay itself delivered, locally or through a stream.
-    leaseTtlMs: 600_000,
-    // Linked steps would apply these commands in the sender's own commit (linked-steps.test.ts):
-    // here they travel as rows, the path taken when a receiver cannot be linked.
-    linkedSteps: false,
-  });
-  // The round that follows start-up (its own lease acquisitions start it) has passed: the next
-  // one, and with it the next sweep, is minutes away.
-  await eventually(async () => assert.notEqual(await store.get(workerStatsCollection, 'w1'), null, 'a first lease round'));
-  requester = await Requester.start({ bus, replyStream: replyStreamKey(keyPrefix, 'client'), blockMs: 100 });
-  client = new ActorClient({ bus, requester, keyPrefix, shardCount, nowMs: () => Date.now() });
+  // Linked steps would apply these commands in the sender's own commit (linked-steps.test.ts):
+  // here they travel as rows, the path taken when a receiver cannot be linked.
+  ({ role, requester, client } = await startOneWorker({ bus, store, behaviors: [tallyBehavior(), forwarderBehavior()], keyPrefix, shardCount, linkedSteps: false }));
 });
 
 after(() => teardown(
@@ -82,11 +48,7 @@ after(() => teardown(
   () => { rmSync(dir, { recursive: true, force: true }); },
 ));
 
-/** Entries appended to every command stream so far. */
-async function commandEntries(): Promise<number> {
-  const lengths = await Promise.all(commandStreamKeys(keyPrefix, shardCount).map((stream) => bus.length(stream)));
-  return lengths.reduce((sum, length) => sum + length, 0);
-}
+const commandEntries = (): Promise<number> => commandStreamEntries(bus, keyPrefix, shardCount);
 
 /** Every entry of every command stream read and acknowledged by the worker. */
 async function assertStreamsDrained(): Promise<void> {
