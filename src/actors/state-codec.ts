@@ -25,7 +25,9 @@ export function toJsonValue(value: unknown): JsonValue {
   if (typeof value === 'object') {
     if (isDecimal(value)) return { [tag]: toFixedString(value) };
     const out: { [key: string]: JsonValue } = {};
-    for (const [key, item] of Object.entries(value)) {
+    const record = value as Record<string, unknown>;
+    for (const key of Object.keys(record)) {
+      const item = record[key];
       if (item !== undefined) out[key] = toJsonValue(item);
     }
     return out;

@@ -2,15 +2,20 @@
 // `<prefix>offer:{<partnerId>}:<id>` holding the offer's text, expiring (PX, the server's clock) at
 // its validity plus the grace; its partner's share is counted in the sorted set
 // `<prefix>offers:{<partnerId>}` (offer ids scored by when they stop being valid). Both keys carry
-// the partner as hash tag, so the one script that writes them (`offerScript` in redis-scripts.ts)
-// touches one Redis Cluster slot. One command per offer, one GET per lookup. Its connection is made
-// on first use, so the roles that never quote (shard workers, payout, watcher…) open none. A lookup
-// under another partner reads another key and misses. Redis errors map as the bus's do (`toBusError`).
+// the partner as hash tag. The offers made in one event-loop turn travel as ONE command (the batch
+// script `offerScript` in redis-scripts.ts; on a Redis Cluster one per slot, since a script's keys
+// must share one), the way the bus batches commands: at 64 connections that is one EVALSHA for
+// dozens of quotes instead of one each (bench/README.md, "Offers batched per turn"). One GET per
+// lookup. Its connection is made on first use, so the roles that never quote (shard workers,
+// payout, watcher…) open none. A lookup under another partner reads another key and misses. Redis
+// errors map as the bus's do (`toBusError`), for every offer of the failed command.
 //
 // Durability is Redis' own, as for the command streams (docs/operations.md, "Redis"): an offer lost
-// with a Redis that restarts without its append-only file only means its partner quotes again.
+// with a Redis that restarts without its append-only file only means its partner quotes again. So
+// does an offer stored by a command whose reply was lost (its request was answered 503): it is
+// never answered as a quote, and only holds its share until it expires.
 import { BusError } from './bus.ts';
-import { createRedisClient, throwBusError, type RedisClient, type RedisConnectionLog } from './redis-connection.ts';
+import { clusterKeySlot, createRedisClient, isCluster, throwBusError, toBusError, type RedisClient, type RedisConnectionLog } from './redis-connection.ts';
 import { defineScripts, offerScript } from './redis-scripts.ts';
 import { assertNoBraces } from './shards.ts';
 import { assertOfferKey, assertOffersConfig, isOfferKey, validForMs, type OfferCodec, type OfferFields, type OfferOutcome, type Offers, type OffersConfig } from './offers.ts';
@@ -27,6 +32,17 @@ export interface RedisOffersOptions<T> extends OffersConfig {
   readonly connectionLog?: RedisConnectionLog;
 }
 
+/** At most this many offers per command (the bench's 64 connections make fewer per turn). */
+const offersPerCommandMax = 256;
+
+interface PendingOffer<T> {
+  readonly offer: T;
+  readonly text: string;
+  readonly validMs: number;
+  readonly resolve: (outcome: OfferOutcome<T>) => void;
+  readonly reject: (error: unknown) => void;
+}
+
 export class RedisOffers<T extends OfferFields> implements Offers<T> {
   /** Made on first use when given a URL: only processes that serve quotes (edges) connect at all. */
   private connection: RedisClient | null;
@@ -36,6 +52,9 @@ export class RedisOffers<T extends OfferFields> implements Offers<T> {
   private readonly codec: OfferCodec<T>;
   private readonly config: OffersConfig;
   private readonly clock: { nowMs(): number };
+  /** Offers made this turn, sent together once its I/O callbacks have run. */
+  private pending: Array<PendingOffer<T>> = [];
+  private sendScheduled = false;
 
   constructor(options: RedisOffersOptions<T>) {
     assertOffersConfig(options);
@@ -62,22 +81,68 @@ export class RedisOffers<T extends OfferFields> implements Offers<T> {
     return this.connection;
   }
 
-  async offer(offer: T): Promise<OfferOutcome<T>> {
+  offer(offer: T): Promise<OfferOutcome<T>> {
     assertOfferKey(offer.partnerId, offer.id);
     this.assertConnected();
     const text = this.codec.encode(offer);
     const validMs = validForMs(offer, this.clock.nowMs());
-    const reply = await offerScript
-      .run(this.client, [this.offerKey(offer.partnerId, offer.id), `${this.keyPrefix}offers:{${offer.partnerId}}`], [
-        text,
-        validMs,
-        validMs + this.config.graceMs,
-        this.config.perPartnerMax,
-        offer.id,
-      ])
-      .catch(throwBusError);
-    if (!Array.isArray(reply)) throw new Error(`unexpected offer reply: ${JSON.stringify(reply)}`);
-    const [code, stored] = reply as unknown[];
+    return new Promise((resolve, reject) => {
+      this.pending.push({ offer, text, validMs, resolve, reject });
+      if (this.pending.length >= offersPerCommandMax) this.sendPending();
+      else if (!this.sendScheduled) {
+        // Once this turn's I/O callbacks have run: every offer they made goes in one command.
+        this.sendScheduled = true;
+        setImmediate(() => {
+          this.sendScheduled = false;
+          this.sendPending();
+        });
+      }
+    });
+  }
+
+  /** Sends every offer waiting: one command, or one per slot on a Redis Cluster. */
+  private sendPending(): void {
+    const batch = this.pending;
+    if (batch.length === 0) return;
+    this.pending = [];
+    if (!isCluster(this.client)) return void this.send(batch);
+    const bySlot = new Map<number, Array<PendingOffer<T>>>();
+    for (const pending of batch) {
+      const slot = clusterKeySlot(this.indexKey(pending.offer.partnerId));
+      const group = bySlot.get(slot);
+      if (group === undefined) bySlot.set(slot, [pending]);
+      else group.push(pending);
+    }
+    for (const group of bySlot.values()) void this.send(group);
+  }
+
+  private async send(batch: ReadonlyArray<PendingOffer<T>>): Promise<void> {
+    const keys: string[] = [];
+    const args: Array<string | number> = [this.config.perPartnerMax];
+    for (const { offer, text, validMs } of batch) {
+      keys.push(this.offerKey(offer.partnerId, offer.id), this.indexKey(offer.partnerId));
+      args.push(text, validMs, validMs + this.config.graceMs, offer.id);
+    }
+    let replies: unknown;
+    try {
+      replies = await offerScript.run(this.client, keys, args);
+    } catch (error) {
+      const failure = toBusError(error);
+      for (const pending of batch) pending.reject(failure);
+      return;
+    }
+    batch.forEach((pending, i) => {
+      try {
+        pending.resolve(this.outcomeOf(pending.offer, Array.isArray(replies) ? replies[i] : undefined));
+      } catch (error) {
+        pending.reject(error);
+      }
+    });
+  }
+
+  /** What the script answered for one offer (its header in redis-scripts.ts). */
+  private outcomeOf(offer: T, reply: unknown): OfferOutcome<T> {
+    const [code, stored] = Array.isArray(reply) ? (reply as unknown[]) : [];
     if (code === 2) return { ok: true, offer };
     if (code === 1 && typeof stored === 'string') return { ok: true, offer: this.codec.decode(stored) };
     if (code === 0) return { ok: false, reason: 'partner_full', perPartnerMax: this.config.perPartnerMax };
@@ -92,6 +157,8 @@ export class RedisOffers<T extends OfferFields> implements Offers<T> {
   }
 
   async close(): Promise<void> {
+    // Offers made this turn go before the connection closes (ioredis sends commands in order).
+    this.sendPending();
     const client = this.connection;
     if (!this.ownsClient || client === null) return;
     this.connection = null;
@@ -112,5 +179,9 @@ export class RedisOffers<T extends OfferFields> implements Offers<T> {
 
   private offerKey(partnerId: string, id: string): string {
     return `${this.keyPrefix}offer:{${partnerId}}:${id}`;
+  }
+
+  private indexKey(partnerId: string): string {
+    return `${this.keyPrefix}offers:{${partnerId}}`;
   }
 }

@@ -1,7 +1,8 @@
 // Every Lua script of ours, each with a header listing its KEYS, ARGV, returns and errors, run
 // through ioredis' own `defineCommand`: it sends EVAL the first time on each connection and EVALSHA
 // after, and falls back to EVAL when the server lost the script (restart, SCRIPT FLUSH). Every
-// script touches one slot (its keys share a hash tag), so it runs on a Redis Cluster too. What a
+// script touches one slot (its keys share a hash tag), so it runs on a Redis Cluster too; the one
+// batch script (`offerScript`) is given the keys of one slot at a time on a cluster. What a
 // script's return codes mean is decided in its adapter, in one place (e.g. `leaseOutcome`).
 //
 // Why every client gets every script when it is made (`createRedisClient`), not on first use: an
@@ -9,7 +10,7 @@
 // the scripts defined when it was opened. A script defined later, in the same tick as another
 // command on that client, would not be found on the open pipeline (test/integration/redis-scripts.test.ts).
 // The adapters also define them when built, for a client made elsewhere (before its first command).
-import type { Cluster, Redis } from 'ioredis';
+import { Cluster, type Redis } from 'ioredis';
 
 /** A client scripts are defined on (the connection module's `RedisClient`; named here to keep imports one-way). */
 type ScriptHost = Redis | Cluster;
@@ -25,12 +26,13 @@ export class RedisScript {
     /** The client method's name: unique among every script of ours and every Redis command. */
     readonly name: string,
     readonly lua: string,
-    readonly numberOfKeys: number,
+    /** How many keys every call passes, or `'per call'` for a script that acts on a batch of keys. */
+    readonly numberOfKeys: number | 'per call',
   ) {}
 
   /** Runs the script (defined on this client by `defineScripts`). */
   async run(client: ScriptHost, keys: readonly string[], args: ReadonlyArray<string | number>): Promise<unknown> {
-    if (keys.length !== this.numberOfKeys) {
+    if (this.numberOfKeys === 'per call' ? keys.length === 0 : keys.length !== this.numberOfKeys) {
       throw new Error(`script ${this.name} takes ${this.numberOfKeys} keys, got ${keys.length}`);
     }
     if (definedScripts.get(client)?.get(this.name) !== this.lua) {
@@ -38,7 +40,19 @@ export class RedisScript {
     }
     const command = (client as unknown as Record<string, DefinedScript>)[this.name];
     if (command === undefined) throw new Error(`bug: script ${this.name} is missing from its client`);
-    return command.call(client, ...keys, ...args);
+    if (this.numberOfKeys !== 'per call') return command.call(client, ...keys, ...args);
+    // ioredis reads the key count from the first argument of a script defined without one. Its
+    // auto-pipelining routes a call by that first argument, though, which is then the count, not a
+    // key: on a cluster such a call goes in a pipeline of its own, which routes by the keys.
+    if (!(client instanceof Cluster)) return command.call(client, keys.length, ...keys, ...args);
+    const pipeline = client.pipeline() as unknown as Record<string, (...keysThenArgs: Array<string | number>) => unknown> & { exec(): Promise<Array<[Error | null, unknown]> | null> };
+    const queue = pipeline[this.name];
+    if (queue === undefined) throw new Error(`bug: script ${this.name} is missing from its client's pipelines`);
+    queue.call(pipeline, keys.length, ...keys, ...args);
+    const [outcome] = (await pipeline.exec()) ?? [];
+    if (outcome === undefined) throw new Error(`script ${this.name}: its pipeline returned nothing`);
+    if (outcome[0] !== null) throw outcome[0];
+    return outcome[1];
   }
 }
 
@@ -53,7 +67,7 @@ export function defineScripts(client: ScriptHost, scripts: readonly RedisScript[
     const lua = defined.get(script.name);
     if (lua === script.lua) continue;
     if (lua !== undefined) throw new Error(`bug: two different scripts named ${script.name}`);
-    client.defineCommand(script.name, { lua: script.lua, numberOfKeys: script.numberOfKeys });
+    client.defineCommand(script.name, script.numberOfKeys === 'per call' ? { lua: script.lua } : { lua: script.lua, numberOfKeys: script.numberOfKeys });
     defined.set(script.name, script.lua);
   }
 }
@@ -254,34 +268,51 @@ return false
 // Offers (redis-offers.ts): an offer key and its partner's index, both tagged {<partnerId>}.
 
 /**
- * offer: store an offer unless its id is taken, within the partner's share of valid offers.
- *   KEYS[1]  the offer's string key
- *   KEYS[2]  the partner's index: a sorted set of offer ids scored by when they stop being valid
- *   ARGV[1]  the offer's text
- *   ARGV[2]  validMs: how long it stays valid from now (>= 1)
- *   ARGV[3]  keepMs: how long the key is kept from now (validMs plus the grace)
- *   ARGV[4]  perPartnerMax
- *   ARGV[5]  the offer's id (its member in the index)
- * Returns {1, text}  an offer with this id was stored already: its text, unchanged
+ * offers: stores a batch of offers (those one edge made in one event-loop turn, of partners whose
+ * keys share a slot), each unless its id is taken and within its partner's share of valid offers.
+ *   KEYS     per offer, two keys: the offer's string key, then its partner's index (a sorted set
+ *            of offer ids scored by when they stop being valid)
+ *   ARGV[1]  perPartnerMax
+ *   ARGV     then per offer, four: its text, validMs (how long it stays valid from now, >= 1),
+ *            keepMs (how long its key is kept: validMs plus the grace), its id (its index member)
+ * Returns one reply per offer, in order:
+ *         {1, text}  an offer with this id was stored already: its text, unchanged
  *         {2}        stored
- *         {0}        the partner has perPartnerMax valid offers: nothing stored
- * Time is the server's (TIME), as is the keys' expiry, so the edges' clocks never matter. The index
- * is trimmed of offers no longer valid on every call (ZREMRANGEBYSCORE: O(log n + removed)), so the
- * count is exact; the index key itself expires once its last member would have.
+ *         {0}        its partner has perPartnerMax valid offers: nothing stored
+ * The offers are taken in order, so a batch counts exactly as the same offers one by one would.
+ * Time is the server's (TIME, once per batch), as is the keys' expiry, so the edges' clocks never
+ * matter. An index is trimmed of offers no longer valid once per batch (ZREMRANGEBYSCORE: O(log n
+ * + removed)), so its count is exact; the index key itself expires once its last member would have.
  */
-export const offerScript = new RedisScript('offerPut', `
-local existing = redis.call('GET', KEYS[1])
-if existing then return {1, existing} end
+export const offerScript = new RedisScript('offersPut', `
 local time = redis.call('TIME')
 local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', nowMs)
-if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[4]) then return {0} end
-local validMs = tonumber(ARGV[2])
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[3])
-redis.call('ZADD', KEYS[2], nowMs + validMs, ARGV[5])
-if redis.call('PTTL', KEYS[2]) < validMs then redis.call('PEXPIRE', KEYS[2], validMs) end
-return {2}
-`, 2);
+local perPartnerMax = tonumber(ARGV[1])
+local trimmed = {}
+local replies = {}
+for i = 1, #KEYS / 2 do
+  local offerKey, index = KEYS[2 * i - 1], KEYS[2 * i]
+  local text, validMs, keepMs, id = ARGV[4 * i - 2], tonumber(ARGV[4 * i - 1]), ARGV[4 * i], ARGV[4 * i + 1]
+  local existing = redis.call('GET', offerKey)
+  if existing then
+    replies[i] = {1, existing}
+  else
+    if not trimmed[index] then
+      redis.call('ZREMRANGEBYSCORE', index, '-inf', nowMs)
+      trimmed[index] = true
+    end
+    if redis.call('ZCARD', index) >= perPartnerMax then
+      replies[i] = {0}
+    else
+      redis.call('SET', offerKey, text, 'PX', keepMs)
+      redis.call('ZADD', index, nowMs + validMs, id)
+      if redis.call('PTTL', index) < validMs then redis.call('PEXPIRE', index, validMs) end
+      replies[i] = {2}
+    end
+  end
+end
+return replies
+`, 'per call');
 
 export const allScripts: readonly RedisScript[] = [
   readPendingScript,

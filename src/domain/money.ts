@@ -41,9 +41,14 @@ export type ParseResult = { ok: true; value: Decimal } | { ok: false; error: Amo
 
 const decimalText = /^(-)?(\d+)(?:\.(\d+))?(?:e([+-]?\d+))?$/i;
 
+const pow10Max = 2 * scaleMax + 20;
+/** 10^0 … 10^pow10Max, built once: every amount parsed, rescaled or divided needs one. */
+const powersOfTen: readonly bigint[] = Array.from({ length: pow10Max + 1 }, (_, exponent) => 10n ** BigInt(exponent));
+
 function pow10(exponent: number): bigint {
-  assert(Number.isInteger(exponent) && exponent >= 0 && exponent <= 2 * scaleMax + 20, 'pow10 exponent');
-  return 10n ** BigInt(exponent);
+  const power = powersOfTen[exponent];
+  assert(power !== undefined, 'pow10 exponent');
+  return power;
 }
 
 function assert(condition: boolean, what: string): asserts condition {
@@ -59,6 +64,10 @@ export function zero(scale: number): Decimal {
   return decimal(0n, scale);
 }
 
+function fail(kind: AmountParseError['kind'], reason: string): ParseResult {
+  return { ok: false, error: { kind, reason } };
+}
+
 /**
  * Parse a client-supplied amount (a JSON number, or a decimal string from configuration or
  * storage) at exactly `scale` decimals. `label` names the field in the reason text.
@@ -69,10 +78,6 @@ export function parseAmount(
   options: { label: string; allowZero?: boolean; allowNegative?: boolean },
 ): ParseResult {
   const { label } = options;
-  const fail = (kind: AmountParseError['kind'], reason: string): ParseResult => ({
-    ok: false,
-    error: { kind, reason },
-  });
   let text: string;
   if (typeof input === 'number') {
     if (Number.isNaN(input)) return fail('not_finite', `${label} must be a finite number`);

@@ -91,6 +91,24 @@ for (const adapter of adapters) {
         assert.deepEqual(await h.offers.offer(held[0] as Quote), { ok: true, offer: held[0] }, 'a retry of a stored quote is answered at the cap');
       }));
 
+    test('quotes offered at once (one turn, one command on Redis) count exactly as one by one: a share is never overrun, a retry gets the first', () =>
+      withHarness(adapter, async (h) => {
+        const acme = [quoteOf(h, 'acme'), quoteOf(h, 'acme'), quoteOf(h, 'acme'), quoteOf(h, 'acme'), quoteOf(h, 'acme')];
+        const first = acme[0] as Quote;
+        const retry = { ...first, rate: decimal(9_999n, 0) };
+        const globex = [quoteOf(h, 'globex'), quoteOf(h, 'globex')];
+        const outcomes = await Promise.all([...acme, retry, ...globex].map((quote) => h.offers.offer(quote)));
+        assert.deepEqual(
+          outcomes.map((outcome) => outcome.ok),
+          [true, true, true, false, false, true, true, true],
+          'the first three of acme are kept, the next two refused, the retry answered, globex unaffected',
+        );
+        assert.deepEqual(outcomes[5], { ok: true, offer: first }, 'the retry in the same turn gets the first quote, unchanged');
+        for (const quote of acme.slice(0, 3)) assert.deepEqual(await h.offers.find('acme', quote.id), quote);
+        for (const quote of acme.slice(3)) assert.equal(await h.offers.find('acme', quote.id), null, 'nothing stored for a refused quote');
+        for (const quote of globex) assert.deepEqual(await h.offers.find('globex', quote.id), quote);
+      }));
+
     test('an expired quote frees its share at once, is still found during the grace, then is gone', () =>
       withHarness(adapter, async (h) => {
         const short = [quoteOf(h, 'acme', 200), quoteOf(h, 'acme', 200), quoteOf(h, 'acme', 200)];
