@@ -2,7 +2,7 @@
 // time from an injectable clock. Per partner, the offers sit in one array ordered by expiry (an
 // insertion finds its place by binary search), so the partner's valid offers are counted exactly
 // and the ones past their grace are dropped from the front on each write.
-import { systemClock, type Clock } from './bus.ts';
+import { BusError, systemClock, type Clock } from './bus.ts';
 import { assertOfferKey, assertOffersConfig, isOfferKey, validForMs, type OfferCodec, type OfferFields, type OfferOutcome, type Offers, type OffersConfig } from './offers.ts';
 
 interface Held {
@@ -37,6 +37,7 @@ export class MemoryOffers<T extends OfferFields> implements Offers<T> {
   private readonly config: OffersConfig;
   /** Per partner: its offers by expiry; and by id (the same records). */
   private readonly byPartner = new Map<string, { readonly byExpiry: Held[]; readonly byId: Map<string, Held> }>();
+  private closed = false;
 
   constructor(options: MemoryOffersOptions<T>) {
     assertOffersConfig(options);
@@ -47,6 +48,7 @@ export class MemoryOffers<T extends OfferFields> implements Offers<T> {
 
   offer(offer: T): Promise<OfferOutcome<T>> {
     return settle(() => {
+      if (this.closed) throw new BusError('unavailable', 'quote offers are closed (the process is stopping)');
       assertOfferKey(offer.partnerId, offer.id);
       const nowMs = this.clock.nowMs();
       const partner = this.partner(offer.partnerId, nowMs);
@@ -73,6 +75,7 @@ export class MemoryOffers<T extends OfferFields> implements Offers<T> {
   }
 
   close(): Promise<void> {
+    this.closed = true;
     this.byPartner.clear();
     return Promise.resolve();
   }

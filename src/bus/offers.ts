@@ -44,6 +44,7 @@ export interface Offers<T extends OfferFields> {
   offer(offer: T): Promise<OfferOutcome<T>>;
   /** The partner's offer with this id, or null (never made, another partner's, or past its grace). */
   find(partnerId: string, id: string): Promise<T | null>;
+  /** Answers the offers already made, then refuses new ones (`BusError` `unavailable`: a 503). */
   close(): Promise<void>;
 }
 

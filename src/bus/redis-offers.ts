@@ -55,6 +55,9 @@ export class RedisOffers<T extends OfferFields> implements Offers<T> {
   /** Offers made this turn, sent together once its I/O callbacks have run. */
   private pending: Array<PendingOffer<T>> = [];
   private sendScheduled = false;
+  /** Commands sent and not yet answered. */
+  private readonly sending = new Set<Promise<void>>();
+  private closing = false;
 
   constructor(options: RedisOffersOptions<T>) {
     assertOffersConfig(options);
@@ -82,11 +85,13 @@ export class RedisOffers<T extends OfferFields> implements Offers<T> {
   }
 
   offer(offer: T): Promise<OfferOutcome<T>> {
-    assertOfferKey(offer.partnerId, offer.id);
-    this.assertConnected();
-    const text = this.codec.encode(offer);
-    const validMs = validForMs(offer, this.clock.nowMs());
     return new Promise((resolve, reject) => {
+      // Inside the executor: a malformed offer or an unavailable Redis is a rejection, as the port says.
+      if (this.closing) throw new BusError('unavailable', 'quote offers are closed (the process is stopping)');
+      assertOfferKey(offer.partnerId, offer.id);
+      this.assertConnected();
+      const text = this.codec.encode(offer);
+      const validMs = validForMs(offer, this.clock.nowMs());
       this.pending.push({ offer, text, validMs, resolve, reject });
       if (this.pending.length >= offersPerCommandMax) this.sendPending();
       else if (!this.sendScheduled) {
@@ -100,20 +105,37 @@ export class RedisOffers<T extends OfferFields> implements Offers<T> {
     });
   }
 
-  /** Sends every offer waiting: one command, or one per slot on a Redis Cluster. */
+  /** Sends every offer waiting: one command, or one per slot on a Redis Cluster. Never throws: a failure rejects the batch's offers. */
   private sendPending(): void {
     const batch = this.pending;
     if (batch.length === 0) return;
     this.pending = [];
-    if (!isCluster(this.client)) return void this.send(batch);
-    const bySlot = new Map<number, Array<PendingOffer<T>>>();
+    try {
+      // Checked again at sending: the client may have lost its connection since the offers were made.
+      this.assertConnected();
+      for (const group of this.bySlot(batch)) this.track(this.send(group));
+    } catch (error) {
+      for (const pending of batch) pending.reject(toBusError(error));
+    }
+  }
+
+  /** The batch as one group on a single server; per slot on a Redis Cluster (a script's keys share one). */
+  private bySlot(batch: Array<PendingOffer<T>>): Array<Array<PendingOffer<T>>> {
+    if (!isCluster(this.client)) return [batch];
+    const groups = new Map<number, Array<PendingOffer<T>>>();
     for (const pending of batch) {
       const slot = clusterKeySlot(this.indexKey(pending.offer.partnerId));
-      const group = bySlot.get(slot);
-      if (group === undefined) bySlot.set(slot, [pending]);
+      const group = groups.get(slot);
+      if (group === undefined) groups.set(slot, [pending]);
       else group.push(pending);
     }
-    for (const group of bySlot.values()) void this.send(group);
+    return [...groups.values()];
+  }
+
+  /** Remembers a command in flight until it settles, so that `close` waits for its answer. */
+  private track(sending: Promise<void>): void {
+    this.sending.add(sending);
+    void sending.finally(() => this.sending.delete(sending));
   }
 
   private async send(batch: ReadonlyArray<PendingOffer<T>>): Promise<void> {
@@ -156,9 +178,15 @@ export class RedisOffers<T extends OfferFields> implements Offers<T> {
     return text === null ? null : this.codec.decode(text);
   }
 
+  /**
+   * Stops taking offers, sends those made this turn and waits for every answer before the
+   * connection closes: a quote made while the process stops is answered, not failed (QUIT is not
+   * auto-pipelined, so it would otherwise overtake a batch still waiting for its turn).
+   */
   async close(): Promise<void> {
-    // Offers made this turn go before the connection closes (ioredis sends commands in order).
+    this.closing = true;
     this.sendPending();
+    await Promise.allSettled([...this.sending]);
     const client = this.connection;
     if (!this.ownsClient || client === null) return;
     this.connection = null;

@@ -109,6 +109,21 @@ for (const adapter of adapters) {
         for (const quote of globex) assert.deepEqual(await h.offers.find('globex', quote.id), quote);
       }));
 
+    test('a malformed offer is a rejection, never a throw', () =>
+      withHarness(adapter, async (h) => {
+        await assert.rejects(h.offers.offer({ ...quoteOf(h, 'acme'), id: 'not{a}valid id' }), RangeError);
+        await assert.rejects(h.offers.offer(quoteOf(h, 'a{b}')), RangeError);
+      }));
+
+    test('closing answers the quotes offered just before it (a shutdown never drops them), then refuses new ones', async () => {
+      const h = adapter.open();
+      const last = [quoteOf(h, 'acme'), quoteOf(h, 'globex')];
+      const offered = last.map((quote) => h.offers.offer(quote));
+      await h.close();
+      assert.deepEqual(await Promise.all(offered), last.map((offer) => ({ ok: true, offer })), 'the offers made in the closing turn were stored and answered');
+      await assert.rejects(h.offers.offer(quoteOf(h, 'acme')), 'an offer after close is refused');
+    });
+
     test('an expired quote frees its share at once, is still found during the grace, then is gone', () =>
       withHarness(adapter, async (h) => {
         const short = [quoteOf(h, 'acme', 200), quoteOf(h, 'acme', 200), quoteOf(h, 'acme', 200)];
