@@ -4,9 +4,9 @@
 // `<prefix>offers:{<partnerId>}` (offer ids scored by when they stop being valid). Both keys carry
 // the partner as hash tag. The offers made in one event-loop turn travel as ONE command (the batch
 // script `offerScript` in redis-scripts.ts; on a Redis Cluster one per slot, since a script's keys
-// must share one), the way the bus batches commands: at 64 connections that is one EVALSHA for
-// dozens of quotes instead of one each (bench/README.md, "Offers batched per turn"). One GET per
-// lookup. Its connection is made on first use, so the roles that never quote (shard workers,
+// must share one, in one pipeline per master), the way the bus batches commands: at 64
+// connections one EVALSHA for dozens of quotes instead of one each (bench/README.md, "Offers
+// batched per turn"). One GET per lookup. Its connection is made on first use, so the roles that never quote (shard workers,
 // payout, watcher…) open none. A lookup under another partner reads another key and misses. Redis
 // errors map as the bus's do (`toBusError`), for every offer of the failed command.
 //
@@ -105,7 +105,11 @@ export class RedisOffers<T extends OfferFields> implements Offers<T> {
     });
   }
 
-  /** Sends every offer waiting: one command, or one per slot on a Redis Cluster. Never throws: a failure rejects the batch's offers. */
+  /**
+   * Sends every offer waiting: one command on a single server; on a Redis Cluster one per slot
+   * (a script's keys share one), in one pipeline per master. Never throws: a failure rejects the
+   * batch's offers.
+   */
   private sendPending(): void {
     const batch = this.pending;
     if (batch.length === 0) return;
@@ -113,13 +117,13 @@ export class RedisOffers<T extends OfferFields> implements Offers<T> {
     try {
       // Checked again at sending: the client may have lost its connection since the offers were made.
       this.assertConnected();
-      for (const group of this.bySlot(batch)) this.track(this.send(group));
+      this.track(this.send(this.bySlot(batch)));
     } catch (error) {
       for (const pending of batch) pending.reject(toBusError(error));
     }
   }
 
-  /** The batch as one group on a single server; per slot on a Redis Cluster (a script's keys share one). */
+  /** The batch as one group on a single server; per slot on a Redis Cluster. */
   private bySlot(batch: Array<PendingOffer<T>>): Array<Array<PendingOffer<T>>> {
     if (!isCluster(this.client)) return [batch];
     const groups = new Map<number, Array<PendingOffer<T>>>();
@@ -132,33 +136,43 @@ export class RedisOffers<T extends OfferFields> implements Offers<T> {
     return [...groups.values()];
   }
 
-  /** Remembers a command in flight until it settles, so that `close` waits for its answer. */
+  /** Remembers a send in flight until it settles, so that `close` waits for its answers. */
   private track(sending: Promise<void>): void {
     this.sending.add(sending);
     void sending.finally(() => this.sending.delete(sending));
   }
 
-  private async send(batch: ReadonlyArray<PendingOffer<T>>): Promise<void> {
-    const keys: string[] = [];
-    const args: Array<string | number> = [this.config.perPartnerMax];
-    for (const { offer, text, validMs } of batch) {
-      keys.push(this.offerKey(offer.partnerId, offer.id), this.indexKey(offer.partnerId));
-      args.push(text, validMs, validMs + this.config.graceMs, offer.id);
-    }
-    let replies: unknown;
-    try {
-      replies = await offerScript.run(this.client, keys, args);
-    } catch (error) {
-      const failure = toBusError(error);
-      for (const pending of batch) pending.reject(failure);
-      return;
-    }
-    batch.forEach((pending, i) => {
-      try {
-        pending.resolve(this.outcomeOf(pending.offer, Array.isArray(replies) ? replies[i] : undefined));
-      } catch (error) {
-        pending.reject(error);
+  private async send(groups: ReadonlyArray<ReadonlyArray<PendingOffer<T>>>): Promise<void> {
+    const calls = groups.map((group) => {
+      const keys: string[] = [];
+      const args: Array<string | number> = [this.config.perPartnerMax];
+      for (const { offer, text, validMs } of group) {
+        keys.push(this.offerKey(offer.partnerId, offer.id), this.indexKey(offer.partnerId));
+        args.push(text, validMs, validMs + this.config.graceMs, offer.id);
       }
+      return { keys, args };
+    });
+    let outcomes: Awaited<ReturnType<typeof offerScript.runEach>>;
+    try {
+      outcomes = await offerScript.runEach(this.client, calls);
+    } catch (error) {
+      outcomes = calls.map(() => ({ ok: false, error }));
+    }
+    groups.forEach((group, g) => {
+      const outcome = outcomes[g];
+      if (outcome === undefined || !outcome.ok) {
+        const failure = toBusError(outcome?.error ?? new Error('no outcome for an offer batch'));
+        for (const pending of group) pending.reject(failure);
+        return;
+      }
+      const replies = outcome.value;
+      group.forEach((pending, i) => {
+        try {
+          pending.resolve(this.outcomeOf(pending.offer, Array.isArray(replies) ? replies[i] : undefined));
+        } catch (error) {
+          pending.reject(error);
+        }
+      });
     });
   }
 

@@ -10,6 +10,7 @@
 // the scripts defined when it was opened. A script defined later, in the same tick as another
 // command on that client, would not be found on the open pipeline (test/integration/redis-scripts.test.ts).
 // The adapters also define them when built, for a client made elsewhere (before its first command).
+import calculateSlot from 'cluster-key-slot';
 import { Cluster, type Redis } from 'ioredis';
 
 /** A client scripts are defined on (the connection module's `RedisClient`; named here to keep imports one-way). */
@@ -32,29 +33,89 @@ export class RedisScript {
 
   /** Runs the script (defined on this client by `defineScripts`). */
   async run(client: ScriptHost, keys: readonly string[], args: ReadonlyArray<string | number>): Promise<unknown> {
-    if (this.numberOfKeys === 'per call' ? keys.length === 0 : keys.length !== this.numberOfKeys) {
-      throw new Error(`script ${this.name} takes ${this.numberOfKeys} keys, got ${keys.length}`);
+    if (this.numberOfKeys === 'per call') {
+      const [outcome] = await this.runEach(client, [{ keys, args }]);
+      if (outcome === undefined) throw new Error(`script ${this.name}: no outcome`);
+      if (!outcome.ok) throw outcome.error;
+      return outcome.value;
     }
+    if (keys.length !== this.numberOfKeys) throw new Error(`script ${this.name} takes ${this.numberOfKeys} keys, got ${keys.length}`);
+    return this.commandOn(client).call(client, ...keys, ...args);
+  }
+
+  /**
+   * Runs a script whose calls pass their own number of keys, once per call, with each call's
+   * outcome. ioredis reads the key count from the first argument of such a script, and its
+   * auto-pipelining routes a call by that first argument, which is then the count, not a key. On
+   * one server that does not matter (one connection). On a cluster the calls go in one pipeline per
+   * master instead (grouped by the slot of each call's first key; every key of a call must share
+   * its slot), which routes by the keys: one write per master, as auto-pipelining would.
+   */
+  async runEach(client: ScriptHost, calls: ReadonlyArray<ScriptCall>): Promise<ScriptOutcome[]> {
+    if (this.numberOfKeys !== 'per call') throw new Error(`bug: script ${this.name} takes a fixed number of keys; use run`);
+    for (const { keys } of calls) if (keys.length === 0) throw new Error(`script ${this.name}: a call without keys`);
+    const command = this.commandOn(client);
+    if (!(client instanceof Cluster)) {
+      return Promise.all(calls.map(async ({ keys, args }): Promise<ScriptOutcome> => {
+        try {
+          return { ok: true, value: await command.call(client, keys.length, ...keys, ...args) };
+        } catch (error) {
+          return { ok: false, error };
+        }
+      }));
+    }
+    const byMaster = new Map<string, number[]>();
+    calls.forEach(({ keys }, index) => {
+      const slot = calculateSlot(keys[0] ?? '');
+      const master = client.slots[slot]?.[0] ?? `slot ${slot}`;
+      const indexes = byMaster.get(master);
+      if (indexes === undefined) byMaster.set(master, [index]);
+      else indexes.push(index);
+    });
+    const outcomes: ScriptOutcome[] = calls.map(() => ({ ok: false, error: new Error(`script ${this.name}: no outcome`) }));
+    await Promise.all([...byMaster.values()].map(async (indexes) => {
+      const pipeline = client.pipeline() as unknown as ScriptPipeline;
+      const queue = pipeline[this.name];
+      if (typeof queue !== 'function') throw new Error(`bug: script ${this.name} is missing from its client's pipelines`);
+      for (const index of indexes) {
+        const { keys, args } = calls[index] as ScriptCall;
+        queue.call(pipeline, keys.length, ...keys, ...args);
+      }
+      let results: Array<[Error | null, unknown]>;
+      try {
+        results = (await pipeline.exec()) ?? [];
+      } catch (error) {
+        for (const index of indexes) outcomes[index] = { ok: false, error };
+        return;
+      }
+      indexes.forEach((index, i) => {
+        const [error, value] = results[i] ?? [new Error(`script ${this.name}: its pipeline returned no result`), null];
+        outcomes[index] = error === null ? { ok: true, value } : { ok: false, error };
+      });
+    }));
+    return outcomes;
+  }
+
+  private commandOn(client: ScriptHost): DefinedScript {
     if (definedScripts.get(client)?.get(this.name) !== this.lua) {
       throw new Error(`bug: script ${this.name} was not defined on this client (clients made by createRedisClient have every script)`);
     }
     const command = (client as unknown as Record<string, DefinedScript>)[this.name];
     if (command === undefined) throw new Error(`bug: script ${this.name} is missing from its client`);
-    if (this.numberOfKeys !== 'per call') return command.call(client, ...keys, ...args);
-    // ioredis reads the key count from the first argument of a script defined without one. Its
-    // auto-pipelining routes a call by that first argument, though, which is then the count, not a
-    // key: on a cluster such a call goes in a pipeline of its own, which routes by the keys.
-    if (!(client instanceof Cluster)) return command.call(client, keys.length, ...keys, ...args);
-    const pipeline = client.pipeline() as unknown as Record<string, (...keysThenArgs: Array<string | number>) => unknown> & { exec(): Promise<Array<[Error | null, unknown]> | null> };
-    const queue = pipeline[this.name];
-    if (queue === undefined) throw new Error(`bug: script ${this.name} is missing from its client's pipelines`);
-    queue.call(pipeline, keys.length, ...keys, ...args);
-    const [outcome] = (await pipeline.exec()) ?? [];
-    if (outcome === undefined) throw new Error(`script ${this.name}: its pipeline returned nothing`);
-    if (outcome[0] !== null) throw outcome[0];
-    return outcome[1];
+    return command;
   }
 }
+
+/** One call of a script that takes its number of keys per call. */
+export interface ScriptCall {
+  readonly keys: readonly string[];
+  readonly args: ReadonlyArray<string | number>;
+}
+
+export type ScriptOutcome = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly error: unknown };
+
+/** An ioredis pipeline as seen by a script: our scripts are defined on it too. */
+type ScriptPipeline = Record<string, ((...keysThenArgs: Array<string | number>) => unknown) | undefined> & { exec(): Promise<Array<[Error | null, unknown]> | null> };
 
 /** Defines scripts (default: all of ours) on a client, once each: a client shared by several adapters gets each script once. */
 export function defineScripts(client: ScriptHost, scripts: readonly RedisScript[] = allScripts): void {
