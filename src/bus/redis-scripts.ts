@@ -344,6 +344,10 @@ return false
  * Time is the server's (TIME, once per batch), as is the keys' expiry, so the edges' clocks never
  * matter. An index is trimmed of offers no longer valid once per batch (ZREMRANGEBYSCORE: O(log n
  * + removed)), so its count is exact; the index key itself expires once its last member would have.
+ * Five commands per stored offer (Redis 7.0 or later, docs/operations.md): the offer is written
+ * and an earlier one with its id read back in one `SET … NX GET`, and the index's expiry only ever
+ * pushed later with `PEXPIRE … GT` (`NX` for an index that has none yet: GT counts no expiry as
+ * the latest of all).
  */
 export const offerScript = new RedisScript('offersPut', `
 local time = redis.call('TIME')
@@ -354,20 +358,20 @@ local replies = {}
 for i = 1, #KEYS / 2 do
   local offerKey, index = KEYS[2 * i - 1], KEYS[2 * i]
   local text, validMs, keepMs, id = ARGV[4 * i - 2], tonumber(ARGV[4 * i - 1]), ARGV[4 * i], ARGV[4 * i + 1]
-  local existing = redis.call('GET', offerKey)
-  if existing then
-    replies[i] = {1, existing}
+  if not trimmed[index] then
+    redis.call('ZREMRANGEBYSCORE', index, '-inf', nowMs)
+    trimmed[index] = true
+  end
+  if redis.call('ZCARD', index) >= perPartnerMax then
+    local existing = redis.call('GET', offerKey)
+    if existing then replies[i] = {1, existing} else replies[i] = {0} end
   else
-    if not trimmed[index] then
-      redis.call('ZREMRANGEBYSCORE', index, '-inf', nowMs)
-      trimmed[index] = true
-    end
-    if redis.call('ZCARD', index) >= perPartnerMax then
-      replies[i] = {0}
+    local existing = redis.call('SET', offerKey, text, 'NX', 'GET', 'PX', keepMs)
+    if existing then
+      replies[i] = {1, existing}
     else
-      redis.call('SET', offerKey, text, 'PX', keepMs)
       redis.call('ZADD', index, nowMs + validMs, id)
-      if redis.call('PTTL', index) < validMs then redis.call('PEXPIRE', index, validMs) end
+      if redis.call('PEXPIRE', index, validMs, 'GT') == 0 then redis.call('PEXPIRE', index, validMs, 'NX') end
       replies[i] = {2}
     end
   end

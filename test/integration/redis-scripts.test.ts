@@ -9,6 +9,10 @@ import { RedisLeases } from '../../src/bus/redis-leases.ts';
 import { RedisTokenBuckets } from '../../src/bus/redis-token-buckets.ts';
 import { createRedisClient, type RedisClient } from '../../src/bus/redis-connection.ts';
 import { RedisScript, defineScripts } from '../../src/bus/redis-scripts.ts';
+import { RedisOffers } from '../../src/bus/redis-offers.ts';
+import type { Quote } from '../../src/domain/quote.ts';
+import { quoteOfferCodec } from '../../src/ports/quote-offers.ts';
+import { brebPayoutQuote } from '../support/quotes.ts';
 import { randomKeyPrefix, startRedis, type PrivateRedis } from '../support/redis-server.ts';
 import { teardown } from '../support/teardown.ts';
 
@@ -71,4 +75,26 @@ test('two different scripts under one name are a bug; a script not defined on th
   assert.throws(() => defineScripts(client, [new RedisScript('testEcho', 'return 1', 0)]), /two different scripts named testEcho/);
   assert.equal(await new RedisScript('testEcho', 'return ARGV[1]', 0).run(client, [], ['hi']), 'hi');
   await assert.rejects(new RedisScript('testOther', 'return 2', 0).run(client, [], []), /was not defined on this client/);
+});
+
+test("the offers script: a partner's index expires with its latest valid offer, never before it; a retried offer is answered without a second entry", async () => {
+  const client = sharedClient();
+  const keyPrefix = randomKeyPrefix('offers');
+  const offers = new RedisOffers({ redis: client, keyPrefix, perPartnerMax: 10, graceMs: 60_000, codec: quoteOfferCodec });
+  const index = `${keyPrefix}offers:{acme}`;
+  const quoteValidFor = (id: string, validMs: number): Quote => {
+    const nowMs = Date.now();
+    return { ...brebPayoutQuote(nowMs), id, partnerId: 'acme', createdAtMs: nowMs, expiresAtMs: nowMs + validMs };
+  };
+  await offers.offer(quoteValidFor('first', 20_000));
+  const first = await client.pttl(index);
+  assert.ok(first > 15_000 && first <= 20_000, `a new index expires with its offer (${first} ms)`);
+  await offers.offer(quoteValidFor('longer', 40_000));
+  const longer = await client.pttl(index);
+  assert.ok(longer > 35_000 && longer <= 40_000, `a later offer valid longer pushes it back (${longer} ms)`);
+  await offers.offer(quoteValidFor('shorter', 5_000));
+  assert.ok((await client.pttl(index)) > 35_000, 'an offer valid for less never brings it forward');
+  await offers.offer(quoteValidFor('first', 90_000));
+  assert.equal(await client.zcard(index), 3, 'the retry of a stored offer added no entry');
+  assert.ok((await client.pttl(index)) <= 40_000, 'nor moved the expiry');
 });
