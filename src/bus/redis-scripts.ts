@@ -33,12 +33,7 @@ export class RedisScript {
 
   /** Runs the script (defined on this client by `defineScripts`). */
   async run(client: ScriptHost, keys: readonly string[], args: ReadonlyArray<string | number>): Promise<unknown> {
-    if (this.numberOfKeys === 'per call') {
-      const [outcome] = await this.runEach(client, [{ keys, args }]);
-      if (outcome === undefined) throw new Error(`script ${this.name}: no outcome`);
-      if (!outcome.ok) throw outcome.error;
-      return outcome.value;
-    }
+    if (this.numberOfKeys === 'per call') throw new Error(`bug: script ${this.name} takes its keys per call; use runEach`);
     if (keys.length !== this.numberOfKeys) throw new Error(`script ${this.name} takes ${this.numberOfKeys} keys, got ${keys.length}`);
     return this.commandOn(client).call(client, ...keys, ...args);
   }

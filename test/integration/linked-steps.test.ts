@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MemoryBus } from '../../src/bus/memory-bus.ts';
-import type { Requester } from '../../src/bus/request-reply.ts';
+import type { TestRuntime } from '../support/test-runtime.ts';
 import { shardOf } from '../../src/bus/shards.ts';
 import type { ActorClient } from '../../src/actors/client.ts';
 import type { ActorBehavior } from '../../src/actors/envelope.ts';
@@ -66,7 +66,7 @@ const calls: StoreCall[] = [];
 let bus: MemoryBus;
 let role: ShardRole;
 let client: ActorClient;
-let requester: Requester;
+let worker: TestRuntime;
 
 /** The store as the worker sees it, every commit recorded (the embedded store does the work). */
 function recorded(inner: LmdbStore): SnapshotStore {
@@ -91,12 +91,12 @@ before(async () => {
   store = new LmdbStore({ dir, readModelIndexes: serviceReadModelIndexes });
   await store.init();
   bus = new MemoryBus();
-  ({ role, requester, client } = await startOneWorker({ bus, store: recorded(store), behaviors: [tallyBehavior(), forwarderBehavior(), pingerBehavior(), echoBehavior()], keyPrefix, shardCount }));
+  worker = await startOneWorker({ bus, store: recorded(store), behaviors: [tallyBehavior(), forwarderBehavior(), pingerBehavior(), echoBehavior()], keyPrefix, shardCount });
+  ({ role, client } = worker);
 });
 
 after(() => teardown(
-  () => requester?.close(),
-  () => role?.stop(),
+  () => worker?.stop(),
   () => bus?.close(),
   () => store?.close(),
   () => { rmSync(dir, { recursive: true, force: true }); },

@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MemoryBus } from '../../src/bus/memory-bus.ts';
-import type { Requester } from '../../src/bus/request-reply.ts';
+import type { TestRuntime } from '../support/test-runtime.ts';
 import { commandStreamKeys, shardOf } from '../../src/bus/shards.ts';
 import type { ActorClient } from '../../src/actors/client.ts';
 import { outboxTopicCommandBatches } from '../../src/actors/runtime.ts';
@@ -28,7 +28,7 @@ let store: LmdbStore;
 let bus: MemoryBus;
 let role: ShardRole;
 let client: ActorClient;
-let requester: Requester;
+let worker: TestRuntime;
 
 before(async () => {
   dir = mkdtempSync(join(tmpdir(), 'local-delivery-'));
@@ -37,12 +37,12 @@ before(async () => {
   bus = new MemoryBus();
   // Linked steps would apply these commands in the sender's own commit (linked-steps.test.ts):
   // here they travel as rows, the path taken when a receiver cannot be linked.
-  ({ role, requester, client } = await startOneWorker({ bus, store, behaviors: [tallyBehavior(), forwarderBehavior()], keyPrefix, shardCount, linkedSteps: false }));
+  worker = await startOneWorker({ bus, store, behaviors: [tallyBehavior(), forwarderBehavior()], keyPrefix, shardCount, linkedSteps: false });
+  ({ role, client } = worker);
 });
 
 after(() => teardown(
-  () => requester?.close(),
-  () => role?.stop(),
+  () => worker?.stop(),
   () => bus?.close(),
   () => store?.close(),
   () => { rmSync(dir, { recursive: true, force: true }); },

@@ -4,15 +4,12 @@
 // of one worker (local-delivery.test.ts, linked-steps.test.ts).
 import assert from 'node:assert/strict';
 import type { MemoryBus } from '../../src/bus/memory-bus.ts';
-import { MemoryLeases } from '../../src/bus/memory-leases.ts';
-import { Requester } from '../../src/bus/request-reply.ts';
-import { commandStreamKeys, replyStreamKey } from '../../src/bus/shards.ts';
-import { ActorClient } from '../../src/actors/client.ts';
+import { commandStreamKeys } from '../../src/bus/shards.ts';
 import type { ActorBehavior } from '../../src/actors/envelope.ts';
 import { workerStatsCollection } from '../../src/actors/store-adapter.ts';
 import type { SnapshotStore } from '../../src/store/store.ts';
-import { startShardRole, type ShardRole } from '../../src/service/shard-role.ts';
 import { eventually } from './eventually.ts';
+import { startTestRuntime, type TestRuntime } from './test-runtime.ts';
 
 /** Tells `tally/<target>` to add one for every `forward` it gets; keeps no state of its own. */
 export function forwarderBehavior(): ActorBehavior<null> {
@@ -27,12 +24,11 @@ export function forwarderBehavior(): ActorBehavior<null> {
   };
 }
 
-export interface OneWorker {
-  readonly role: ShardRole;
-  readonly requester: Requester;
-  readonly client: ActorClient;
-}
-
+/**
+ * The test's runtime (test-runtime.ts) on the test's bus, with leases that outlive the test: once
+ * the round that follows start-up has passed, the next one, and with it the next sweep, is
+ * minutes away.
+ */
 export async function startOneWorker(options: {
   readonly bus: MemoryBus;
   readonly store: SnapshotStore;
@@ -41,30 +37,13 @@ export async function startOneWorker(options: {
   readonly keyPrefix: string;
   readonly shardCount: number;
   readonly linkedSteps?: boolean;
-}): Promise<OneWorker> {
-  const { bus, store, keyPrefix, shardCount } = options;
-  const role = await startShardRole({
-    bus,
-    leases: new MemoryLeases(),
-    store,
-    behaviors: options.behaviors as unknown as Array<ActorBehavior<unknown>>,
-    workerId: 'w1',
-    keyPrefix,
-    shardCount,
-    clock: { nowMs: () => Date.now() },
-    readBlockMs: 100,
-    leaseTtlMs: 600_000,
-    ...(options.linkedSteps === undefined ? {} : { linkedSteps: options.linkedSteps }),
-  });
+}): Promise<TestRuntime> {
+  const runtime = await startTestRuntime({ ...options, leaseTtlMs: 600_000 });
   try {
-    // The round that follows start-up (its own lease acquisitions start it) has passed: the next
-    // one, and with it the next sweep, is minutes away.
-    await eventually(async () => assert.notEqual(await store.get(workerStatsCollection, 'w1'), null, 'a first lease round'));
-    const requester = await Requester.start({ bus, replyStream: replyStreamKey(keyPrefix, 'client'), blockMs: 100 });
-    const client = new ActorClient({ bus, requester, keyPrefix, shardCount, nowMs: () => Date.now() });
-    return { role, requester, client };
+    await eventually(async () => assert.notEqual(await options.store.get(workerStatsCollection, 'w1'), null, 'a first lease round'));
+    return runtime;
   } catch (error) {
-    await role.stop(); // the test's `after` never sees a role it was not handed
+    await runtime.stop(); // the test's `after` never sees a runtime it was not handed
     throw error;
   }
 }
